@@ -1,0 +1,264 @@
+//! Frames the app sends to the gateway (requests and actions).
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::frame_enum;
+
+frame_enum! {
+    /// A frame sent by the app.
+    pub enum ClientFrame {
+        /// First frame of a connection: authentication and capabilities.
+        Hello(Hello) = "hello",
+        /// Send text or a slash command to a lane.
+        MessageSend(MessageSend) = "message.send",
+        /// Begin a binary upload.
+        MediaUploadStart(MediaUploadStart) = "media.upload.start",
+        /// Finish a binary upload.
+        MediaUploadEnd(MediaUploadEnd) = "media.upload.end",
+        /// Ask for the bytes of a media item.
+        MediaPull(MediaPull) = "media.pull",
+        /// Answer an interactive picker.
+        PickerSelect(PickerSelect) = "picker.select",
+        /// Create a channel, or a thread when `parent_chat_id` is set.
+        ChannelCreate(ChannelCreate) = "channel.create",
+        /// Rename the channel or thread named by the envelope's `chat_id`.
+        ChannelRename(ChannelRename) = "channel.rename",
+        /// Make the envelope's `chat_id` the default channel.
+        ChannelSetDefault(Empty) = "channel.set_default",
+        /// Hard-delete the envelope's `chat_id` with its threads and history.
+        ChannelDelete(Empty) = "channel.delete",
+        /// Full-text search.
+        Search(Search) = "search",
+        /// The user has seen a message.
+        ReadReceipt(ReadReceipt) = "read.receipt",
+        /// Load a page of a lane's messages.
+        History(HistoryRequest) = "history",
+        /// Hard-delete messages.
+        MessageDelete(MessageDelete) = "message.delete",
+        /// Fetch the slash-command catalog.
+        CommandsCatalog(Empty) = "commands.catalog",
+        /// Autocomplete a typed command prefix.
+        CommandsComplete(CommandsCompleteRequest) = "commands.complete",
+        /// Stop the lane's running turn.
+        AgentStop(Empty) = "agent.stop",
+        /// Redirect the lane's running turn.
+        AgentSteer(AgentSteer) = "agent.steer",
+        /// Replay outbox frames after a cursor.
+        Sync(Sync) = "sync",
+        /// Update push registration.
+        FcmRegister(FcmRegister) = "fcm.register",
+        /// Application-level keepalive.
+        Ping(Ping) = "ping",
+    }
+}
+
+/// A payload with no fields (unknown fields are ignored).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Empty {}
+
+/// `hello`: authentication and device identity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The gateway token.
+    pub token: String,
+    /// A stable id for this device; a second connection with the same id replaces the first.
+    pub device_id: String,
+    /// Display name of the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_name: Option<String>,
+    /// Client capabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caps: Option<ClientCaps>,
+    /// Firebase Cloud Messaging registration token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fcm_token: Option<String>,
+    /// ntfy topic to push to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ntfy_topic: Option<String>,
+}
+
+/// Capabilities a client announces in `hello`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientCaps {
+    /// Lowest protocol version the client accepts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_protocol: Option<u32>,
+    /// Whether the client handles media.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<bool>,
+    /// Push backend the client uses (`fcm`, `ntfy`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<String>,
+}
+
+/// `message.send`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageSend {
+    /// The text (or slash command).
+    #[serde(default)]
+    pub text: String,
+    /// The message this one answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
+    /// Completed uploads to attach.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media_refs: Vec<String>,
+    /// Ask the gateway to mint a thread for this message.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto_thread: bool,
+}
+
+/// `media.upload.start`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaUploadStart {
+    /// Client-chosen reference for this upload.
+    pub media_ref: String,
+    /// `image`, `video`, `audio` or `file`.
+    #[serde(default)]
+    pub kind: String,
+    /// MIME type.
+    #[serde(default)]
+    pub mime: String,
+    /// Declared size in bytes.
+    pub size: u64,
+    /// Display name; never used as a path.
+    #[serde(default)]
+    pub filename: String,
+}
+
+/// `media.upload.end`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaUploadEnd {
+    /// The reference given at start.
+    pub media_ref: String,
+    /// Lowercase hex SHA-256 of the bytes.
+    pub sha256: String,
+}
+
+/// `media.pull`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaPull {
+    /// The media to fetch.
+    pub media_id: String,
+}
+
+/// `picker.select`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PickerSelect {
+    /// The picker being answered.
+    pub picker_id: String,
+    /// The chosen value (or free text for a clarify picker).
+    pub value: String,
+}
+
+/// `channel.create`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelCreate {
+    /// Display name.
+    pub name: String,
+    /// `channel` (default) or `thread`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Parent channel; makes the new entry a thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_chat_id: Option<String>,
+}
+
+/// `channel.rename`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelRename {
+    /// The new name.
+    pub name: String,
+}
+
+/// Scope of a search.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchScope {
+    /// Every chat.
+    #[default]
+    All,
+    /// One lane, named by `chat_id`/`thread_id`.
+    Chat,
+}
+
+/// `search`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Search {
+    /// The query: words, `"a phrase"`, or `prefix*`.
+    pub query: String,
+    /// `all` (default) or `chat`.
+    #[serde(default)]
+    pub scope: SearchScope,
+    /// Maximum number of hits (default 50, at most 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
+/// `read.receipt` from the app.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadReceipt {
+    /// The message seen.
+    pub message_id: String,
+    /// Its chat (may also be given in the envelope).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+}
+
+/// `history` request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRequest {
+    /// Return messages older than this one; omit for the newest page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_message_id: Option<String>,
+    /// Page size (default 50, at most 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
+/// `message.delete`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageDelete {
+    /// Messages to delete.
+    pub message_ids: Vec<String>,
+}
+
+/// `commands.complete` request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsCompleteRequest {
+    /// The typed prefix, with its slash.
+    pub prefix: String,
+}
+
+/// `agent.steer`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentSteer {
+    /// The steering text.
+    pub text: String,
+}
+
+/// `sync`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sync {
+    /// Replay frames with a cursor above this one.
+    pub cursor: u64,
+}
+
+/// `fcm.register`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FcmRegister {
+    /// New FCM token (empty string removes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fcm_token: Option<String>,
+    /// New ntfy topic (empty string removes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ntfy_topic: Option<String>,
+}
+
+/// `ping` (application keepalive).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ping {
+    /// Client timestamp, echoed in `pong`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<i64>,
+}

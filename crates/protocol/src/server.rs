@@ -1,0 +1,738 @@
+//! Frames the gateway sends to the app (events and responses).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::client::{Empty, SearchScope};
+use crate::codec::{frame_enum, ErrorCode};
+
+frame_enum! {
+    /// A frame sent by the gateway.
+    pub enum ServerFrame {
+        /// Response to `hello`.
+        HelloAck(HelloAck) = "hello.ack",
+        /// A final or standalone message.
+        Message(Message) = "message",
+        /// A streamed bubble begins.
+        MessageStart(MessageStart) = "message.start",
+        /// The full text so far of a streamed bubble.
+        MessageUpdate(MessageUpdate) = "message.update",
+        /// A streamed bubble is final.
+        MessageStop(MessageStop) = "message.stop",
+        /// Messages were deleted.
+        MessageDeleted(MessageDeleted) = "message.deleted",
+        /// An intermediate assistant beat between tool calls.
+        Commentary(Commentary) = "commentary",
+        /// A tool call began.
+        ToolStart(ToolStart) = "tool.start",
+        /// A tool call made progress.
+        ToolProgress(ToolProgress) = "tool.progress",
+        /// A tool call ended.
+        ToolEnd(ToolEnd) = "tool.end",
+        /// Typing indicator.
+        Typing(Typing) = "typing",
+        /// Typing stopped.
+        TypingStop(Empty) = "typing.stop",
+        /// An in-app banner or push mirror.
+        Notification(Notification) = "notification",
+        /// Model picker.
+        PickerModel(PickerModel) = "picker.model",
+        /// Finite-choice picker.
+        PickerChoice(PickerChoice) = "picker.choice",
+        /// A question from the agent.
+        PickerClarify(PickerClarify) = "picker.clarify",
+        /// The agent asks for permission.
+        PickerApproval(PickerApproval) = "picker.approval",
+        /// A yes/no confirmation.
+        PickerConfirm(PickerConfirm) = "picker.confirm",
+        /// The whole channel directory.
+        ChannelList(ChannelList) = "channel.list",
+        /// A channel or thread was created.
+        ChannelCreated(ChannelCreated) = "channel.created",
+        /// A channel or thread was renamed.
+        ChannelRenamed(ChannelRenamed) = "channel.renamed",
+        /// A channel or thread was deleted.
+        ChannelDeleted(ChannelDeleted) = "channel.deleted",
+        /// A page of messages.
+        History(History) = "history",
+        /// The slash-command catalog.
+        CommandsCatalog(CommandsCatalog) = "commands.catalog",
+        /// Autocomplete matches.
+        CommandsComplete(CommandsComplete) = "commands.complete",
+        /// The lane's agent is working.
+        AgentBusy(AgentBusy) = "agent.busy",
+        /// The lane's agent is idle.
+        AgentIdle(Empty) = "agent.idle",
+        /// Search hits.
+        SearchResults(SearchResults) = "search.results",
+        /// Agent-produced media is available.
+        MediaOffer(MediaInfo) = "media.offer",
+        /// Response to `media.upload.end`.
+        MediaUploadAck(MediaUploadAck) = "media.upload.ack",
+        /// Header of a media pull: followed by binary frames.
+        MediaPullHeader(MediaPullHeader) = "media.pull",
+        /// End of a media pull.
+        MediaPullEnd(MediaPullEnd) = "media.pull.end",
+        /// A message was read.
+        ReadReceipt(ReadReceiptEvent) = "read.receipt",
+        /// Gateway health.
+        Status(Status) = "status",
+        /// An error, answering the request with the same id.
+        Error(ErrorPayload) = "error",
+        /// Reply to `ping`.
+        Pong(Pong) = "pong",
+        /// End of a `sync` replay.
+        SyncDone(SyncDone) = "sync.done",
+    }
+}
+
+impl ServerFrame {
+    /// Whether this frame type is appended to the outbox before it is sent (protocol notes §2).
+    pub fn is_durable_type(frame_type: &str) -> bool {
+        matches!(
+            frame_type,
+            "message"
+                | "message.start"
+                | "message.stop"
+                | "message.deleted"
+                | "commentary"
+                | "tool.start"
+                | "tool.end"
+                | "notification"
+                | "channel.list"
+                | "channel.created"
+                | "channel.renamed"
+                | "channel.deleted"
+                | "agent.busy"
+                | "agent.idle"
+                | "media.offer"
+                | "read.receipt"
+        ) || frame_type.starts_with("picker.")
+    }
+}
+
+/// Capabilities the gateway announces.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerCaps {
+    /// Streaming bubbles.
+    pub streaming: bool,
+    /// Reasoning display.
+    pub reasoning: bool,
+    /// Tool events.
+    pub tools: bool,
+    /// Media transfer.
+    pub media: bool,
+    /// Full-text search.
+    pub search: bool,
+    /// Push backend in use, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<String>,
+    /// Interactive pickers.
+    pub pickers: bool,
+}
+
+/// One entry of the channel directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelInfo {
+    /// Id of the channel or thread.
+    pub chat_id: String,
+    /// Display name.
+    pub name: String,
+    /// `default`, `channel` or `thread`.
+    pub kind: String,
+    /// Whether this is the default channel.
+    #[serde(default)]
+    pub is_default: bool,
+    /// The channel a thread belongs to.
+    #[serde(default)]
+    pub parent_chat_id: Option<String>,
+}
+
+/// `hello.ack`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HelloAck {
+    /// What the gateway offers.
+    pub server_caps: ServerCaps,
+    /// This device's confirmed-delivery watermark: sync from here.
+    pub sync_cursor: u64,
+    /// Highest cursor already delivered to this device by push (0 = never).
+    pub last_pushed_cursor: u64,
+    /// The channel directory.
+    pub channels: Vec<ChannelInfo>,
+    /// The outbox head when this connection began receiving live frames: the first durable frame
+    /// sent live on this connection has cursor `head_cursor + 1`. An Iris extension.
+    #[serde(default)]
+    pub head_cursor: u64,
+    /// The device id the gateway registered. An Iris extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The user.
+    #[default]
+    User,
+    /// The agent.
+    Assistant,
+    /// The gateway.
+    System,
+    /// A scheduled job's result.
+    Cron,
+}
+
+impl Role {
+    /// The wire string of this role.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+            Role::Cron => "cron",
+        }
+    }
+
+    /// Parses a wire string.
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "system" => Some(Role::System),
+            "cron" => Some(Role::Cron),
+            _ => None,
+        }
+    }
+}
+
+/// A media item attached to a message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaInfo {
+    /// Id to pull it with.
+    pub media_id: String,
+    /// `image`, `video`, `audio` or `file`.
+    pub kind: String,
+    /// MIME type.
+    pub mime: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Display name.
+    pub filename: String,
+}
+
+/// Runtime metadata shown under final assistant messages.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Runtime {
+    /// Bare model id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Context occupancy, 0–100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_pct: Option<u8>,
+    /// Home-relative working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Wall-clock turn duration in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<f64>,
+    /// Turn cost in USD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+}
+
+/// `message` (also the entries of `history`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Opaque, time-ordered id.
+    pub message_id: String,
+    /// Author.
+    pub role: Role,
+    /// The text.
+    #[serde(default)]
+    pub text: String,
+    /// Reasoning, rendered above the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Attached media.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<MediaInfo>,
+    /// The message this one answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
+    /// Model that produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tokens used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Creation time, unix milliseconds.
+    pub ts: i64,
+    /// Runtime footer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+}
+
+/// `message.start`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageStart {
+    /// The bubble's id.
+    pub message_id: String,
+    /// Author.
+    pub role: Role,
+}
+
+/// `message.update`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageUpdate {
+    /// The bubble's id.
+    pub message_id: String,
+    /// Full text so far.
+    pub text: String,
+}
+
+/// `message.stop`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageStop {
+    /// The bubble's id.
+    pub message_id: String,
+    /// The final text.
+    pub final_text: String,
+    /// Reasoning, when shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tokens used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Runtime footer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Runtime>,
+    /// Media produced by the turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<MediaInfo>,
+}
+
+/// `message.deleted`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageDeleted {
+    /// The deleted messages.
+    pub message_ids: Vec<String>,
+}
+
+/// `commentary`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Commentary {
+    /// Id of this beat.
+    pub message_id: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// `tool.start`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolStart {
+    /// Index of the call within the turn.
+    pub index: u32,
+    /// Tool name.
+    pub name: String,
+    /// Short preview (command, path…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+    /// Arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    /// Cosmetic glyph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emoji: Option<String>,
+}
+
+/// `tool.progress`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolProgress {
+    /// Index of the call within the turn.
+    pub index: u32,
+    /// Tool name.
+    pub name: String,
+    /// Progress note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// `tool.end`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolEnd {
+    /// Index of the call within the turn.
+    pub index: u32,
+    /// Tool name.
+    pub name: String,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Seconds it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
+    /// Short tail of its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_preview: Option<String>,
+}
+
+/// `typing`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Typing {
+    /// Whether the agent is typing.
+    pub on: bool,
+}
+
+/// `notification`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Notification {
+    /// `channel_renamed`, `channel_created`, `cron`, `approval`, `clarify` or `generic`.
+    pub kind: String,
+    /// Title.
+    pub title: String,
+    /// Body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// Time, unix milliseconds.
+    pub ts: i64,
+}
+
+/// A provider group in the model picker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelProvider {
+    /// Provider id.
+    pub id: String,
+    /// Display label.
+    pub label: String,
+    /// Its models.
+    pub models: Vec<ModelEntry>,
+}
+
+/// A model in the model picker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelEntry {
+    /// Model id (the value to select).
+    pub id: String,
+    /// Display label.
+    pub label: String,
+}
+
+/// `picker.model`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PickerModel {
+    /// Id to answer with.
+    pub picker_id: String,
+    /// Current model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_model: Option<String>,
+    /// Current provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_provider: Option<String>,
+    /// Models grouped by provider.
+    pub providers: Vec<ModelProvider>,
+}
+
+/// One choice of a picker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    /// Value to answer with.
+    pub value: String,
+    /// Display label.
+    pub label: String,
+    /// Whether this is the current setting.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_current: bool,
+}
+
+/// `picker.choice`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PickerChoice {
+    /// Id to answer with.
+    pub picker_id: String,
+    /// Title.
+    pub title: String,
+    /// The choices.
+    pub choices: Vec<Choice>,
+}
+
+/// `picker.clarify`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PickerClarify {
+    /// Id to answer with.
+    pub picker_id: String,
+    /// The question.
+    pub title: String,
+    /// Suggested answers; free text is accepted too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Choice>,
+}
+
+/// `picker.approval`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PickerApproval {
+    /// Id to answer with.
+    pub picker_id: String,
+    /// What is asked.
+    pub title: String,
+    /// The command, diff or other preview of what would run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+    /// The agent's options.
+    pub choices: Vec<Choice>,
+}
+
+/// `picker.confirm`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PickerConfirm {
+    /// Id to answer with.
+    pub picker_id: String,
+    /// What is asked.
+    pub title: String,
+    /// Details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+/// `channel.list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelList {
+    /// The whole directory.
+    pub channels: Vec<ChannelInfo>,
+}
+
+/// `channel.created`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelCreated {
+    /// Id of the new channel or thread.
+    pub chat_id: String,
+    /// Its name.
+    pub name: String,
+    /// `channel` or `thread`.
+    pub kind: String,
+    /// The channel a thread belongs to.
+    #[serde(default)]
+    pub parent_chat_id: Option<String>,
+    /// Minted by the gateway for an auto-threaded message.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub auto: bool,
+}
+
+/// `channel.renamed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelRenamed {
+    /// The renamed channel or thread.
+    pub chat_id: String,
+    /// Its new name.
+    pub name: String,
+}
+
+/// `channel.deleted`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelDeleted {
+    /// The deleted channel or thread.
+    pub chat_id: String,
+    /// Threads deleted with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_ids: Vec<String>,
+}
+
+/// `history` response.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// Messages, oldest → newest.
+    pub messages: Vec<Message>,
+    /// Older messages exist.
+    pub has_more: bool,
+    /// Id of the first message of the page (to pass as `before_message_id`).
+    #[serde(default)]
+    pub oldest_message_id: Option<String>,
+}
+
+/// A slash command.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandInfo {
+    /// Name with its slash.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Argument placeholder ("" when none).
+    #[serde(default)]
+    pub args_hint: String,
+    /// Group.
+    #[serde(default)]
+    pub category: String,
+    /// Other names, with their slash.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+}
+
+/// `commands.catalog` response.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsCatalog {
+    /// Every command.
+    pub commands: Vec<CommandInfo>,
+}
+
+/// A `commands.complete` match.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandMatch {
+    /// Name with its slash.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Argument placeholder.
+    #[serde(default)]
+    pub args_hint: String,
+}
+
+/// `commands.complete` response.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsComplete {
+    /// The prefix asked for.
+    pub prefix: String,
+    /// Matching commands.
+    pub matches: Vec<CommandMatch>,
+}
+
+/// Why the agent is busy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BusyReason {
+    /// Working on a prompt.
+    #[default]
+    Processing,
+    /// Running a tool.
+    Tool,
+    /// Waiting for the user to answer a picker.
+    WaitingInput,
+    /// Running a scheduled job.
+    Cron,
+}
+
+/// `agent.busy`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentBusy {
+    /// Why.
+    pub reason: BusyReason,
+}
+
+/// A search hit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// The message.
+    pub message_id: String,
+    /// Its chat.
+    pub chat_id: String,
+    /// Its thread.
+    #[serde(default)]
+    pub thread_id: Option<String>,
+    /// Its author.
+    pub role: Role,
+    /// Text around the match; matches are wrapped in `[` and `]`.
+    pub snippet: String,
+    /// Its time.
+    pub ts: i64,
+}
+
+/// `search.results`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    /// The query.
+    pub query: String,
+    /// The scope.
+    pub scope: SearchScope,
+    /// Hits, best first.
+    pub hits: Vec<SearchHit>,
+}
+
+/// `media.upload.ack`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaUploadAck {
+    /// Always true; failures are `error` frames.
+    pub ok: bool,
+    /// The reference, now usable in `media_refs`.
+    pub media_ref: String,
+}
+
+/// Header of a `media.pull` response.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaPullHeader {
+    /// The media.
+    pub media_id: String,
+    /// Kind.
+    pub kind: String,
+    /// MIME type.
+    pub mime: String,
+    /// Size in bytes (the sum of the binary frames that follow).
+    pub size: u64,
+    /// Display name.
+    pub filename: String,
+    /// Lowercase hex SHA-256.
+    pub sha256: String,
+}
+
+/// `media.pull.end`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MediaPullEnd {
+    /// Whether every byte was sent.
+    pub ok: bool,
+}
+
+/// `read.receipt` from the gateway.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadReceiptEvent {
+    /// The message.
+    pub message_id: String,
+    /// The device that read it, for receipts relayed from another device. An Iris extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<String>,
+}
+
+/// Gateway state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GatewayState {
+    /// Serving.
+    #[default]
+    Online,
+    /// Shutting down or restarting.
+    Restarting,
+    /// Reserved.
+    Degraded,
+}
+
+/// `status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// The state.
+    pub state: GatewayState,
+}
+
+/// `error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorPayload {
+    /// Machine-readable code.
+    pub code: ErrorCode,
+    /// Human-readable reason; never carries internals.
+    pub message: String,
+}
+
+/// `pong`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pong {
+    /// The `ts` of the ping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<i64>,
+}
+
+/// `sync.done`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncDone {
+    /// The outbox head the replay reached: every durable frame up to it has been delivered.
+    pub cursor: u64,
+    /// Frames below the retention floor were pruned: reload history.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gap: bool,
+}
