@@ -293,6 +293,11 @@ pub fn splice_id(encoded: &str, id: &RequestId) -> String {
     splice_field(encoded, "id", &id.to_json())
 }
 
+/// Adds `"id":…` to an encoded frame, given the id as JSON text (see [`RequestId::to_json`]).
+pub fn splice_id_json(encoded: &str, id_json: &str) -> String {
+    splice_field(encoded, "id", id_json)
+}
+
 fn splice_field(encoded: &str, key: &str, value_json: &str) -> String {
     debug_assert!(encoded.starts_with('{') && encoded.len() > 2);
     let mut out = String::with_capacity(encoded.len() + key.len() + value_json.len() + 4);

@@ -83,6 +83,9 @@ frame_enum! {
         Pong(Pong) = "pong",
         /// End of a `sync` replay.
         SyncDone(SyncDone) = "sync.done",
+        /// Response to a request that has no natural response frame (`fcm.register`,
+        /// `agent.stop`, `agent.steer` with an `id`). An Iris extension.
+        Ack(Ack) = "ack",
     }
 }
 
@@ -735,4 +738,11 @@ pub struct SyncDone {
     /// Frames below the retention floor were pruned: reload history.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gap: bool,
+}
+
+/// `ack`: the request with this `id` was accepted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ack {
+    /// Always true; failures are `error` frames.
+    pub ok: bool,
 }

@@ -1,1 +1,40 @@
-//! placeholder
+//! Durable store of the Iris Gateway: an append-only outbox of frames, chat messages
+//! with full-text search, channels, devices, read receipts and agent lane sessions,
+//! all in one SQLite file (WAL, `synchronous=FULL`).
+//!
+//! # Invariants
+//!
+//! * **Cursors are never reused.** The outbox cursor is an `AUTOINCREMENT` key, so a
+//!   committed cursor stays unique even after its row is deleted, and
+//!   [`Store::outbox_head`] never goes backwards. Cursors of rolled-back jobs were
+//!   never visible to anyone and may be assigned again.
+//! * **Publish after commit, answer after publish.** One writer thread owns the write
+//!   connection. It takes every queued job (up to a batch limit), runs each in its own
+//!   savepoint inside a single `BEGIN IMMEDIATE` transaction, commits once (one fsync),
+//!   then passes the frames of the successful jobs to the [`CommitHook`] in cursor
+//!   order, and only then answers the callers. So when [`Store::write`] returns `Ok`,
+//!   the job is durable and its frames have already been handed to the hook; a failed
+//!   job's writes and frames are discarded without affecting the rest of its batch.
+//! * **Search is transactional.** The FTS5 index is maintained by triggers on the
+//!   messages table, so it changes in the same transaction as the rows and a deleted
+//!   message can never be found.
+//! * **No blocking on async threads.** SQLite work runs on the writer thread and a
+//!   small pool of read-only connections on their own threads; the async API only
+//!   waits on channels.
+
+mod error;
+mod queries;
+mod schema;
+mod search;
+mod store;
+mod tx;
+mod types;
+mod writer;
+
+pub use error::StoreError;
+pub use store::Store;
+pub use tx::WriteTx;
+pub use types::{
+    ChannelRow, CommitHook, Committed, DeletedChannel, DeviceRow, FrameMeta, HistoryPage, NewFrame,
+    SearchHit, StoreConfig, StoredMessage,
+};

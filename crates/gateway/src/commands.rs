@@ -1,0 +1,51 @@
+//! The slash-command catalog: the gateway's own commands.
+
+use iris_protocol::{CommandInfo, CommandMatch, CommandsCatalog, CommandsComplete, ServerFrame};
+
+struct Builtin {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    description: &'static str,
+    args_hint: &'static str,
+    category: &'static str,
+}
+
+const BUILTINS: &[Builtin] = &[
+    Builtin { name: "/new", aliases: &["/reset"], description: "Start a new session (fresh agent session and context)", args_hint: "", category: "Session" },
+    Builtin { name: "/stop", aliases: &[], description: "Stop the running turn", args_hint: "", category: "Session" },
+    Builtin { name: "/status", aliases: &[], description: "Show gateway, agent and lane status", args_hint: "", category: "Info" },
+    Builtin { name: "/model", aliases: &[], description: "Switch model", args_hint: "[provider:model]", category: "Configuration" },
+    Builtin { name: "/reasoning", aliases: &[], description: "Show or hide the agent's reasoning", args_hint: "[show|hide]", category: "Configuration" },
+    Builtin { name: "/title", aliases: &[], description: "Rename this chat or thread", args_hint: "<title>", category: "Session" },
+    Builtin { name: "/help", aliases: &[], description: "List the available commands", args_hint: "", category: "Info" },
+];
+
+/// Every command, as `commands.catalog` answers it.
+pub fn catalog_entries() -> Vec<CommandInfo> {
+    BUILTINS
+        .iter()
+        .map(|b| CommandInfo {
+            name: b.name.into(),
+            description: b.description.into(),
+            args_hint: b.args_hint.into(),
+            category: b.category.into(),
+            aliases: b.aliases.iter().map(|a| (*a).to_owned()).collect(),
+        })
+        .collect()
+}
+
+/// The `commands.catalog` response.
+pub fn catalog() -> ServerFrame {
+    ServerFrame::CommandsCatalog(CommandsCatalog { commands: catalog_entries() })
+}
+
+/// The `commands.complete` response: commands whose name or alias starts with the prefix.
+pub fn complete(prefix: &str) -> ServerFrame {
+    let wanted = prefix.trim().to_lowercase();
+    let matches = catalog_entries()
+        .into_iter()
+        .filter(|c| c.name.starts_with(&wanted) || c.aliases.iter().any(|a| a.starts_with(&wanted)))
+        .map(|c| CommandMatch { name: c.name, description: c.description, args_hint: c.args_hint })
+        .collect();
+    ServerFrame::CommandsComplete(CommandsComplete { prefix: prefix.to_owned(), matches })
+}

@@ -1,0 +1,475 @@
+//! One WebSocket connection: `hello`, then a single loop that writes the queue, reads requests,
+//! replays `sync`, and confirms delivery with WebSocket pings.
+//!
+//! Delivery bookkeeping on a connection:
+//! - `live_base`: durable frames above it arrive live, each exactly once, in cursor order (the
+//!   head when the connection attached, then the `sync.done` cursor after each sync);
+//! - `live_last`: the last durable frame written live;
+//! - `written`: the highest cursor C such that every durable frame up to C has been written to
+//!   this socket (or confirmed on an earlier one). A WebSocket Ping sent after writing carries
+//!   `written`; its Pong proves receipt, and only then is the device's watermark raised.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use futures_util::SinkExt;
+use iris_protocol::{
+    decode, encode, splice_cursor, ClientFrame, DecodeError, ErrorCode, ErrorPayload, GatewayState, Header, Hello,
+    HelloAck, RequestId, ServerCaps, ServerFrame, Status, SyncDone,
+};
+use iris_store::Committed;
+use subtle::ConstantTimeEq;
+use tokio::time::{timeout_at, Instant as TokioInstant};
+
+use crate::handlers::{self, Reply, WireError};
+use crate::hub::{CloseReason, ConnQueue, Outgoing};
+use crate::state::{Origin, Shared};
+
+/// Close codes of this gateway.
+pub mod close_code {
+    /// Wrong token, no hello in time, or a request before hello.
+    pub const AUTH: u16 = 4401;
+    /// Unknown major protocol version.
+    pub const VERSION: u16 = 4400;
+    /// Another connection with the same device id took over.
+    pub const REPLACED: u16 = 4409;
+    /// The device fell too far behind; it should reconnect and `sync`.
+    pub const TOO_SLOW: u16 = 4429;
+    /// The gateway is shutting down or restarting.
+    pub const GOING_AWAY: u16 = 1001;
+}
+
+/// Replay page size for `sync`.
+const REPLAY_PAGE: usize = 1000;
+
+/// A connection after `hello`.
+pub struct Conn {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) conn_id: u64,
+    pub(crate) device_id: String,
+    socket: WebSocket,
+    queue: Arc<ConnQueue>,
+    live_base: u64,
+    live_last: u64,
+    written: u64,
+    /// True while frames below `live_base` may still be missing on this device.
+    gap_before_live: bool,
+    pings: VecDeque<(u64, u64, Instant)>,
+    ping_seq: u64,
+    last_pong: Instant,
+}
+
+/// Serves one upgraded socket until it closes.
+pub async fn serve(shared: Arc<Shared>, mut socket: WebSocket, addr: SocketAddr) {
+    let Some((hello_id, hello)) = await_hello(&shared, &mut socket, addr).await else { return };
+    if shared.shutdown.is_cancelled() {
+        let status = ServerFrame::Status(Status { state: GatewayState::Restarting });
+        let _ = socket.send(Message::Text(encode(&Header::default(), &status).into())).await;
+        let frame = CloseFrame { code: close_code::GOING_AWAY, reason: Utf8Bytes::from("gateway restarting") };
+        let _ = socket.send(Message::Close(Some(frame))).await;
+        return;
+    }
+    let conn_id = shared.next_conn_id();
+    let mut conn = match attach(&shared, socket, conn_id, hello_id, hello).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            tracing::warn!(error = %e, "hello failed");
+            return;
+        }
+    };
+    let reason = conn.run().await;
+    shared.hub.detach(&conn.queue);
+    tracing::info!(device_id = %conn.device_id, conn_id, reason = ?reason, "connection closed");
+}
+
+/// Waits for a valid `hello`. Anything else is answered with an error and a close.
+async fn await_hello(shared: &Shared, socket: &mut WebSocket, addr: SocketAddr) -> Option<(Option<RequestId>, Hello)> {
+    let deadline = TokioInstant::now() + shared.config.limits.hello_timeout;
+    loop {
+        let msg = match timeout_at(deadline, socket.recv()).await {
+            Err(_) => {
+                reject(socket, None, ErrorCode::Auth, "no hello within 10 s", close_code::AUTH).await;
+                return None;
+            }
+            Ok(None) | Ok(Some(Err(_))) => return None,
+            Ok(Some(Ok(msg))) => msg,
+        };
+        let text = match msg {
+            Message::Text(t) => t,
+            Message::Ping(_) | Message::Pong(_) => continue,
+            Message::Close(_) => return None,
+            Message::Binary(_) => {
+                reject(socket, None, ErrorCode::Auth, "hello required first", close_code::AUTH).await;
+                return None;
+            }
+        };
+        if shared.auth_blocked(addr.ip()) {
+            reject(socket, None, ErrorCode::RateLimited, "too many failed attempts; try again later", close_code::AUTH)
+                .await;
+            return None;
+        }
+        if text.len() > shared.config.limits.max_frame_bytes {
+            reject(socket, None, ErrorCode::BadRequest, "frame too large", close_code::AUTH).await;
+            return None;
+        }
+        let decoded = match decode::<ClientFrame>(&text) {
+            Ok(d) => d,
+            Err(DecodeError { id, version_mismatch: true, message, .. }) => {
+                reject(socket, id, ErrorCode::Unsupported, &message, close_code::VERSION).await;
+                return None;
+            }
+            Err(e) => {
+                shared.record_auth_failure(addr.ip());
+                reject(socket, e.id, ErrorCode::Auth, "hello required first", close_code::AUTH).await;
+                return None;
+            }
+        };
+        let ClientFrame::Hello(hello) = decoded.body else {
+            reject(socket, decoded.header.id, ErrorCode::Auth, "hello required first", close_code::AUTH).await;
+            return None;
+        };
+        let token_ok: bool = hello.token.as_bytes().ct_eq(shared.token.as_bytes()).into();
+        if !token_ok {
+            shared.record_auth_failure(addr.ip());
+            tracing::warn!(addr = %addr.ip(), "hello with a wrong token");
+            reject(socket, decoded.header.id, ErrorCode::Auth, "invalid token", close_code::AUTH).await;
+            return None;
+        }
+        if let Some(min) = hello.caps.as_ref().and_then(|c| c.min_protocol) {
+            if min > iris_protocol::PROTOCOL_VERSION {
+                let msg = format!("client needs protocol v{min}; this gateway speaks v1");
+                reject(socket, decoded.header.id, ErrorCode::Unsupported, &msg, close_code::VERSION).await;
+                return None;
+            }
+        }
+        if !valid_device_id(&hello.device_id) {
+            let msg = "device_id must be 1-128 visible characters";
+            reject(socket, decoded.header.id, ErrorCode::BadRequest, msg, close_code::AUTH).await;
+            return None;
+        }
+        return Some((decoded.header.id, hello));
+    }
+}
+
+fn valid_device_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.chars().all(|c| !c.is_control() && !c.is_whitespace())
+}
+
+async fn reject(socket: &mut WebSocket, id: Option<RequestId>, code: ErrorCode, message: &str, close: u16) {
+    let frame = ServerFrame::Error(ErrorPayload { code, message: message.to_owned() });
+    let _ = socket.send(Message::Text(encode(&Header::default().with_id(id), &frame).into())).await;
+    let _ = socket
+        .send(Message::Close(Some(CloseFrame { code: close, reason: Utf8Bytes::from(message.to_owned()) })))
+        .await;
+}
+
+/// Registers the device, attaches to the hub and answers `hello.ack` + `status online`.
+async fn attach(
+    shared: &Arc<Shared>,
+    mut socket: WebSocket,
+    conn_id: u64,
+    hello_id: Option<RequestId>,
+    hello: Hello,
+) -> Result<Conn, iris_store::StoreError> {
+    let device = handlers::register_device(shared, &hello).await?;
+    let channels = handlers::channel_directory(shared).await?;
+    let queue = ConnQueue::new(conn_id, hello.device_id.clone(), shared.config.limits.max_queued_frames);
+    let (head, replaced) = shared.hub.attach(queue.clone());
+    if let Some(old) = replaced {
+        old.close(CloseReason::Replaced);
+    }
+    tracing::info!(device_id = %hello.device_id, conn_id, sync_cursor = device.confirmed_cursor, head, "device connected");
+    let ack = HelloAck {
+        server_caps: ServerCaps {
+            streaming: true,
+            reasoning: true,
+            tools: true,
+            media: false,
+            search: true,
+            push: None,
+            pickers: true,
+        },
+        sync_cursor: device.confirmed_cursor,
+        last_pushed_cursor: device.last_pushed_cursor,
+        channels,
+        head_cursor: head,
+        device_id: Some(hello.device_id.clone()),
+    };
+    let mut frames = vec![encode(&Header::default().with_id(hello_id), &ServerFrame::HelloAck(ack))];
+    frames.push(encode(&Header::default(), &ServerFrame::Status(Status { state: GatewayState::Online })));
+    for f in frames {
+        if socket.send(Message::Text(f.into())).await.is_err() {
+            shared.hub.detach(&queue);
+            return Err(iris_store::StoreError::Closed);
+        }
+    }
+    Ok(Conn {
+        shared: shared.clone(),
+        conn_id,
+        device_id: hello.device_id,
+        socket,
+        queue,
+        live_base: head,
+        live_last: head,
+        written: device.confirmed_cursor,
+        gap_before_live: device.confirmed_cursor < head,
+        pings: VecDeque::new(),
+        ping_seq: 0,
+        last_pong: Instant::now(),
+    })
+}
+
+/// How a connection ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// The device closed or the socket failed.
+    Disconnected,
+    /// Closed by the gateway for this reason.
+    Closed(CloseReason),
+    /// No pong for too long.
+    Dead,
+}
+
+impl Conn {
+    async fn run(&mut self) -> Ended {
+        let mut tick = tokio::time::interval(self.shared.config.limits.ping_interval);
+        tick.tick().await;
+        loop {
+            let queue = self.queue.clone();
+            tokio::select! {
+                biased;
+                _ = queue.wait() => {
+                    if let Some(ended) = self.flush_queue(None).await {
+                        return ended;
+                    }
+                }
+                msg = self.socket.recv() => {
+                    let Some(Ok(msg)) = msg else { return Ended::Disconnected };
+                    if let Err(ended) = self.on_message(msg).await {
+                        return ended;
+                    }
+                }
+                _ = tick.tick() => {
+                    if let Some(ended) = self.keepalive().await {
+                        return ended;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes everything queued (durable frames at or below `skip_upto` are dropped: a replay
+    /// already delivered them), then pings to confirm. Returns `Some` when the connection ended.
+    async fn flush_queue(&mut self, skip_upto: Option<u64>) -> Option<Ended> {
+        let drained = self.queue.drain();
+        if drained.close == Some(CloseReason::Overflow) {
+            tracing::warn!(device_id = %self.device_id, "device too far behind; disconnecting");
+            self.close(close_code::TOO_SLOW, "too far behind; reconnect and sync").await;
+            return Some(Ended::Closed(CloseReason::Overflow));
+        }
+        let mut wrote = false;
+        for item in drained.items {
+            let text = match item {
+                Outgoing::Durable(frame) => {
+                    if skip_upto.is_some_and(|h| frame.cursor <= h) {
+                        continue;
+                    }
+                    let text = self.durable_text(&frame);
+                    self.live_last = frame.cursor;
+                    if !self.gap_before_live {
+                        self.written = frame.cursor;
+                    }
+                    text
+                }
+                Outgoing::Ephemeral(json) => json.to_string(),
+            };
+            if self.socket.feed(Message::Text(text.into())).await.is_err() {
+                return Some(Ended::Disconnected);
+            }
+            wrote = true;
+        }
+        if wrote && self.socket.flush().await.is_err() {
+            return Some(Ended::Disconnected);
+        }
+        if let Some(reason) = drained.close {
+            let (code, text) = match reason {
+                CloseReason::Replaced => (close_code::REPLACED, "replaced by a newer connection of this device"),
+                CloseReason::GoingAway => (close_code::GOING_AWAY, "gateway restarting"),
+                CloseReason::Overflow => unreachable!("handled above"),
+            };
+            self.close(code, text).await;
+            return Some(Ended::Closed(reason));
+        }
+        self.confirm_ping().await.err()
+    }
+
+    fn durable_text(&self, frame: &Committed) -> String {
+        match (&frame.meta.request_id, frame.meta.origin_conn == self.conn_id) {
+            (Some(id), true) => iris_protocol::splice_id_json(&frame.json, id),
+            _ => frame.json.to_string(),
+        }
+    }
+
+    /// Sends a delivery-confirming Ping when something new was written and none is in flight.
+    async fn confirm_ping(&mut self) -> Result<(), Ended> {
+        let pinged = self.pings.back().map(|p| p.1).unwrap_or(0);
+        if self.written > pinged && self.pings.is_empty() {
+            self.send_ping().await?;
+        }
+        Ok(())
+    }
+
+    async fn send_ping(&mut self) -> Result<(), Ended> {
+        self.ping_seq += 1;
+        self.pings.push_back((self.ping_seq, self.written, Instant::now()));
+        let payload = bytes::Bytes::copy_from_slice(&self.ping_seq.to_be_bytes());
+        self.socket.send(Message::Ping(payload)).await.map_err(|_| Ended::Disconnected)
+    }
+
+    async fn keepalive(&mut self) -> Option<Ended> {
+        let timeout = self.shared.config.limits.ping_timeout;
+        if self.pings.front().is_some_and(|p| p.2.elapsed() > timeout) && self.last_pong.elapsed() > timeout {
+            tracing::info!(device_id = %self.device_id, "no pong; dropping connection");
+            return Some(Ended::Dead);
+        }
+        if self.pings.is_empty() {
+            return self.send_ping().await.err();
+        }
+        None
+    }
+
+    fn on_pong(&mut self, payload: &[u8]) {
+        let Ok(bytes) = <[u8; 8]>::try_from(payload) else { return };
+        let seq = u64::from_be_bytes(bytes);
+        let mut confirmed = None;
+        while self.pings.front().is_some_and(|p| p.0 <= seq) {
+            confirmed = self.pings.pop_front().map(|p| p.1);
+        }
+        self.last_pong = Instant::now();
+        if let Some(cursor) = confirmed.filter(|c| *c > 0) {
+            let store = self.shared.store.clone();
+            let device = self.device_id.clone();
+            // The watermark only moves forward, so these writes may land in any order.
+            tokio::spawn(async move {
+                if let Err(e) = store.write(move |tx| tx.confirm_cursor(&device, cursor)).await {
+                    tracing::warn!(error = %e, "could not store a delivery watermark");
+                }
+            });
+        }
+    }
+
+    async fn close(&mut self, code: u16, reason: &str) {
+        let frame = CloseFrame { code, reason: Utf8Bytes::from(reason.to_owned()) };
+        let _ = self.socket.send(Message::Close(Some(frame))).await;
+    }
+
+    async fn on_message(&mut self, msg: Message) -> Result<(), Ended> {
+        match msg {
+            Message::Text(text) => self.on_text(&text).await,
+            Message::Binary(_) => {
+                self.send_error(None, WireError::bad_request("binary frame without an open upload")).await
+            }
+            Message::Pong(payload) => {
+                self.on_pong(&payload);
+                Ok(())
+            }
+            Message::Ping(_) => Ok(()),
+            Message::Close(_) => Err(Ended::Disconnected),
+        }
+    }
+
+    async fn on_text(&mut self, text: &str) -> Result<(), Ended> {
+        if text.len() > self.shared.config.limits.max_frame_bytes {
+            let limit = self.shared.config.limits.max_frame_bytes;
+            let id = handlers::sniff_id(text);
+            return self.send_error(id, WireError::bad_request(format!("frame larger than {limit} bytes"))).await;
+        }
+        let decoded = match decode::<ClientFrame>(text) {
+            Ok(d) => d,
+            Err(e) if e.version_mismatch => {
+                self.send_error(e.id, WireError::new(ErrorCode::Unsupported, e.message)).await?;
+                self.close(close_code::VERSION, "unsupported protocol version").await;
+                return Err(Ended::Disconnected);
+            }
+            Err(e) => return self.send_error(e.id, WireError::new(e.code, e.message)).await,
+        };
+        let id = decoded.header.id.clone();
+        let origin = Origin { conn: self.conn_id, request_id: id.as_ref().map(|i| Arc::from(i.to_json())) };
+        let reply = match decoded.body {
+            ClientFrame::Sync(sync) => return self.sync(id, sync.cursor).await,
+            ClientFrame::Ping(ping) => {
+                Ok(Reply::Direct(ServerFrame::Pong(iris_protocol::Pong { ts: ping.ts }), Header::default()))
+            }
+            ClientFrame::Hello(_) => Err(WireError::bad_request("already authenticated; hello is sent once")),
+            body => handlers::handle(self, &decoded.header, body, &origin).await,
+        };
+        match reply {
+            Ok(Reply::Direct(frame, header)) => self.send_direct(&header.with_id(id), &frame).await,
+            Ok(Reply::ViaOutbox) | Ok(Reply::Nothing) => Ok(()),
+            Err(e) => self.send_error(id, e).await,
+        }
+    }
+
+    async fn send_direct(&mut self, header: &Header, frame: &ServerFrame) -> Result<(), Ended> {
+        let text = encode(header, frame);
+        self.socket.send(Message::Text(text.into())).await.map_err(|_| Ended::Disconnected)
+    }
+
+    async fn send_error(&mut self, id: Option<RequestId>, err: WireError) -> Result<(), Ended> {
+        let frame = ServerFrame::Error(ErrorPayload { code: err.code, message: err.message });
+        self.send_direct(&Header::default().with_id(id), &frame).await
+    }
+
+    /// Replays the outbox after `after`, holding live frames meanwhile (see the module docs).
+    async fn sync(&mut self, id: Option<RequestId>, after: u64) -> Result<(), Ended> {
+        let store = &self.shared.store;
+        let head = self.queue.last_cursor().max(self.live_base);
+        let (floor, db_head) = match (store.outbox_floor().await, store.outbox_head().await) {
+            (Ok(f), Ok(h)) => (f, h),
+            (Err(e), _) | (_, Err(e)) => return self.send_error(id, WireError::internal(e)).await,
+        };
+        if after > db_head.max(head) {
+            let msg = format!("cursor {after} is beyond the outbox head {}", db_head.max(head));
+            return self.send_error(id, WireError::bad_request(msg)).await;
+        }
+        let gap = after < floor;
+        // Frames at or below this were either in the outbox before the final read below, or are
+        // queued: a replay that reaches the end has delivered every one of them.
+        let queued_before = self.queue.last_cursor();
+        let (skip_from, skip_to) = (self.live_base, self.live_last);
+        let mut cursor = after;
+        let mut replayed_to = after;
+        loop {
+            let rows = match store.replay(cursor, REPLAY_PAGE).await {
+                Ok(rows) => rows,
+                Err(e) => return self.send_error(id, WireError::internal(e)).await,
+            };
+            let Some(last) = rows.last().map(|r| r.0) else { break };
+            for (c, json) in rows {
+                if c > skip_from && c <= skip_to {
+                    continue;
+                }
+                let text = splice_cursor(&json, c);
+                self.socket.feed(Message::Text(text.into())).await.map_err(|_| Ended::Disconnected)?;
+            }
+            self.socket.flush().await.map_err(|_| Ended::Disconnected)?;
+            cursor = last;
+            replayed_to = last;
+        }
+        let done_at = after.max(queued_before).max(replayed_to).max(skip_to);
+        let done = ServerFrame::SyncDone(SyncDone { cursor: done_at, gap });
+        self.send_direct(&Header::default().with_id(id), &done).await?;
+        tracing::debug!(device_id = %self.device_id, after, done_at, gap, "sync replayed");
+        self.live_base = done_at;
+        self.live_last = done_at;
+        self.written = self.written.max(done_at);
+        self.gap_before_live = false;
+        match self.flush_queue(Some(done_at)).await {
+            Some(ended) => Err(ended),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The hub: every live connection's outbound queue, fed in cursor order.
+//!
+//! The store calls [`Hub::publish`] from its writer thread after each COMMIT, with the batch's
+//! frames in cursor order, so every queue sees durable frames in exactly outbox order. The hub
+//! never blocks on a connection: a queue that grows past its limit is marked overflowed and its
+//! connection drops itself; the frames stay in the outbox for `sync`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use iris_store::Committed;
+use tokio::sync::Notify;
+
+/// Why a connection must close, decided outside its own task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Another connection with the same device id took over (close code 4409).
+    Replaced,
+    /// The device fell too far behind (close code 4429); it will `sync` on reconnect.
+    Overflow,
+    /// The device was revoked or the gateway is shutting down (close code 1001).
+    GoingAway,
+}
+
+/// One item waiting to be written to a socket.
+#[derive(Debug, Clone)]
+pub enum Outgoing {
+    /// A durable frame, with its cursor.
+    Durable(Arc<Committed>),
+    /// An ephemeral frame, already encoded.
+    Ephemeral(Arc<str>),
+}
+
+/// What a connection takes from its queue in one go.
+#[derive(Debug, Default)]
+pub struct Drained {
+    /// Frames in order.
+    pub items: Vec<Outgoing>,
+    /// Set when the connection must close after writing `items`.
+    pub close: Option<CloseReason>,
+}
+
+#[derive(Debug, Default)]
+struct QueueState {
+    items: VecDeque<(Option<Arc<str>>, Outgoing)>,
+    durable: usize,
+    /// Coalescing key → position in `items`, counted from the start of the connection.
+    keyed: HashMap<Arc<str>, u64>,
+    popped: u64,
+    close: Option<CloseReason>,
+    coalesced: u64,
+    /// The highest cursor ever queued here (the hub head at attach time before that).
+    last_cursor: u64,
+}
+
+/// A connection's bounded outbound queue. `message.update` and `tool.progress` frames carry a
+/// coalescing key: a newer frame with the same key replaces the queued one in place.
+#[derive(Debug)]
+pub struct ConnQueue {
+    /// Process-unique connection id.
+    pub conn_id: u64,
+    /// The device this connection belongs to.
+    pub device_id: String,
+    limit: usize,
+    state: Mutex<QueueState>,
+    notify: Notify,
+}
+
+impl ConnQueue {
+    /// A queue holding at most `limit` durable frames.
+    pub fn new(conn_id: u64, device_id: String, limit: usize) -> Arc<ConnQueue> {
+        Arc::new(ConnQueue { conn_id, device_id, limit, state: Mutex::default(), notify: Notify::new() })
+    }
+
+    fn push_durable(&self, frame: Arc<Committed>) {
+        let mut st = self.state.lock().expect("queue lock");
+        if st.close.is_some() {
+            return;
+        }
+        st.last_cursor = st.last_cursor.max(frame.cursor);
+        if st.durable >= self.limit {
+            st.close = Some(CloseReason::Overflow);
+            st.items.clear();
+            st.keyed.clear();
+        } else {
+            st.durable += 1;
+            st.items.push_back((None, Outgoing::Durable(frame)));
+        }
+        drop(st);
+        self.notify.notify_one();
+    }
+
+    /// Queues an ephemeral frame; with a key, it replaces a queued frame of the same key.
+    pub fn push_ephemeral(&self, key: Option<Arc<str>>, json: Arc<str>) {
+        let mut st = self.state.lock().expect("queue lock");
+        if st.close.is_some() {
+            return;
+        }
+        if let Some(k) = &key {
+            if let Some(&pos) = st.keyed.get(k) {
+                let idx = (pos - st.popped) as usize;
+                st.items[idx].1 = Outgoing::Ephemeral(json);
+                st.coalesced += 1;
+                return;
+            }
+            let pos = st.popped + st.items.len() as u64;
+            st.keyed.insert(k.clone(), pos);
+        } else if st.items.len() >= self.limit * 2 {
+            // Unkeyed ephemeral frames (typing, status) are the only ones ever dropped.
+            return;
+        }
+        st.items.push_back((key, Outgoing::Ephemeral(json)));
+        drop(st);
+        self.notify.notify_one();
+    }
+
+    /// Asks the connection to close after flushing what is queued (or at once on overflow).
+    pub fn close(&self, reason: CloseReason) {
+        let mut st = self.state.lock().expect("queue lock");
+        if st.close.is_none() {
+            st.close = Some(reason);
+        }
+        drop(st);
+        self.notify.notify_one();
+    }
+
+    /// Takes everything queued.
+    pub fn drain(&self) -> Drained {
+        let mut st = self.state.lock().expect("queue lock");
+        let n = st.items.len();
+        st.popped += n as u64;
+        st.durable = 0;
+        st.keyed.clear();
+        let items = st.items.drain(..).map(|(_, item)| item).collect();
+        Drained { items, close: st.close }
+    }
+
+    /// The highest durable cursor queued so far (or the head when the connection attached).
+    pub fn last_cursor(&self) -> u64 {
+        self.state.lock().expect("queue lock").last_cursor
+    }
+
+    /// Frames replaced by newer ones so far.
+    pub fn coalesced(&self) -> u64 {
+        self.state.lock().expect("queue lock").coalesced
+    }
+
+    /// Waits until something is queued or a close is requested.
+    pub async fn wait(&self) {
+        self.notify.notified().await
+    }
+}
+
+#[derive(Default)]
+struct HubState {
+    conns: HashMap<u64, Arc<ConnQueue>>,
+    devices: HashMap<String, u64>,
+    head: u64,
+}
+
+/// The registry of live connections.
+#[derive(Default)]
+pub struct Hub {
+    state: Mutex<HubState>,
+}
+
+impl Hub {
+    /// A hub whose outbox head starts at `head`.
+    pub fn new(head: u64) -> Arc<Hub> {
+        let hub = Hub::default();
+        hub.state.lock().expect("hub lock").head = head;
+        Arc::new(hub)
+    }
+
+    /// Sets the outbox head (at start, before any connection attaches).
+    pub fn set_head(&self, head: u64) {
+        let mut st = self.state.lock().expect("hub lock");
+        st.head = st.head.max(head);
+    }
+
+    /// Fans committed frames out to every connection, in cursor order. Called by the store after
+    /// each COMMIT.
+    pub fn publish(&self, frames: &[Committed]) {
+        let mut st = self.state.lock().expect("hub lock");
+        for frame in frames {
+            let frame = Arc::new(frame.clone());
+            for q in st.conns.values() {
+                q.push_durable(frame.clone());
+            }
+            st.head = st.head.max(frame.cursor);
+        }
+    }
+
+    /// Sends an ephemeral frame to every connection.
+    pub fn broadcast_ephemeral(&self, key: Option<Arc<str>>, json: Arc<str>) {
+        let st = self.state.lock().expect("hub lock");
+        for q in st.conns.values() {
+            q.push_ephemeral(key.clone(), json.clone());
+        }
+    }
+
+    /// Registers a connection. Returns the outbox head at this instant (every frame above it will
+    /// reach the queue) and the connection it replaces, if the device was already connected.
+    pub fn attach(&self, queue: Arc<ConnQueue>) -> (u64, Option<Arc<ConnQueue>>) {
+        let mut st = self.state.lock().expect("hub lock");
+        let head = st.head;
+        queue.state.lock().expect("queue lock").last_cursor = head;
+        let old = st.devices.insert(queue.device_id.clone(), queue.conn_id).and_then(|id| st.conns.remove(&id));
+        st.conns.insert(queue.conn_id, queue);
+        (st.head, old)
+    }
+
+    /// Removes a connection (if it is still registered).
+    pub fn detach(&self, queue: &ConnQueue) {
+        let mut st = self.state.lock().expect("hub lock");
+        if st.conns.remove(&queue.conn_id).is_some() && st.devices.get(&queue.device_id) == Some(&queue.conn_id) {
+            st.devices.remove(&queue.device_id);
+        }
+    }
+
+    /// Whether the device has a live connection.
+    pub fn is_online(&self, device_id: &str) -> bool {
+        self.state.lock().expect("hub lock").devices.contains_key(device_id)
+    }
+
+    /// Asks one device's connection to close.
+    pub fn kick(&self, device_id: &str, reason: CloseReason) -> bool {
+        let st = self.state.lock().expect("hub lock");
+        match st.devices.get(device_id).and_then(|id| st.conns.get(id)) {
+            Some(q) => {
+                q.close(reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Asks every connection to close.
+    pub fn close_all(&self, reason: CloseReason) {
+        for q in self.state.lock().expect("hub lock").conns.values() {
+            q.close(reason);
+        }
+    }
+
+    /// Live connections.
+    pub fn connection_count(&self) -> usize {
+        self.state.lock().expect("hub lock").conns.len()
+    }
+
+    /// The highest cursor published.
+    pub fn head(&self) -> u64 {
+        self.state.lock().expect("hub lock").head
+    }
+}

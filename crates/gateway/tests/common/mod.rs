@@ -1,0 +1,113 @@
+//! Test harness: a real gateway on 127.0.0.1:0 in this process (or as a child process), and typed
+//! clients connected to it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_client::{Client, ConnectOptions, Event};
+use iris_gateway::state::Shared;
+use iris_gateway::{Config, Gateway};
+use iris_protocol::{ClientFrame, Header, HelloAck, MessageSend, ServerFrame};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub const TOKEN: &str = "test-token-0123456789";
+
+/// A gateway running in this process.
+pub struct TestGateway {
+    pub url: String,
+    pub dir: PathBuf,
+    pub shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl TestGateway {
+    /// A gateway on a fresh data dir.
+    pub async fn start() -> TestGateway {
+        Self::start_with(|_| {}).await
+    }
+
+    /// A gateway on a fresh data dir with a tweaked configuration.
+    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestGateway {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut gw = Self::start_in(tmp.path(), tweak).await;
+        gw._tmp = Some(tmp);
+        gw
+    }
+
+    /// A gateway on the given data dir (which outlives it, for restart tests).
+    pub async fn start_in(dir: &Path, tweak: impl FnOnce(&mut Config)) -> TestGateway {
+        let mut config = Config::for_tests(dir, TOKEN);
+        tweak(&mut config);
+        let gateway = Gateway::bind(config).await.expect("gateway binds");
+        let url = format!("ws://{}/ws", gateway.addr);
+        let shared = gateway.shared();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(gateway.serve(async move {
+            let _ = stopped.await;
+        }));
+        TestGateway { url, dir: dir.to_path_buf(), shared, stop: Some(stop), task: Some(task), _tmp: None }
+    }
+
+    pub fn options(&self, device: &str) -> ConnectOptions {
+        ConnectOptions::new(self.url.clone(), TOKEN, device)
+    }
+
+    /// Connects a device and consumes its `status online`.
+    pub async fn connect(&self, device: &str) -> (Client, HelloAck) {
+        let (mut client, ack) = Client::connect(self.options(device)).await.expect("connect");
+        let status = client.next_event().await.expect("status");
+        assert_eq!(status.frame_type(), "status");
+        (client, ack)
+    }
+
+    /// Graceful shutdown; waits for it to finish.
+    pub async fn stop(mut self) {
+        self.stop_inner().await;
+    }
+
+    async fn stop_inner(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.expect("serve task").expect("serve result");
+        }
+    }
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Sends a message and returns the echo (the response with the request id).
+pub async fn send_text(client: &mut Client, chat: &str, text: &str) -> Event {
+    let frame = ClientFrame::MessageSend(MessageSend { text: text.into(), ..Default::default() });
+    client.request(Header::lane(chat, None), frame).await.expect("message.send answered")
+}
+
+/// The message id of a `message` event.
+pub fn message_id(event: &Event) -> String {
+    match &event.body {
+        ServerFrame::Message(m) => m.message_id.clone(),
+        other => panic!("expected a message, got {other:?}"),
+    }
+}
+
+/// The text of a `message` event.
+pub fn message_text(event: &Event) -> String {
+    match &event.body {
+        ServerFrame::Message(m) => m.text.clone(),
+        other => panic!("expected a message, got {other:?}"),
+    }
+}
+
+pub const QUIET: Duration = Duration::from_millis(200);

@@ -1,0 +1,232 @@
+//! Read queries shared by the reader pool and [`crate::WriteTx`].
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Row};
+
+use crate::{ChannelRow, DeviceRow, HistoryPage, StoreError, StoredMessage};
+
+/// The `meta` key holding the highest cursor removed by retention pruning.
+pub(crate) const FLOOR_KEY: &str = "outbox_floor";
+
+/// Wall-clock time in unix milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// SQLite integers are signed; cursors above `i64::MAX` cannot exist, so clamping is exact.
+pub(crate) fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Negative values never get stored; reading one as 0 keeps a corrupt row from panicking.
+pub(crate) fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+pub(crate) fn limit_i64(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn outbox_head(conn: &Connection) -> Result<u64, StoreError> {
+    let seq: Option<i64> = conn
+        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok(seq.map(to_u64).unwrap_or(0))
+}
+
+pub(crate) fn get_meta(conn: &Connection, key: &str) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+        .query_row([key], |r| r.get::<_, Option<String>>(0))
+        .optional()?
+        .flatten())
+}
+
+pub(crate) fn outbox_floor(conn: &Connection) -> Result<u64, StoreError> {
+    Ok(get_meta(conn, FLOOR_KEY)?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0))
+}
+
+pub(crate) fn replay(
+    conn: &Connection,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<(u64, Arc<str>)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT cursor, json FROM outbox WHERE cursor > ?1 ORDER BY cursor LIMIT ?2",
+    )?;
+    let mut rows = stmt.query((to_i64(after), limit_i64(limit)))?;
+    let mut out = Vec::with_capacity(limit.min(4096));
+    while let Some(row) = rows.next()? {
+        let cursor: i64 = row.get(0)?;
+        // Borrowing the text avoids an intermediate String on the hot replay path.
+        let json = row
+            .get_ref(1)?
+            .as_str()
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, Type::Text, Box::new(e)))?;
+        out.push((to_u64(cursor), Arc::from(json)));
+    }
+    Ok(out)
+}
+
+const MESSAGE_COLUMNS: &str = "message_id, chat_id, thread_id, role, text, ts, extra";
+
+fn message_from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
+    Ok(StoredMessage {
+        message_id: row.get(0)?,
+        chat_id: row.get(1)?,
+        thread_id: row.get(2)?,
+        role: row.get(3)?,
+        text: row.get(4)?,
+        ts: row.get(5)?,
+        extra: row.get(6)?,
+    })
+}
+
+pub(crate) fn get_message(
+    conn: &Connection,
+    id: &str,
+) -> Result<Option<StoredMessage>, StoreError> {
+    let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE message_id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], message_from_row)
+        .optional()?)
+}
+
+/// Must run inside a read transaction so the two queries see the same snapshot.
+pub(crate) fn history(
+    conn: &Connection,
+    chat_id: &str,
+    thread_id: Option<&str>,
+    before_message_id: Option<&str>,
+    limit: usize,
+) -> Result<HistoryPage, StoreError> {
+    let before_seq = match before_message_id {
+        None => i64::MAX,
+        Some(id) => conn
+            .prepare_cached(
+                "SELECT seq FROM messages WHERE message_id = ?1 AND chat_id = ?2 AND thread_id IS ?3",
+            )?
+            .query_row((id, chat_id, thread_id), |r| r.get::<_, i64>(0))
+            .optional()?
+            .ok_or(StoreError::NotFound)?,
+    };
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages \
+         WHERE chat_id = ?1 AND thread_id IS ?2 AND seq < ?3 ORDER BY seq DESC LIMIT ?4"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    // One extra row tells whether anything older exists without a second query.
+    let fetch = limit_i64(limit).saturating_add(1);
+    let mut messages = stmt
+        .query_map((chat_id, thread_id, before_seq, fetch), message_from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    let has_more = messages.len() > limit;
+    messages.truncate(limit);
+    messages.reverse();
+    Ok(HistoryPage { messages, has_more })
+}
+
+const CHANNEL_COLUMNS: &str =
+    "chat_id, name, kind, parent_chat_id, is_default, name_set_by_user, created_at";
+
+fn channel_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelRow> {
+    Ok(ChannelRow {
+        chat_id: row.get(0)?,
+        name: row.get(1)?,
+        kind: row.get(2)?,
+        parent_chat_id: row.get(3)?,
+        is_default: row.get(4)?,
+        name_set_by_user: row.get(5)?,
+        created_at: row.get(6)?,
+    })
+}
+
+pub(crate) fn get_channel(conn: &Connection, id: &str) -> Result<Option<ChannelRow>, StoreError> {
+    let sql = format!("SELECT {CHANNEL_COLUMNS} FROM channels WHERE chat_id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], channel_from_row)
+        .optional()?)
+}
+
+pub(crate) fn list_channels(conn: &Connection) -> Result<Vec<ChannelRow>, StoreError> {
+    let sql = format!("SELECT {CHANNEL_COLUMNS} FROM channels ORDER BY seq");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map([], channel_from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+const DEVICE_COLUMNS: &str = "device_id, name, caps, fcm_token, ntfy_topic, confirmed_cursor, \
+     last_pushed_cursor, created_at, last_seen";
+
+fn device_from_row(row: &Row<'_>) -> rusqlite::Result<DeviceRow> {
+    Ok(DeviceRow {
+        device_id: row.get(0)?,
+        name: row.get(1)?,
+        caps: row.get(2)?,
+        fcm_token: row.get(3)?,
+        ntfy_topic: row.get(4)?,
+        confirmed_cursor: to_u64(row.get(5)?),
+        last_pushed_cursor: to_u64(row.get(6)?),
+        created_at: row.get(7)?,
+        last_seen: row.get(8)?,
+    })
+}
+
+pub(crate) fn get_device(conn: &Connection, id: &str) -> Result<Option<DeviceRow>, StoreError> {
+    let sql = format!("SELECT {DEVICE_COLUMNS} FROM devices WHERE device_id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], device_from_row)
+        .optional()?)
+}
+
+pub(crate) fn list_devices(conn: &Connection) -> Result<Vec<DeviceRow>, StoreError> {
+    let sql = format!("SELECT {DEVICE_COLUMNS} FROM devices ORDER BY created_at, device_id");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map([], device_from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub(crate) fn read_by(conn: &Connection, message_id: &str) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT device_id FROM read_state WHERE message_id = ?1 ORDER BY ts, device_id",
+    )?;
+    let rows = stmt
+        .query_map([message_id], |r| r.get(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// The flat lane is stored under the empty thread key because a primary key column
+/// cannot hold NULL reliably.
+pub(crate) fn thread_key(thread_id: Option<&str>) -> &str {
+    thread_id.unwrap_or("")
+}
+
+pub(crate) fn lane_session(
+    conn: &Connection,
+    chat_id: &str,
+    thread_id: Option<&str>,
+) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT agent_session_id FROM lane_sessions WHERE chat_id = ?1 AND thread_key = ?2",
+        )?
+        .query_row((chat_id, thread_key(thread_id)), |r| r.get(0))
+        .optional()?)
+}

@@ -1,0 +1,169 @@
+//! Schema migrations and connection setup.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::StoreError;
+
+/// Schema steps; entry `i` moves `PRAGMA user_version` from `i` to `i + 1`.
+/// Entries are append-only: a released step is never edited, a change is a new step.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: the initial schema.
+    r#"
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT
+);
+
+CREATE TABLE outbox (
+    cursor     INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts         INTEGER NOT NULL,
+    frame_type TEXT,
+    chat_id    TEXT,
+    thread_id  TEXT,
+    message_id TEXT,
+    json       TEXT NOT NULL
+);
+CREATE INDEX outbox_message_id ON outbox(message_id);
+CREATE INDEX outbox_chat_id ON outbox(chat_id);
+CREATE INDEX outbox_thread_id ON outbox(thread_id);
+CREATE INDEX outbox_ts ON outbox(ts);
+
+CREATE TABLE messages (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id TEXT NOT NULL UNIQUE,
+    chat_id    TEXT NOT NULL,
+    thread_id  TEXT,
+    role       TEXT NOT NULL,
+    text       TEXT NOT NULL,
+    ts         INTEGER NOT NULL,
+    extra      TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX messages_lane ON messages(chat_id, thread_id, seq);
+CREATE INDEX messages_thread ON messages(thread_id);
+
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    text,
+    content = 'messages',
+    content_rowid = 'seq',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, text) VALUES (new.seq, new.text);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+    INSERT INTO messages_fts(rowid, text) VALUES (new.seq, new.text);
+END;
+
+CREATE TABLE channels (
+    seq              INTEGER PRIMARY KEY AUTOINCREMENT,
+    chat_id          TEXT NOT NULL UNIQUE,
+    name             TEXT NOT NULL,
+    kind             TEXT NOT NULL CHECK (kind IN ('default', 'channel', 'thread')),
+    parent_chat_id   TEXT,
+    is_default       INTEGER NOT NULL DEFAULT 0,
+    name_set_by_user INTEGER NOT NULL DEFAULT 0,
+    created_at       INTEGER NOT NULL
+);
+CREATE INDEX channels_parent ON channels(parent_chat_id);
+CREATE UNIQUE INDEX channels_single_default ON channels(is_default) WHERE is_default = 1;
+INSERT INTO channels (chat_id, name, kind, is_default, created_at)
+    VALUES ('default', 'Default', 'default', 1, CAST(strftime('%s', 'now') AS INTEGER) * 1000);
+
+CREATE TABLE devices (
+    device_id          TEXT PRIMARY KEY,
+    name               TEXT NOT NULL,
+    caps               TEXT NOT NULL DEFAULT '{}',
+    fcm_token          TEXT,
+    ntfy_topic         TEXT,
+    confirmed_cursor   INTEGER NOT NULL DEFAULT 0,
+    last_pushed_cursor INTEGER NOT NULL DEFAULT 0,
+    created_at         INTEGER NOT NULL,
+    last_seen          INTEGER NOT NULL
+);
+
+CREATE TABLE read_state (
+    message_id TEXT NOT NULL,
+    device_id  TEXT NOT NULL,
+    chat_id    TEXT,
+    ts         INTEGER,
+    PRIMARY KEY (message_id, device_id)
+) WITHOUT ROWID;
+CREATE INDEX read_state_chat ON read_state(chat_id);
+
+CREATE TABLE lane_sessions (
+    chat_id          TEXT NOT NULL,
+    thread_key       TEXT NOT NULL,
+    agent_session_id TEXT NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    PRIMARY KEY (chat_id, thread_key)
+) WITHOUT ROWID;
+"#,
+];
+
+/// How long a connection waits for a lock held by another connection before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens the read-write connection with the durability settings the store relies on.
+pub(crate) fn open_write_connection(path: &Path) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Invalid(format!(
+            "could not enable WAL mode (got {mode})"
+        )));
+    }
+    // FULL makes every COMMIT fsync the WAL, which is what makes an answered write durable.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+/// Opens a read-only connection; it must be called after the writer enabled WAL.
+pub(crate) fn open_read_connection(path: &Path) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
+
+/// Applies the missing migrations, each in its own IMMEDIATE transaction so that
+/// two processes opening the same file cannot apply a step twice.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<u32, StoreError> {
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: u32 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let step = version as usize;
+        if step > MIGRATIONS.len() {
+            return Err(StoreError::Invalid(format!(
+                "database schema version {version} is newer than this build supports ({})",
+                MIGRATIONS.len()
+            )));
+        }
+        if step == MIGRATIONS.len() {
+            tx.commit()?;
+            return Ok(version);
+        }
+        tx.execute_batch(MIGRATIONS[step])?;
+        tx.pragma_update(None, "user_version", version + 1)?;
+        tx.commit()?;
+        tracing::debug!(version = version + 1, "applied store migration");
+    }
+}
+
+/// The current schema version of an open connection.
+pub(crate) fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
+    Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
+}

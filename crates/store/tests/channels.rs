@@ -1,0 +1,433 @@
+//! Channels, devices, read state, lane sessions and meta tests.
+
+mod common;
+
+use common::{lane_frame, msg, open_temp};
+use iris_store::{ChannelRow, StoreError};
+
+fn channel(id: &str, kind: &str, parent: Option<&str>) -> ChannelRow {
+    ChannelRow {
+        chat_id: id.into(),
+        name: id.to_uppercase(),
+        kind: kind.into(),
+        parent_chat_id: parent.map(Into::into),
+        is_default: false,
+        name_set_by_user: false,
+        created_at: 1,
+    }
+}
+
+#[tokio::test]
+async fn channel_crud_and_default_rules() {
+    let (_dir, store, _) = open_temp();
+    store
+        .write(|tx| {
+            tx.insert_channel(&channel("c1", "channel", None))?;
+            tx.insert_channel(&channel("t1", "thread", Some("c1")))?;
+            tx.insert_channel(&channel("c2", "channel", None))?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let order: Vec<String> = store
+        .list_channels()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.chat_id)
+        .collect();
+    assert_eq!(order, ["default", "c1", "t1", "c2"]);
+    assert_eq!(
+        store
+            .get_channel("t1")
+            .await
+            .unwrap()
+            .unwrap()
+            .parent_chat_id
+            .as_deref(),
+        Some("c1")
+    );
+    assert_eq!(store.get_channel("zz").await.unwrap(), None);
+
+    for bad in [
+        channel("c1", "channel", None),
+        channel("x", "thread", None),
+        channel("x", "thread", Some("missing")),
+        channel("x", "thread", Some("t1")),
+        channel("x", "channel", Some("c1")),
+        channel("x", "folder", None),
+    ] {
+        let res = store.write(move |tx| tx.insert_channel(&bad)).await;
+        assert!(matches!(res, Err(StoreError::Invalid(_))), "{res:?}");
+    }
+
+    // Automatic renames never override a name the user chose.
+    assert!(store
+        .write(|tx| tx.rename_channel("c1", "Auto", false))
+        .await
+        .unwrap());
+    assert!(store
+        .write(|tx| tx.rename_channel("c1", "Mine", true))
+        .await
+        .unwrap());
+    assert!(!store
+        .write(|tx| tx.rename_channel("c1", "Auto again", false))
+        .await
+        .unwrap());
+    let c1 = store.get_channel("c1").await.unwrap().unwrap();
+    assert_eq!((c1.name.as_str(), c1.name_set_by_user), ("Mine", true));
+    assert!(matches!(
+        store.write(|tx| tx.rename_channel("zz", "x", true)).await,
+        Err(StoreError::NotFound)
+    ));
+
+    assert!(matches!(
+        store.write(|tx| tx.set_default("t1")).await,
+        Err(StoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.write(|tx| tx.set_default("zz")).await,
+        Err(StoreError::NotFound)
+    ));
+    let err = store.write(|tx| tx.delete_channel("default")).await;
+    assert!(
+        matches!(err, Err(StoreError::Invalid(m)) if m == "the default channel cannot be deleted")
+    );
+
+    store.write(|tx| tx.set_default("c2")).await.unwrap();
+    let defaults: Vec<String> = store
+        .list_channels()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.is_default)
+        .map(|c| c.chat_id)
+        .collect();
+    assert_eq!(defaults, ["c2"]);
+    assert!(matches!(
+        store.write(|tx| tx.delete_channel("c2")).await,
+        Err(StoreError::Invalid(_))
+    ));
+    let deleted = store
+        .write(|tx| tx.delete_channel("default"))
+        .await
+        .unwrap();
+    assert_eq!(deleted.chat_ids, ["default"]);
+    assert!(matches!(
+        store.write(|tx| tx.delete_channel("default")).await,
+        Err(StoreError::NotFound)
+    ));
+
+    let mut d = channel("c3", "channel", None);
+    d.is_default = true;
+    store.write(move |tx| tx.insert_channel(&d)).await.unwrap();
+    assert!(store.get_channel("c3").await.unwrap().unwrap().is_default);
+    assert!(!store.get_channel("c2").await.unwrap().unwrap().is_default);
+}
+
+#[tokio::test]
+async fn delete_channel_wipes_everything_of_the_channel() {
+    let (_dir, store, rec) = open_temp();
+    store
+        .write(|tx| {
+            tx.insert_channel(&channel("c1", "channel", None))?;
+            tx.insert_channel(&channel("t1", "thread", Some("c1")))?;
+            tx.insert_channel(&channel("t2", "thread", Some("c1")))?;
+            tx.insert_channel(&channel("c2", "channel", None))?;
+            for (id, chat, thread) in [
+                ("m1", "c1", None),
+                ("m2", "c1", Some("t1")),
+                ("m3", "c1", Some("t2")),
+                ("k1", "c2", None),
+            ] {
+                tx.upsert_message(&msg(id, chat, thread, "searchable payload"))?;
+                tx.append(lane_frame(chat, thread, Some(id), id))?;
+                tx.mark_read(chat, id, "phone", 5)?;
+            }
+            tx.append(lane_frame("c1", None, None, "typing"))?;
+            tx.append(lane_frame("c1", Some("t1"), None, "thread typing"))?;
+            tx.set_lane_session("c1", None, Some("s-flat"))?;
+            tx.set_lane_session("c1", Some("t1"), Some("s-t1"))?;
+            tx.set_lane_session("c2", None, Some("s-c2"))?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(store.search("payload", None, 10).await.unwrap().len(), 4);
+
+    let deleted = store
+        .write(|tx| {
+            let deleted = tx.delete_channel("c1")?;
+            // A notice appended after the delete survives it.
+            tx.append(lane_frame("c1", None, None, "channel deleted"))?;
+            Ok(deleted)
+        })
+        .await
+        .unwrap();
+    assert_eq!(deleted.chat_ids, ["c1", "t1", "t2"]);
+    assert_eq!(deleted.message_ids, ["m1", "m2", "m3"]);
+
+    let channels: Vec<String> = store
+        .list_channels()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.chat_id)
+        .collect();
+    assert_eq!(channels, ["default", "c2"]);
+    let hits = store.search("payload", None, 10).await.unwrap();
+    assert_eq!(
+        hits.iter()
+            .map(|h| h.message_id.as_str())
+            .collect::<Vec<_>>(),
+        ["k1"]
+    );
+    for id in ["m1", "m2", "m3"] {
+        assert_eq!(store.get_message(id).await.unwrap(), None);
+        assert!(store.read_by(id).await.unwrap().is_empty());
+    }
+    assert_eq!(store.read_by("k1").await.unwrap(), ["phone"]);
+    let left: Vec<String> = store
+        .replay(0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, j)| j.to_string())
+        .collect();
+    assert_eq!(left, ["k1", "channel deleted"]);
+    assert_eq!(store.lane_session("c1", None).await.unwrap(), None);
+    assert_eq!(store.lane_session("c1", Some("t1")).await.unwrap(), None);
+    assert_eq!(
+        store.lane_session("c2", None).await.unwrap().as_deref(),
+        Some("s-c2")
+    );
+    assert!(store
+        .history("c1", Some("t1"), None, 10)
+        .await
+        .unwrap()
+        .messages
+        .is_empty());
+    assert_eq!(store.outbox_floor().await.unwrap(), 0);
+    assert_eq!(store.outbox_head().await.unwrap(), 7);
+    assert_eq!(*rec.cursors().last().unwrap(), 7);
+    store.integrity_check().unwrap();
+}
+
+#[tokio::test]
+async fn deleting_a_thread_keeps_the_channel() {
+    let (_dir, store, _) = open_temp();
+    store
+        .write(|tx| {
+            tx.insert_channel(&channel("c1", "channel", None))?;
+            tx.insert_channel(&channel("t1", "thread", Some("c1")))?;
+            tx.upsert_message(&msg("flat", "c1", None, "x"))?;
+            tx.upsert_message(&msg("threaded", "c1", Some("t1"), "y"))?;
+            tx.append(lane_frame("c1", None, Some("flat"), "flat"))?;
+            tx.append(lane_frame("c1", Some("t1"), Some("threaded"), "threaded"))?;
+            tx.set_lane_session("c1", Some("t1"), Some("s"))?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let deleted = store.write(|tx| tx.delete_channel("t1")).await.unwrap();
+    assert_eq!(deleted.chat_ids, ["t1"]);
+    assert_eq!(deleted.message_ids, ["threaded"]);
+    assert!(store.get_channel("c1").await.unwrap().is_some());
+    assert!(store.get_message("flat").await.unwrap().is_some());
+    let left: Vec<String> = store
+        .replay(0, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, j)| j.to_string())
+        .collect();
+    assert_eq!(left, ["flat"]);
+    assert_eq!(store.lane_session("c1", Some("t1")).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn frames_deleted_in_their_own_batch_are_not_published() {
+    let (_dir, store, rec) = open_temp();
+    store
+        .write(|tx| {
+            tx.append(lane_frame("default", None, Some("m"), "doomed"))?;
+            tx.append(lane_frame("default", None, None, "kept"))?;
+            tx.delete_messages(&["m".to_string()])?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let seen: Vec<String> = rec
+        .frames
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|c| c.json.to_string())
+        .collect();
+    assert_eq!(seen, ["kept"]);
+}
+
+#[tokio::test]
+async fn devices_keep_cursors_monotonic() {
+    let (_dir, store, _) = open_temp();
+    let row = store
+        .write(|tx| tx.upsert_device("phone", "Phone", r#"{"push":true}"#, 100))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            row.confirmed_cursor,
+            row.last_pushed_cursor,
+            row.created_at,
+            row.last_seen
+        ),
+        (0, 0, 100, 100)
+    );
+
+    store
+        .write(|tx| {
+            tx.confirm_cursor("phone", 10)?;
+            tx.confirm_cursor("phone", 5)?;
+            tx.set_last_pushed("phone", 8)?;
+            tx.set_last_pushed("phone", 3)?;
+            tx.set_push_tokens(
+                "phone",
+                Some(Some("fcm-1".into())),
+                Some(Some("topic".into())),
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let d = store.get_device("phone").await.unwrap().unwrap();
+    assert_eq!((d.confirmed_cursor, d.last_pushed_cursor), (10, 8));
+    assert_eq!(
+        (d.fcm_token.as_deref(), d.ntfy_topic.as_deref()),
+        (Some("fcm-1"), Some("topic"))
+    );
+
+    // Re-registering refreshes name, caps and last_seen but keeps cursors and tokens.
+    let d = store
+        .write(|tx| tx.upsert_device("phone", "Renamed", "{}", 200))
+        .await
+        .unwrap();
+    assert_eq!(
+        (d.name.as_str(), d.caps.as_str(), d.created_at, d.last_seen),
+        ("Renamed", "{}", 100, 200)
+    );
+    assert_eq!(
+        (d.confirmed_cursor, d.fcm_token.as_deref()),
+        (10, Some("fcm-1"))
+    );
+
+    store
+        .write(|tx| tx.set_push_tokens("phone", None, Some(None)))
+        .await
+        .unwrap();
+    store.write(|tx| tx.touch("phone", 300)).await.unwrap();
+    store
+        .write(|tx| tx.confirm_cursor("phone", 12))
+        .await
+        .unwrap();
+    let d = store.get_device("phone").await.unwrap().unwrap();
+    assert_eq!(
+        (d.fcm_token.as_deref(), d.ntfy_topic.as_deref(), d.last_seen),
+        (Some("fcm-1"), None, 300)
+    );
+    assert_eq!(d.confirmed_cursor, 12);
+
+    assert!(matches!(
+        store.write(|tx| tx.confirm_cursor("ghost", 1)).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(matches!(
+        store.write(|tx| tx.touch("ghost", 1)).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(matches!(
+        store
+            .write(|tx| tx.set_push_tokens("ghost", None, None))
+            .await,
+        Err(StoreError::NotFound)
+    ));
+
+    store
+        .write(|tx| tx.upsert_device("tablet", "Tablet", "{}", 150))
+        .await
+        .unwrap();
+    let all: Vec<String> = store
+        .list_devices()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.device_id)
+        .collect();
+    assert_eq!(all, ["phone", "tablet"]);
+    assert!(store.write(|tx| tx.delete_device("phone")).await.unwrap());
+    assert!(!store.write(|tx| tx.delete_device("phone")).await.unwrap());
+    assert_eq!(store.get_device("phone").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn read_state_lane_sessions_and_meta() {
+    let (_dir, store, _) = open_temp();
+    let first = store
+        .write(|tx| tx.mark_read("default", "m1", "phone", 2))
+        .await
+        .unwrap();
+    let again = store
+        .write(|tx| tx.mark_read("default", "m1", "phone", 9))
+        .await
+        .unwrap();
+    store
+        .write(|tx| tx.mark_read("default", "m1", "laptop", 1))
+        .await
+        .unwrap();
+    assert!(first && !again);
+    assert_eq!(store.read_by("m1").await.unwrap(), ["laptop", "phone"]);
+    assert!(store.read_by("m2").await.unwrap().is_empty());
+
+    store
+        .write(|tx| {
+            tx.set_lane_session("default", None, Some("flat"))?;
+            tx.set_lane_session("default", Some("t"), Some("thread"))?;
+            tx.set_lane_session("default", Some("t"), Some("thread-2"))?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .lane_session("default", None)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("flat")
+    );
+    assert_eq!(
+        store
+            .lane_session("default", Some("t"))
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("thread-2")
+    );
+    store
+        .write(|tx| tx.set_lane_session("default", None, None))
+        .await
+        .unwrap();
+    assert_eq!(store.lane_session("default", None).await.unwrap(), None);
+    assert_eq!(
+        store
+            .lane_session("default", Some("t"))
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("thread-2")
+    );
+
+    assert_eq!(store.get_meta("k").await.unwrap(), None);
+    store.write(|tx| tx.set_meta("k", "1")).await.unwrap();
+    store.write(|tx| tx.set_meta("k", "2")).await.unwrap();
+    assert_eq!(store.get_meta("k").await.unwrap().as_deref(), Some("2"));
+}
