@@ -26,7 +26,10 @@ impl AgentClient {
     /// Spawns the agent process (see [`AgentProcess::spawn`]) and wraps it.
     pub fn spawn(spec: &AgentSpec) -> Result<(AgentClient, AgentEvents), AcpError> {
         let (process, incoming) = AgentProcess::spawn(spec)?;
-        let client = AgentClient { connection: process.connection().clone(), process: Some(Arc::new(process)) };
+        let client = AgentClient {
+            connection: process.connection().clone(),
+            process: Some(Arc::new(process)),
+        };
         Ok((client, AgentEvents::new(incoming)))
     }
 
@@ -37,7 +40,13 @@ impl AgentClient {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (connection, incoming) = Connection::new(reader, writer);
-        (AgentClient { connection, process: None }, AgentEvents::new(incoming))
+        (
+            AgentClient {
+                connection,
+                process: None,
+            },
+            AgentEvents::new(incoming),
+        )
     }
 
     /// The underlying JSON-RPC connection, for methods this type does not wrap.
@@ -65,26 +74,39 @@ impl AgentClient {
     }
 
     /// `initialize` with explicit params.
-    pub async fn initialize_with(&self, request: &InitializeRequest) -> Result<InitializeResponse, AcpError> {
+    pub async fn initialize_with(
+        &self,
+        request: &InitializeRequest,
+    ) -> Result<InitializeResponse, AcpError> {
         self.call(method::INITIALIZE, request).await
     }
 
     /// `session/new` in `cwd`, without MCP servers.
     pub async fn new_session(&self, cwd: &Path) -> Result<NewSessionResponse, AcpError> {
-        let request = NewSessionRequest { cwd: cwd.to_string_lossy().into_owned(), mcp_servers: Vec::new() };
+        let request = NewSessionRequest {
+            cwd: cwd.to_string_lossy().into_owned(),
+            mcp_servers: Vec::new(),
+        };
         self.call(method::SESSION_NEW, &request).await
     }
 
     /// `session/load`. The agent replays the session's history as updates before answering;
     /// they arrive on [`AgentEvents`] like live ones.
-    pub async fn load_session(&self, session_id: &str, cwd: &Path) -> Result<LoadSessionResponse, AcpError> {
+    pub async fn load_session(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+    ) -> Result<LoadSessionResponse, AcpError> {
         let request = LoadSessionRequest {
             session_id: session_id.into(),
             cwd: cwd.to_string_lossy().into_owned(),
             mcp_servers: Vec::new(),
         };
         // Some agents answer `null`; that is a success without details.
-        let value = self.connection.request(method::SESSION_LOAD, to_params(&request)).await?;
+        let value = self
+            .connection
+            .request(method::SESSION_LOAD, to_params(&request))
+            .await?;
         if value.is_null() {
             return Ok(LoadSessionResponse::default());
         }
@@ -93,31 +115,56 @@ impl AgentClient {
 
     /// `session/prompt`: runs one turn and returns when it is over. Progress arrives meanwhile as
     /// [`AgentEvent::Update`]s. Never send a second prompt to a session whose turn is running.
-    pub async fn prompt(&self, session_id: &str, prompt: Vec<ContentBlock>) -> Result<PromptResponse, AcpError> {
-        let request = PromptRequest { session_id: session_id.into(), prompt };
+    pub async fn prompt(
+        &self,
+        session_id: &str,
+        prompt: Vec<ContentBlock>,
+    ) -> Result<PromptResponse, AcpError> {
+        let request = PromptRequest {
+            session_id: session_id.into(),
+            prompt,
+        };
         self.call(method::SESSION_PROMPT, &request).await
     }
 
     /// `session/cancel`: asks the agent to end the running turn (the prompt then answers
     /// `cancelled`). Permission requests still pending must be answered by the caller.
     pub fn cancel(&self, session_id: &str) -> Result<(), AcpError> {
-        let params = to_params(&CancelNotification { session_id: session_id.into() });
+        let params = to_params(&CancelNotification {
+            session_id: session_id.into(),
+        });
         self.connection.notify(method::SESSION_CANCEL, params)
     }
 
     /// `session/set_model`.
     pub async fn set_model(&self, session_id: &str, model_id: &str) -> Result<(), AcpError> {
-        let request = SetSessionModelRequest { session_id: session_id.into(), model_id: model_id.into() };
-        self.connection.request(method::SESSION_SET_MODEL, to_params(&request)).await.map(drop)
+        let request = SetSessionModelRequest {
+            session_id: session_id.into(),
+            model_id: model_id.into(),
+        };
+        self.connection
+            .request(method::SESSION_SET_MODEL, to_params(&request))
+            .await
+            .map(drop)
     }
 
     /// `session/set_mode`.
     pub async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AcpError> {
-        let request = SetSessionModeRequest { session_id: session_id.into(), mode_id: mode_id.into() };
-        self.connection.request(method::SESSION_SET_MODE, to_params(&request)).await.map(drop)
+        let request = SetSessionModeRequest {
+            session_id: session_id.into(),
+            mode_id: mode_id.into(),
+        };
+        self.connection
+            .request(method::SESSION_SET_MODE, to_params(&request))
+            .await
+            .map(drop)
     }
 
-    async fn call<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, AcpError> {
+    async fn call<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, AcpError> {
         let value = self.connection.request(method, to_params(params)).await?;
         decode(method, value)
     }
@@ -129,7 +176,10 @@ fn to_params<P: Serialize>(params: &P) -> Value {
 }
 
 fn decode<R: DeserializeOwned>(method: &str, value: Value) -> Result<R, AcpError> {
-    serde_json::from_value(value).map_err(|source| AcpError::Decode { method: method.into(), source })
+    serde_json::from_value(value).map_err(|source| AcpError::Decode {
+        method: method.into(),
+        source,
+    })
 }
 
 /// A message from the agent, decoded.
@@ -177,12 +227,21 @@ impl AgentEvent {
                     }
                 }
             }
-            Incoming::Notification { method, params } => Some(AgentEvent::Notification { method, params }),
-            Incoming::Request { method, params, responder, .. } if method == method::SESSION_REQUEST_PERMISSION => {
+            Incoming::Notification { method, params } => {
+                Some(AgentEvent::Notification { method, params })
+            }
+            Incoming::Request {
+                method,
+                params,
+                responder,
+                ..
+            } if method == method::SESSION_REQUEST_PERMISSION => {
                 match serde_json::from_value::<RequestPermissionRequest>(params) {
                     Ok(request) => Some(AgentEvent::Permission {
                         request,
-                        responder: PermissionResponder { responder: Some(responder) },
+                        responder: PermissionResponder {
+                            responder: Some(responder),
+                        },
                     }),
                     Err(error) => {
                         tracing::warn!(%error, "malformed permission request");
@@ -191,9 +250,16 @@ impl AgentEvent {
                     }
                 }
             }
-            Incoming::Request { method, params, responder, .. } => {
-                Some(AgentEvent::Request { method, params, responder })
-            }
+            Incoming::Request {
+                method,
+                params,
+                responder,
+                ..
+            } => Some(AgentEvent::Request {
+                method,
+                params,
+                responder,
+            }),
         }
     }
 }

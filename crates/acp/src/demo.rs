@@ -7,26 +7,27 @@
 //! | keyword | what the turn does |
 //! |---|---|
 //! | (none) | `Echo: <text>` in a few `agent_message_chunk`s |
+//! | `garbage` | first writes a line that is not JSON, then answers normally |
+//! | `crash` | one chunk, then exits the whole process with status 3 (never use in-process) |
+//! | `hang` | sends nothing and answers only when cancelled |
 //! | `think` | `agent_thought_chunk`s before the answer |
 //! | `plan` | a `plan` update with three entries |
 //! | `tool` | "Let me run a command.", a `tool_call` (`terminal: echo hello`, kind `execute`, status `pending`), `tool_call_update`s (`in_progress`, then `completed` with output `hello`), then text after it |
 //! | `fail` | a `tool_call` (`terminal: false`) that ends `failed` |
-//! | `permission` or `approve` | a `tool_call`, then `session/request_permission` (allow_once / allow_always / reject_once); answers "Permission granted: <optionId>." or "Permission denied."; a `cancelled` outcome ends the turn `cancelled` |
-//! | `clarify` | a question put as a permission request (see below); answers "You chose <name>." |
-//! | `title` | a `session_info_update` with title "Demo title", sent just after the prompt's answer |
+//! | `permission` or `approve` | a `tool_call`, then `session/request_permission` (allow_once / allow_always / reject_once); answers `Permission granted: <optionId>.` or `Permission denied.`; a `cancelled` outcome ends the turn `cancelled` |
+//! | `clarify` | a question put as a permission request (see below); answers `You chose <name>.` |
 //! | `slow` | 20 chunks 50 ms apart; `session/cancel` stops it (`cancelled`, chunks already sent stay sent) |
-//! | `hang` | sends nothing and answers only when cancelled |
-//! | `crash` | one chunk, then exits the whole process with status 3 (never use in-process) |
-//! | `garbage` | writes a line that is not JSON, then answers normally |
+//! | `title` | a `session_info_update` with title "Demo title", sent just after the prompt's answer |
 //!
-//! An `image` block is acknowledged as "Received image <mime> (<n> bytes)", a `resource_link` as
-//! "Received file <name>", an embedded `resource` as "Received resource <uri>". Prompt text that
-//! starts with `/` is a slash command (`/help`, `/tools`, `/model`) answered locally. Every turn
-//! that is not cut short ends with the echo, then a model note when the model is not the default
-//! (`(model: <id>)`); every turn sends a `usage_update` (`size` 65536, growing `used`) before its
-//! answer, and answers `{stopReason, usage: {inputTokens, outputTokens, totalTokens,
-//! thoughtTokens, cachedReadTokens}}` like Hermes. Several keywords combine, in the order of the
-//! table.
+//! An `image` block is acknowledged as `Received image <mime> (<n> bytes)`, a `resource_link` as
+//! `Received file <name>`, an embedded `resource` as `Received resource <uri>`. Prompt text that
+//! starts with `/` is a slash command (`/help`, `/tools`, `/model`) answered locally, without the
+//! keywords or the echo. Every other turn that is not cut short ends with the echo, then a model
+//! note `(model: <id>)` when the model is not the default. Every turn sends a `usage_update`
+//! (`size` 65536, growing `used`) before its answer, and answers `{stopReason, usage:
+//! {inputTokens, outputTokens, totalTokens, thoughtTokens, cachedReadTokens}}` like Hermes.
+//! Several keywords combine, in the order of the table (attachments are acknowledged just before
+//! `slow`).
 //!
 //! # Clarifying questions
 //!
@@ -69,8 +70,16 @@ const SLOW_PAUSE: Duration = Duration::from_millis(50);
 
 const MODELS: [(&str, &str, &str); 3] = [
     ("demo:echo", "Demo Echo", "Echoes the prompt"),
-    ("demo:verbose", "Demo Verbose", "Echoes the prompt and names itself"),
-    ("other:mini", "Other Mini", "A second provider, to show grouping"),
+    (
+        "demo:verbose",
+        "Demo Verbose",
+        "Echoes the prompt and names itself",
+    ),
+    (
+        "other:mini",
+        "Other Mini",
+        "A second provider, to show grouping",
+    ),
 ];
 const MODES: [(&str, &str); 2] = [("default", "Default"), ("accept_edits", "Accept Edits")];
 const COLORS: [(&str, &str); 2] = [("red", "Red"), ("blue", "Blue")];
@@ -83,13 +92,19 @@ where
 {
     let (conn, mut incoming, io) = Connection::build(input, output, None);
     let io = tokio::spawn(io);
-    let demo = Arc::new(Demo { conn: conn.clone(), state: Mutex::new(State::new()) });
+    let demo = Arc::new(Demo {
+        conn: conn.clone(),
+        state: Mutex::new(State::new()),
+    });
     let mut turns = JoinSet::new();
     while let Some(message) = incoming.recv().await {
         match message {
-            Incoming::Request { method, params, responder, .. } => {
-                demo.handle_request(&method, params, responder, &mut turns)
-            }
+            Incoming::Request {
+                method,
+                params,
+                responder,
+                ..
+            } => demo.handle_request(&method, params, responder, &mut turns),
             Incoming::Notification { method, params } => demo.handle_notification(&method, params),
         }
         while turns.try_join_next().is_some() {}
@@ -139,9 +154,15 @@ impl Session {
 
 impl State {
     fn new() -> State {
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let seed = (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32);
-        State { id_prefix: format!("{:08x}", seed as u32), next_id: 1, sessions: HashMap::new() }
+        State {
+            id_prefix: format!("{:08x}", seed as u32),
+            next_id: 1,
+            sessions: HashMap::new(),
+        }
     }
 
     fn fresh_id(&mut self, kind: &str) -> String {
@@ -177,7 +198,11 @@ fn modes_state(current: &str) -> SessionModeState {
     SessionModeState {
         available_modes: MODES
             .iter()
-            .map(|(id, name)| SessionMode { id: (*id).into(), name: (*name).into(), description: None })
+            .map(|(id, name)| SessionMode {
+                id: (*id).into(),
+                name: (*name).into(),
+                description: None,
+            })
             .collect(),
         current_mode_id: current.into(),
     }
@@ -204,9 +229,14 @@ impl Demo {
     }
 
     fn send_update(&self, session_id: &str, update: SessionUpdate) {
-        let notification = SessionNotification { session_id: session_id.into(), update };
+        let notification = SessionNotification {
+            session_id: session_id.into(),
+            update,
+        };
         // A closed connection means the client is gone; the turn simply runs out.
-        let _ = self.conn.notify(method::SESSION_UPDATE, to_json(&notification));
+        let _ = self
+            .conn
+            .notify(method::SESSION_UPDATE, to_json(&notification));
     }
 
     fn handle_notification(&self, method: &str, params: Value) {
@@ -214,15 +244,28 @@ impl Demo {
             tracing::debug!(method, "demo agent ignores notification");
             return;
         }
-        let Ok(cancel) = parse::<CancelNotification>(params) else { return };
-        if let Some(running) = self.state().sessions.get(&cancel.session_id).and_then(|s| s.running.as_ref()) {
+        let Ok(cancel) = parse::<CancelNotification>(params) else {
+            return;
+        };
+        if let Some(running) = self
+            .state()
+            .sessions
+            .get(&cancel.session_id)
+            .and_then(|s| s.running.as_ref())
+        {
             running.send_replace(true);
         }
     }
 
-    fn handle_request(self: &Arc<Self>, method: &str, params: Value, responder: Responder, turns: &mut JoinSet<()>) {
+    fn handle_request(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        responder: Responder,
+        turns: &mut JoinSet<()>,
+    ) {
         let result = match method {
-            method::INITIALIZE => Ok(self.initialize()),
+            method::INITIALIZE => self.initialize(),
             method::SESSION_NEW => self.new_session(params),
             method::SESSION_LOAD => self.load_session(params),
             method::SESSION_SET_MODEL => self.set_model(params),
@@ -253,12 +296,16 @@ impl Demo {
         }
     }
 
-    fn initialize(&self) -> (Value, Option<(String, Vec<SessionUpdate>)>) {
+    fn initialize(&self) -> Handled {
         let response = InitializeResponse {
             protocol_version: PROTOCOL_VERSION,
             agent_capabilities: AgentCapabilities {
                 load_session: true,
-                prompt_capabilities: PromptCapabilities { image: true, audio: false, embedded_context: true },
+                prompt_capabilities: PromptCapabilities {
+                    image: true,
+                    audio: false,
+                    embedded_context: true,
+                },
                 other: Default::default(),
             },
             agent_info: Some(Implementation {
@@ -268,7 +315,7 @@ impl Demo {
             }),
             auth_methods: Vec::new(),
         };
-        (to_json(&response), None)
+        Ok((to_json(&response), None))
     }
 
     fn new_session(&self, params: Value) -> Handled {
@@ -281,7 +328,10 @@ impl Demo {
             models: Some(models_state(DEFAULT_MODEL)),
             modes: Some(modes_state(MODES[0].0)),
         };
-        Ok((to_json(&response), Some((session_id, vec![available_commands()]))))
+        Ok((
+            to_json(&response),
+            Some((session_id, vec![available_commands()])),
+        ))
     }
 
     fn load_session(&self, params: Value) -> Handled {
@@ -300,7 +350,9 @@ impl Demo {
             (session.history.clone(), response)
         };
         for (user, answer) in replay {
-            let chunk = |text: String| ContentChunk { content: ContentBlock::text(text) };
+            let chunk = |text: String| ContentChunk {
+                content: ContentBlock::text(text),
+            };
             self.send_update(&id, SessionUpdate::UserMessageChunk(chunk(user)));
             self.send_update(&id, SessionUpdate::AgentMessageChunk(chunk(answer)));
         }
@@ -310,9 +362,14 @@ impl Demo {
     fn set_model(&self, params: Value) -> Handled {
         let request: SetSessionModelRequest = parse(params).map_err(|e| (INVALID_PARAMS, e))?;
         if !MODELS.iter().any(|(id, _, _)| *id == request.model_id) {
-            return Err((INVALID_PARAMS, format!("unknown model {}", request.model_id)));
+            return Err((
+                INVALID_PARAMS,
+                format!("unknown model {}", request.model_id),
+            ));
         }
-        self.with_session(&request.session_id, |session| session.model_id = request.model_id.clone())?;
+        self.with_session(&request.session_id, |session| {
+            session.model_id = request.model_id.clone()
+        })?;
         Ok((json!({}), None))
     }
 
@@ -321,12 +378,20 @@ impl Demo {
         if !MODES.iter().any(|(id, _)| *id == request.mode_id) {
             return Err((INVALID_PARAMS, format!("unknown mode {}", request.mode_id)));
         }
-        self.with_session(&request.session_id, |session| session.mode_id = request.mode_id.clone())?;
-        let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate { current_mode_id: request.mode_id });
+        self.with_session(&request.session_id, |session| {
+            session.mode_id = request.mode_id.clone()
+        })?;
+        let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate {
+            current_mode_id: request.mode_id,
+        });
         Ok((json!({}), Some((request.session_id, vec![update]))))
     }
 
-    fn with_session<T>(&self, session_id: &str, f: impl FnOnce(&mut Session) -> T) -> Result<T, (i64, String)> {
+    fn with_session<T>(
+        &self,
+        session_id: &str,
+        f: impl FnOnce(&mut Session) -> T,
+    ) -> Result<T, (i64, String)> {
         match self.state().sessions.get_mut(session_id) {
             Some(session) => Ok(f(session)),
             None => Err((INVALID_PARAMS, format!("unknown session {session_id}"))),
@@ -334,7 +399,10 @@ impl Demo {
     }
 
     /// Marks the session busy, or refuses the prompt.
-    fn start_turn(&self, params: Value) -> Result<(PromptRequest, watch::Receiver<bool>), (i64, String)> {
+    fn start_turn(
+        &self,
+        params: Value,
+    ) -> Result<(PromptRequest, watch::Receiver<bool>), (i64, String)> {
         let request: PromptRequest = parse(params).map_err(|e| (INVALID_PARAMS, e))?;
         self.with_session(&request.session_id, |session| {
             if session.running.is_some() {
@@ -347,10 +415,22 @@ impl Demo {
         .map(|cancel| (request, cancel))
     }
 
-    async fn turn(self: Arc<Self>, request: PromptRequest, cancel: watch::Receiver<bool>, responder: Responder) {
+    async fn turn(
+        self: Arc<Self>,
+        request: PromptRequest,
+        cancel: watch::Receiver<bool>,
+        responder: Responder,
+    ) {
         let session_id = request.session_id.clone();
-        let model_id = self.with_session(&session_id, |s| s.model_id.clone()).unwrap_or_default();
-        let mut turn = Turn { demo: &self, session_id: &session_id, cancel, said: String::new() };
+        let model_id = self
+            .with_session(&session_id, |s| s.model_id.clone())
+            .unwrap_or_default();
+        let mut turn = Turn {
+            demo: &self,
+            session_id: &session_id,
+            cancel,
+            said: String::new(),
+        };
         let ending = turn.play(&request.prompt, &model_id).await;
         let text = prompt_text(&request.prompt);
         let said = std::mem::take(&mut turn.said);
@@ -363,7 +443,11 @@ impl Demo {
                 session.used
             })
             .unwrap_or_default();
-        let usage = UsageUpdate { size: Some(CONTEXT_SIZE), used: Some(used), cost: None };
+        let usage = UsageUpdate {
+            size: Some(CONTEXT_SIZE),
+            used: Some(used),
+            cost: None,
+        };
         self.send_update(&session_id, SessionUpdate::UsageUpdate(usage));
 
         let input_tokens = text.len() as u64 / 4 + 1;
@@ -381,7 +465,10 @@ impl Demo {
         };
         responder.respond(to_json(&response));
         if ending.title {
-            let info = SessionInfoUpdate { title: Some("Demo title".into()), updated_at: None };
+            let info = SessionInfoUpdate {
+                title: Some("Demo title".into()),
+                updated_at: None,
+            };
             self.send_update(&session_id, SessionUpdate::SessionInfoUpdate(info));
         }
     }
@@ -391,12 +478,19 @@ impl Demo {
 type Handled = Result<(Value, Option<(String, Vec<SessionUpdate>)>), (i64, String)>;
 
 fn prompt_text(prompt: &[ContentBlock]) -> String {
-    prompt.iter().filter_map(ContentBlock::as_text).collect::<Vec<_>>().join("\n")
+    prompt
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Bytes encoded by a base64 string, without decoding it.
 fn base64_len(data: &str) -> usize {
-    let symbols = data.bytes().filter(|b| !b.is_ascii_whitespace() && *b != b'=').count();
+    let symbols = data
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+        .count();
     symbols * 3 / 4
 }
 
@@ -433,7 +527,10 @@ impl Turn<'_> {
             Ok(()) => StopReason::EndTurn,
             Err(Cancelled) => StopReason::Cancelled,
         };
-        Ending { stop_reason, title: has("title") }
+        Ending {
+            stop_reason,
+            title: has("title"),
+        }
     }
 
     async fn script(
@@ -444,7 +541,10 @@ impl Turn<'_> {
         model_id: &str,
     ) -> Result<(), Cancelled> {
         if has("garbage") {
-            let _ = self.demo.conn.send_raw_line("this line is not JSON-RPC {{{");
+            let _ = self
+                .demo
+                .conn
+                .send_raw_line("this line is not JSON-RPC {{{");
         }
         if has("crash") {
             self.say("Crashing now.");
@@ -542,12 +642,28 @@ impl Turn<'_> {
     }
 
     fn plan(&self) {
-        let entry = |content: &str, priority, status| PlanEntry { content: content.into(), priority, status };
+        let entry = |content: &str, priority, status| PlanEntry {
+            content: content.into(),
+            priority,
+            status,
+        };
         self.update(SessionUpdate::Plan(Plan {
             entries: vec![
-                entry("Read the request", PlanEntryPriority::High, PlanEntryStatus::Completed),
-                entry("Write the answer", PlanEntryPriority::Medium, PlanEntryStatus::InProgress),
-                entry("Suggest next steps", PlanEntryPriority::Low, PlanEntryStatus::Pending),
+                entry(
+                    "Read the request",
+                    PlanEntryPriority::High,
+                    PlanEntryStatus::Completed,
+                ),
+                entry(
+                    "Write the answer",
+                    PlanEntryPriority::Medium,
+                    PlanEntryStatus::InProgress,
+                ),
+                entry(
+                    "Suggest next steps",
+                    PlanEntryPriority::Low,
+                    PlanEntryStatus::Pending,
+                ),
             ],
         }));
     }
@@ -572,7 +688,13 @@ impl Turn<'_> {
         id
     }
 
-    fn tool_status(&self, id: &str, status: ToolCallStatus, output: Option<&str>, raw_output: Option<Value>) {
+    fn tool_status(
+        &self,
+        id: &str,
+        status: ToolCallStatus,
+        output: Option<&str>,
+        raw_output: Option<Value>,
+    ) {
         self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
             tool_call_id: id.into(),
             status: Some(status),
@@ -585,7 +707,12 @@ impl Turn<'_> {
     fn tool(&mut self) {
         self.say("Let me run a command.");
         let id = self.start_tool("echo hello");
-        self.tool_status(&id, ToolCallStatus::InProgress, Some("$ echo hello\nrunning…"), None);
+        self.tool_status(
+            &id,
+            ToolCallStatus::InProgress,
+            Some("$ echo hello\nrunning…"),
+            None,
+        );
         let output = json!({"output": "hello", "exitCode": 0});
         self.tool_status(&id, ToolCallStatus::Completed, Some("hello"), Some(output));
         self.say("\n\nThe command printed: hello.\n\n");
@@ -595,12 +722,20 @@ impl Turn<'_> {
         let id = self.start_tool("false");
         self.tool_status(&id, ToolCallStatus::InProgress, None, None);
         let output = json!({"output": "", "exitCode": 1});
-        self.tool_status(&id, ToolCallStatus::Failed, Some("command failed with exit code 1"), Some(output));
+        self.tool_status(
+            &id,
+            ToolCallStatus::Failed,
+            Some("command failed with exit code 1"),
+            Some(output),
+        );
         self.say("The command failed.\n\n");
     }
 
     /// Puts a permission request to the client; `None` when it answered with an error.
-    async fn ask(&mut self, request: RequestPermissionRequest) -> Result<Option<RequestPermissionOutcome>, Cancelled> {
+    async fn ask(
+        &mut self,
+        request: RequestPermissionRequest,
+    ) -> Result<Option<RequestPermissionOutcome>, Cancelled> {
         let conn = self.demo.conn.clone();
         let asking = conn.request(method::SESSION_REQUEST_PERMISSION, to_json(&request));
         let answer = tokio::select! {
@@ -627,10 +762,18 @@ impl Turn<'_> {
     async fn permission(&mut self) -> Result<(), Cancelled> {
         let command = "rm -rf ./demo-scratch";
         let id = self.start_tool(command);
-        let option = |id: &str, name: &str, kind| PermissionOption { option_id: id.into(), name: name.into(), kind };
+        let option = |id: &str, name: &str, kind| PermissionOption {
+            option_id: id.into(),
+            name: name.into(),
+            kind,
+        };
         let options = vec![
             option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
-            option("allow_always", "Allow always", PermissionOptionKind::AllowAlways),
+            option(
+                "allow_always",
+                "Allow always",
+                PermissionOptionKind::AllowAlways,
+            ),
             option("reject_once", "Deny", PermissionOptionKind::RejectOnce),
         ];
         let request = RequestPermissionRequest {
@@ -656,14 +799,26 @@ impl Turn<'_> {
         match chosen {
             Some(option) if option.kind.is_allow() => {
                 self.tool_status(&id, ToolCallStatus::InProgress, None, None);
-                self.tool_status(&id, ToolCallStatus::Completed, Some("removed ./demo-scratch (simulated)"), None);
+                self.tool_status(
+                    &id,
+                    ToolCallStatus::Completed,
+                    Some("removed ./demo-scratch (simulated)"),
+                    None,
+                );
                 self.say(&format!("Permission granted: {}.\n\n", option.option_id));
                 Ok(())
             }
             _ => {
-                self.tool_status(&id, ToolCallStatus::Failed, Some("not run: permission refused"), None);
+                self.tool_status(
+                    &id,
+                    ToolCallStatus::Failed,
+                    Some("not run: permission refused"),
+                    None,
+                );
                 match outcome {
-                    Ok(Some(RequestPermissionOutcome::Cancelled)) | Err(Cancelled) => Err(Cancelled),
+                    Ok(Some(RequestPermissionOutcome::Cancelled)) | Err(Cancelled) => {
+                        Err(Cancelled)
+                    }
                     _ => {
                         self.say("Permission denied.\n\n");
                         Ok(())
@@ -717,10 +872,16 @@ impl Turn<'_> {
         for block in prompt {
             let note = match block {
                 ContentBlock::Image(image) => {
-                    format!("Received image {} ({} bytes)", image.mime_type, base64_len(&image.data))
+                    format!(
+                        "Received image {} ({} bytes)",
+                        image.mime_type,
+                        base64_len(&image.data)
+                    )
                 }
                 ContentBlock::ResourceLink(link) => format!("Received file {}", link.name),
-                ContentBlock::Resource(embedded) => format!("Received resource {}", embedded.resource.uri),
+                ContentBlock::Resource(embedded) => {
+                    format!("Received resource {}", embedded.resource.uri)
+                }
                 _ => continue,
             };
             self.say(&format!("{note}\n\n"));
@@ -729,7 +890,9 @@ impl Turn<'_> {
 }
 
 fn chunk(text: &str) -> ContentChunk {
-    ContentChunk { content: ContentBlock::text(text) }
+    ContentChunk {
+        content: ContentBlock::text(text),
+    }
 }
 
 fn text_content(text: &str) -> Vec<ToolCallContent> {

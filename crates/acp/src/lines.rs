@@ -50,7 +50,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 if n == 0 {
                     let pending = std::mem::take(&mut self.line);
                     let discarding = std::mem::replace(&mut self.discarding, false);
-                    return Ok((!discarding && !pending.is_empty()).then_some(Line::Complete(pending)));
+                    return Ok(
+                        (!discarding && !pending.is_empty()).then_some(Line::Complete(pending))
+                    );
                 }
                 self.start = 0;
                 self.end = n;
@@ -109,7 +111,15 @@ mod tests {
     #[tokio::test]
     async fn splits_lines_and_keeps_a_final_partial_line() {
         let got = collect(b"a\n\nbc\nd", 10).await;
-        assert_eq!(got, vec![Ok("a".into()), Ok("".into()), Ok("bc".into()), Ok("d".into())]);
+        assert_eq!(
+            got,
+            vec![
+                Ok("a".into()),
+                Ok("".into()),
+                Ok("bc".into()),
+                Ok("d".into())
+            ]
+        );
     }
 
     #[tokio::test]
@@ -117,7 +127,12 @@ mod tests {
         let got = collect(b"short\n0123456789abcdef\nok\n0123456789xyz", 8).await;
         assert_eq!(
             got,
-            vec![Ok("short".into()), Err("01234567".into()), Ok("ok".into()), Err("01234567".into())]
+            vec![
+                Ok("short".into()),
+                Err("01234567".into()),
+                Ok("ok".into()),
+                Err("01234567".into())
+            ]
         );
     }
 

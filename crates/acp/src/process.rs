@@ -46,7 +46,10 @@ pub struct AgentSpec {
 impl AgentSpec {
     /// A spec running `program` with no arguments.
     pub fn new(program: impl Into<String>) -> Self {
-        AgentSpec { program: program.into(), ..AgentSpec::default() }
+        AgentSpec {
+            program: program.into(),
+            ..AgentSpec::default()
+        }
     }
 
     /// Adds an argument.
@@ -109,7 +112,11 @@ impl StderrTail {
     }
 
     fn render(&self) -> String {
-        self.lines.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
+        self.lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 
@@ -130,7 +137,9 @@ pub struct AgentProcess {
 
 impl fmt::Debug for AgentProcess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AgentProcess").field("pid", &self.pid).finish_non_exhaustive()
+        f.debug_struct("AgentProcess")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
     }
 }
 
@@ -151,14 +160,22 @@ impl AgentProcess {
         if let Some(cwd) = &spec.cwd {
             command.current_dir(cwd);
         }
-        let spawn_error = |source| AcpError::Spawn { program: spec.program.clone(), source };
+        let spawn_error = |source| AcpError::Spawn {
+            program: spec.program.clone(),
+            source,
+        };
         let mut child = command.spawn().map_err(spawn_error)?;
-        let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) =
-            (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
+        let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (
+            child.id(),
+            child.stdin.take(),
+            child.stdout.take(),
+            child.stderr.take(),
+        ) else {
             // Unreachable with piped stdio and a fresh child; still, do not leak the process.
             let _ = child.start_kill();
-            return Err(spawn_error(std::io::Error::other("child stdio unavailable")));
+            return Err(spawn_error(std::io::Error::other(
+                "child stdio unavailable",
+            )));
         };
         tracing::info!(pid, program = %spec.program, "agent started");
 
@@ -188,7 +205,16 @@ impl AgentProcess {
             })
         };
         let (connection, incoming) = Connection::with_close_detail(stdout, stdin, Some(detail));
-        Ok((AgentProcess { pid, connection, tail, stderr_done, exit }, incoming))
+        Ok((
+            AgentProcess {
+                pid,
+                connection,
+                tail,
+                stderr_done,
+                exit,
+            },
+            incoming,
+        ))
     }
 
     /// The agent's process id, which is also its process group id.
@@ -215,13 +241,19 @@ impl AgentProcess {
             Err(_) => None,
         };
         wait_stderr(self.stderr_done.clone()).await;
-        ExitInfo { status, stderr_tail: self.stderr_tail() }
+        ExitInfo {
+            status,
+            stderr_tail: self.stderr_tail(),
+        }
     }
 
     /// The exit, if the agent has already exited.
     pub fn try_exit(&self) -> Option<ExitInfo> {
         let status = (*self.exit.borrow())?;
-        Some(ExitInfo { status, stderr_tail: self.stderr_tail() })
+        Some(ExitInfo {
+            status,
+            stderr_tail: self.stderr_tail(),
+        })
     }
 
     /// Sends SIGKILL to the agent's whole process group. Returns at once; use
@@ -238,7 +270,9 @@ impl Drop for AgentProcess {
 }
 
 fn kill_group(pid: u32) {
-    let Ok(pgid) = libc::pid_t::try_from(pid) else { return };
+    let Ok(pgid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
     // SAFETY: kill(2) has no memory-safety preconditions. A negative pid addresses the process
     // group created for the agent; ESRCH (group already gone) is expected and ignored.
     let rc = unsafe { libc::kill(-pgid, libc::SIGKILL) };
@@ -251,7 +285,12 @@ async fn wait_stderr(mut done: watch::Receiver<bool>) {
     let _ = tokio::time::timeout(STDERR_GRACE, done.wait_for(|done| *done)).await;
 }
 
-async fn collect_stderr(pid: u32, stderr: ChildStderr, tail: SharedTail, done: watch::Sender<bool>) {
+async fn collect_stderr(
+    pid: u32,
+    stderr: ChildStderr,
+    tail: SharedTail,
+    done: watch::Sender<bool>,
+) {
     let mut lines = LineReader::new(stderr, STDERR_LINE_BYTES);
     loop {
         let text = match lines.next_line().await {

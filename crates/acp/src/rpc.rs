@@ -121,7 +121,10 @@ pub struct Responder {
 
 impl fmt::Debug for Responder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Responder").field("id", &self.id).field("method", &self.method).finish()
+        f.debug_struct("Responder")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .finish()
     }
 }
 
@@ -221,7 +224,9 @@ impl Shared {
     }
 
     fn closed_error(&self) -> AcpError {
-        AcpError::Closed { stderr_tail: self.lock().closed.clone().unwrap_or_default() }
+        AcpError::Closed {
+            stderr_tail: self.lock().closed.clone().unwrap_or_default(),
+        }
     }
 
     fn close(&self, stderr_tail: String) {
@@ -231,7 +236,9 @@ impl Shared {
             std::mem::take(&mut state.pending)
         };
         for (_, reply) in pending {
-            let _ = reply.send(Err(AcpError::Closed { stderr_tail: stderr_tail.clone() }));
+            let _ = reply.send(Err(AcpError::Closed {
+                stderr_tail: stderr_tail.clone(),
+            }));
         }
         self.closed_tx.send_replace(true);
     }
@@ -261,7 +268,9 @@ pub struct Connection {
 
 impl fmt::Debug for Connection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Connection").field("closed", &self.is_closed()).finish()
+        f.debug_struct("Connection")
+            .field("closed", &self.is_closed())
+            .finish()
     }
 }
 
@@ -302,7 +311,11 @@ impl Connection {
         reader: R,
         writer: W,
         detail: Option<CloseDetail>,
-    ) -> (Connection, IncomingRx, impl Future<Output = io::Result<()>> + Send)
+    ) -> (
+        Connection,
+        IncomingRx,
+        impl Future<Output = io::Result<()>> + Send,
+    )
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -313,7 +326,10 @@ impl Connection {
         let (shutdown_tx, shutdown_rx) = oneshot::channel();
         let shared = Arc::new(Shared {
             next_id: AtomicU64::new(1),
-            state: Mutex::new(State { pending: HashMap::new(), closed: None }),
+            state: Mutex::new(State {
+                pending: HashMap::new(),
+                closed: None,
+            }),
             out: out_tx,
             closed_tx,
         });
@@ -322,7 +338,15 @@ impl Connection {
             closed_rx,
             _shutdown: Arc::new(shutdown_tx),
         };
-        let io = io_loop(shared, reader, writer, out_rx, incoming_tx, shutdown_rx, detail);
+        let io = io_loop(
+            shared,
+            reader,
+            writer,
+            out_rx,
+            incoming_tx,
+            shutdown_rx,
+            detail,
+        );
         (conn, incoming_rx, io)
     }
 
@@ -335,11 +359,16 @@ impl Connection {
         {
             let mut state = self.shared.lock();
             if let Some(tail) = &state.closed {
-                return Err(AcpError::Closed { stderr_tail: tail.clone() });
+                return Err(AcpError::Closed {
+                    stderr_tail: tail.clone(),
+                });
             }
             state.pending.insert(id, reply_tx);
         }
-        let _guard = PendingGuard { shared: &self.shared, id };
+        let _guard = PendingGuard {
+            shared: &self.shared,
+            id,
+        };
         let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
         if !params.is_null() {
             msg["params"] = params;
@@ -383,7 +412,10 @@ impl Connection {
     }
 
     fn send_line(&self, out: Outgoing) -> Result<(), AcpError> {
-        self.shared.out.send(out).map_err(|_| self.shared.closed_error())
+        self.shared
+            .out
+            .send(out)
+            .map_err(|_| self.shared.closed_error())
     }
 
     /// True once the transport has ended.
@@ -489,11 +521,14 @@ async fn read_loop<R: AsyncRead + Unpin>(
         };
         match line {
             Line::Complete(bytes) => handle_line(shared, &bytes, &incoming_tx),
-            Line::Oversized(prefix) => tracing::warn!(
-                limit = MAX_LINE_BYTES,
-                start = %preview(&prefix, LOG_PREVIEW_CHARS),
-                "dropped an oversized line from the peer"
-            ),
+            // Only the size is logged: such a line is most likely a real message carrying user
+            // content, not diagnostic output.
+            Line::Oversized(_) => {
+                tracing::warn!(
+                    limit = MAX_LINE_BYTES,
+                    "dropped an oversized line from the peer"
+                )
+            }
         }
     }
     tracing::debug!("json-rpc peer closed its output");
@@ -514,7 +549,11 @@ fn handle_line(shared: &Shared, bytes: &[u8], incoming_tx: &mpsc::UnboundedSende
     dispatch(shared, msg, incoming_tx);
 }
 
-fn dispatch(shared: &Shared, mut msg: Map<String, Value>, incoming_tx: &mpsc::UnboundedSender<Incoming>) {
+fn dispatch(
+    shared: &Shared,
+    mut msg: Map<String, Value>,
+    incoming_tx: &mpsc::UnboundedSender<Incoming>,
+) {
     let params = msg.remove("params").unwrap_or(Value::Null);
     let id = msg.remove("id").filter(|id| !id.is_null());
     match (msg.remove("method"), id) {
@@ -525,19 +564,31 @@ fn dispatch(shared: &Shared, mut msg: Map<String, Value>, incoming_tx: &mpsc::Un
         (Some(Value::String(method)), Some(raw_id)) => {
             let Some(id) = RequestId::from_json(&raw_id) else {
                 tracing::warn!(%method, id = %raw_id, "request with an unusable id");
-                let reply = error_message(raw_id, INVALID_REQUEST, "invalid request id".into(), None);
+                let reply =
+                    error_message(raw_id, INVALID_REQUEST, "invalid request id".into(), None);
                 let _ = shared.out.send(Outgoing::line(&reply));
                 return;
             };
             tracing::trace!(%id, %method, "request");
-            let responder =
-                Responder { id: id.clone(), method: method.clone(), out: shared.out.clone(), answered: false };
+            let responder = Responder {
+                id: id.clone(),
+                method: method.clone(),
+                out: shared.out.clone(),
+                answered: false,
+            };
             // If nobody listens any more the request comes back here and is dropped, which makes
             // its responder answer with an error.
-            let _ = incoming_tx.send(Incoming::Request { id, method, params, responder });
+            let _ = incoming_tx.send(Incoming::Request {
+                id,
+                method,
+                params,
+                responder,
+            });
         }
         (None, Some(raw_id)) => handle_response(shared, raw_id, msg),
-        _ => tracing::warn!("skipped a JSON message that is neither request, notification nor response"),
+        _ => tracing::warn!(
+            "skipped a JSON message that is neither request, notification nor response"
+        ),
     }
 }
 
@@ -560,11 +611,18 @@ fn handle_response(shared: &Shared, raw_id: Value, mut msg: Map<String, Value>) 
 }
 
 fn rpc_error(error: Value) -> AcpError {
-    let code = error.get("code").and_then(Value::as_i64).unwrap_or(INTERNAL_ERROR);
+    let code = error
+        .get("code")
+        .and_then(Value::as_i64)
+        .unwrap_or(INTERNAL_ERROR);
     let message = match error.get("message") {
         Some(Value::String(s)) => s.clone(),
         _ => error.to_string(),
     };
     let data = error.get("data").cloned();
-    AcpError::Rpc { code, message, data }
+    AcpError::Rpc {
+        code,
+        message,
+        data,
+    }
 }

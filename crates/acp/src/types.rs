@@ -44,14 +44,20 @@ pub mod method {
 // Tagged unions that keep what they do not know.
 
 /// Serializes `inner` as an object and adds the tag field.
-fn tagged_value<T: Serialize>(tag: &str, kind: &str, inner: &T) -> Result<Value, serde_json::Error> {
+fn tagged_value<T: Serialize>(
+    tag: &str,
+    kind: &str,
+    inner: &T,
+) -> Result<Value, serde_json::Error> {
     let mut value = serde_json::to_value(inner)?;
     match &mut value {
         Value::Object(map) => {
             map.insert(tag.to_owned(), Value::String(kind.to_owned()));
             Ok(value)
         }
-        _ => Err(<serde_json::Error as serde::ser::Error>::custom("tagged variant must serialize to an object")),
+        _ => Err(<serde_json::Error as serde::ser::Error>::custom(
+            "tagged variant must serialize to an object",
+        )),
     }
 }
 
@@ -135,7 +141,11 @@ impl ContentBlock {
 
     /// An image block from base64 data.
     pub fn image(data_base64: impl Into<String>, mime_type: impl Into<String>) -> ContentBlock {
-        ContentBlock::Image(ImageContent { data: data_base64.into(), mime_type: mime_type.into(), uri: None })
+        ContentBlock::Image(ImageContent {
+            data: data_base64.into(),
+            mime_type: mime_type.into(),
+            uri: None,
+        })
     }
 
     /// A link to a file on the agent's disk (a `file://` URI).
@@ -879,7 +889,10 @@ pub enum PermissionOptionKind {
 impl PermissionOptionKind {
     /// True for the allow kinds.
     pub fn is_allow(self) -> bool {
-        matches!(self, PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways)
+        matches!(
+            self,
+            PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
+        )
     }
 }
 
@@ -893,12 +906,18 @@ pub struct RequestPermissionResponse {
 impl RequestPermissionResponse {
     /// The user picked `option_id`.
     pub fn selected(option_id: impl Into<String>) -> Self {
-        RequestPermissionResponse { outcome: RequestPermissionOutcome::Selected { option_id: option_id.into() } }
+        RequestPermissionResponse {
+            outcome: RequestPermissionOutcome::Selected {
+                option_id: option_id.into(),
+            },
+        }
     }
 
     /// The turn was cancelled before the user decided.
     pub fn cancelled() -> Self {
-        RequestPermissionResponse { outcome: RequestPermissionOutcome::Cancelled }
+        RequestPermissionResponse {
+            outcome: RequestPermissionOutcome::Cancelled,
+        }
     }
 }
 

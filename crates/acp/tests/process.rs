@@ -10,13 +10,21 @@ fn sh(script: &str) -> AgentSpec {
     AgentSpec::new("sh").arg("-c").arg(script)
 }
 
-/// True when `pid` no longer runs (absent, or a zombie waiting to be reaped).
+/// True when `pid` has exited or is exiting: absent, a zombie, or flagged `PF_EXITING`. The last
+/// case matters because the kernel closes a dying process's files (which is what the tests wait
+/// for) before the process turns into a zombie.
 fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // The state is the first field after the parenthesised command name.
-        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
-    }
+    const PF_EXITING: u64 = 0x4;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    // Fields after the parenthesised command name: state, ppid, pgrp, session, tty, tpgid, flags.
+    let Some((_, rest)) = stat.rsplit_once(") ") else {
+        return true;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let flags: u64 = fields.get(6).and_then(|f| f.parse().ok()).unwrap_or(0);
+    matches!(fields.first(), Some(&"Z" | &"X")) || flags & PF_EXITING != 0
 }
 
 #[tokio::test]
@@ -30,11 +38,20 @@ printf '%s\n' "$line" | sed 's/"method":"echo"/"result":"echoed","x":0/'"#;
     let (process, mut incoming) = AgentProcess::spawn(&spec).unwrap();
     assert!(process.pid() > 0);
 
-    let Some(Incoming::Notification { method, params }) = incoming.recv().await else { panic!("expected hello") };
+    let Some(Incoming::Notification { method, params }) = incoming.recv().await else {
+        panic!("expected hello")
+    };
     assert_eq!(method, "hello");
-    assert_eq!(params, json!({"v": "42", "cwd": dir_path.to_str().unwrap()}));
+    assert_eq!(
+        params,
+        json!({"v": "42", "cwd": dir_path.to_str().unwrap()})
+    );
 
-    let answer = process.connection().request("echo", json!({})).await.unwrap();
+    let answer = process
+        .connection()
+        .request("echo", json!({}))
+        .await
+        .unwrap();
     assert_eq!(answer, "echoed");
     let exit = process.wait_exit().await;
     assert_eq!(exit.status.and_then(|s| s.code()), Some(0));
@@ -45,17 +62,26 @@ async fn a_dying_agent_fails_pending_requests_with_its_stderr_tail() {
     let script = "echo starting >&2; read a; read b; echo 'fatal: no model configured' >&2; exit 7";
     let (process, mut incoming) = AgentProcess::spawn(&sh(script)).unwrap();
     let conn = process.connection().clone();
-    let (first, second) = tokio::join!(conn.request("initialize", json!({})), conn.request("session/new", json!({})));
+    let (first, second) = tokio::join!(
+        conn.request("initialize", json!({})),
+        conn.request("session/new", json!({}))
+    );
     for result in [first, second] {
         match result {
             Err(AcpError::Closed { stderr_tail }) => {
-                assert!(stderr_tail.contains("fatal: no model configured"), "tail: {stderr_tail:?}");
+                assert!(
+                    stderr_tail.contains("fatal: no model configured"),
+                    "tail: {stderr_tail:?}"
+                );
                 assert!(stderr_tail.starts_with("starting"));
             }
             other => panic!("expected Closed, got {other:?}"),
         }
     }
-    assert!(incoming.recv().await.is_none(), "incoming ends with the process");
+    assert!(
+        incoming.recv().await.is_none(),
+        "incoming ends with the process"
+    );
     let exit = process.wait_exit().await;
     assert_eq!(exit.status.and_then(|s| s.code()), Some(7));
     assert!(exit.stderr_tail.ends_with("fatal: no model configured"));
@@ -78,11 +104,20 @@ async fn agent_with_grandchild() -> (AgentProcess, u32) {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("grandchild.pid");
     let script = r#"sleep 1000 & echo $! > "$0"; echo '{"jsonrpc":"2.0","method":"ready"}'; wait"#;
-    let spec = AgentSpec::new("sh").arg("-c").arg(script).arg(pidfile.to_str().unwrap());
+    let spec = AgentSpec::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(pidfile.to_str().unwrap());
     let (process, mut incoming) = AgentProcess::spawn(&spec).unwrap();
-    let Some(Incoming::Notification { method, .. }) = incoming.recv().await else { panic!("expected ready") };
+    let Some(Incoming::Notification { method, .. }) = incoming.recv().await else {
+        panic!("expected ready")
+    };
     assert_eq!(method, "ready");
-    let grandchild: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let grandchild: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(!is_dead(grandchild));
     (process, grandchild)
 }
@@ -92,7 +127,7 @@ async fn kill_takes_the_whole_process_group() {
     let (process, grandchild) = agent_with_grandchild().await;
     process.kill();
     let exit = process.wait_exit().await;
-    assert_eq!(exit.status.and_then(|s| s.signal()), Some(libc_sigkill()));
+    assert_eq!(exit.status.and_then(|s| s.signal()), Some(libc::SIGKILL));
     // The grandchild holds the stdout pipe too: the connection closes only once it is dead.
     process.connection().closed().await;
     assert!(is_dead(grandchild), "grandchild {grandchild} survived");
@@ -110,9 +145,8 @@ async fn dropping_the_process_kills_the_group() {
 #[tokio::test]
 async fn a_missing_program_is_a_spawn_error() {
     let err = AgentProcess::spawn(&AgentSpec::new("/nonexistent/iris-agent")).unwrap_err();
-    assert!(matches!(err, AcpError::Spawn { ref program, .. } if program == "/nonexistent/iris-agent"), "{err}");
-}
-
-fn libc_sigkill() -> i32 {
-    9
+    assert!(
+        matches!(err, AcpError::Spawn { ref program, .. } if program == "/nonexistent/iris-agent"),
+        "{err}"
+    );
 }

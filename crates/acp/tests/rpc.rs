@@ -1,9 +1,13 @@
 //! The JSON-RPC layer against a hand-driven peer over an in-memory pipe.
 
-use iris_acp::rpc::{Connection, Incoming, IncomingRx, RequestId, MAX_LINE_BYTES, METHOD_NOT_FOUND};
+use iris_acp::rpc::{
+    Connection, Incoming, IncomingRx, RequestId, MAX_LINE_BYTES, METHOD_NOT_FOUND,
+};
 use iris_acp::AcpError;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
 
 /// The far end of the pipe, played by the test.
 struct Peer {
@@ -13,7 +17,12 @@ struct Peer {
 
 impl Peer {
     async fn read(&mut self) -> Value {
-        let line = self.lines.next_line().await.unwrap().expect("a line from the connection");
+        let line = self
+            .lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("a line from the connection");
         serde_json::from_str(&line).unwrap()
     }
 
@@ -31,7 +40,14 @@ fn connect() -> (Connection, IncomingRx, Peer) {
     let (reader, writer) = tokio::io::split(ours);
     let (conn, incoming) = Connection::new(reader, writer);
     let (peer_reader, peer_writer) = tokio::io::split(theirs);
-    (conn, incoming, Peer { lines: BufReader::new(peer_reader).lines(), writer: peer_writer })
+    (
+        conn,
+        incoming,
+        Peer {
+            lines: BufReader::new(peer_reader).lines(),
+            writer: peer_writer,
+        },
+    )
 }
 
 #[tokio::test]
@@ -54,12 +70,18 @@ async fn requests_get_results_and_error_objects() {
     let answer = async {
         let request = peer.read().await;
         assert!(request.get("params").is_none(), "null params are omitted");
-        let error = json!({"code": -32601, "message": "Method not found", "data": {"method": "ping"}});
-        peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "error": error})).await;
+        let error =
+            json!({"code": -32601, "message": "Method not found", "data": {"method": "ping"}});
+        peer.send(json!({"jsonrpc": "2.0", "id": request["id"], "error": error}))
+            .await;
     };
     let (result, ()) = tokio::join!(call, answer);
     match result {
-        Err(AcpError::Rpc { code, message, data }) => {
+        Err(AcpError::Rpc {
+            code,
+            message,
+            data,
+        }) => {
             assert_eq!(code, -32601);
             assert_eq!(message, "Method not found");
             assert_eq!(data, Some(json!({"method": "ping"})));
@@ -78,8 +100,10 @@ async fn concurrent_requests_are_matched_by_id() {
         let b = peer.read().await;
         assert_ne!(a["id"], b["id"]);
         // Answer in reverse order.
-        peer.send(json!({"jsonrpc": "2.0", "id": b["id"], "result": b["method"]})).await;
-        peer.send(json!({"jsonrpc": "2.0", "id": a["id"], "result": a["method"]})).await;
+        peer.send(json!({"jsonrpc": "2.0", "id": b["id"], "result": b["method"]}))
+            .await;
+        peer.send(json!({"jsonrpc": "2.0", "id": a["id"], "result": a["method"]}))
+            .await;
     };
     let (first, second, ()) = tokio::join!(first, second, answer);
     assert_eq!(first.unwrap(), "a");
@@ -90,9 +114,16 @@ async fn concurrent_requests_are_matched_by_id() {
 async fn requests_from_the_peer_with_id_zero_and_string_ids() {
     let (_conn, mut incoming, mut peer) = connect();
     peer.send(json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {"x": 1}})).await;
-    peer.send(json!({"jsonrpc": "2.0", "id": "abc", "method": "fs/read_text_file", "params": {}})).await;
+    peer.send(json!({"jsonrpc": "2.0", "id": "abc", "method": "fs/read_text_file", "params": {}}))
+        .await;
 
-    let Some(Incoming::Request { id, method, params, responder }) = incoming.recv().await else {
+    let Some(Incoming::Request {
+        id,
+        method,
+        params,
+        responder,
+    }) = incoming.recv().await
+    else {
         panic!("expected a request")
     };
     assert_eq!(id, RequestId::Number(0));
@@ -104,7 +135,9 @@ async fn requests_from_the_peer_with_id_zero_and_string_ids() {
         json!({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "cancelled"}}})
     );
 
-    let Some(Incoming::Request { id, responder, .. }) = incoming.recv().await else { panic!("expected a request") };
+    let Some(Incoming::Request { id, responder, .. }) = incoming.recv().await else {
+        panic!("expected a request")
+    };
     assert_eq!(id, RequestId::Str("abc".into()));
     responder.error(METHOD_NOT_FOUND, "Method not found");
     let answer = peer.read().await;
@@ -115,7 +148,8 @@ async fn requests_from_the_peer_with_id_zero_and_string_ids() {
 #[tokio::test]
 async fn unanswered_requests_get_an_error_answer() {
     let (_conn, mut incoming, mut peer) = connect();
-    peer.send(json!({"jsonrpc": "2.0", "id": 7, "method": "terminal/create", "params": {}})).await;
+    peer.send(json!({"jsonrpc": "2.0", "id": 7, "method": "terminal/create", "params": {}}))
+        .await;
     let request = incoming.recv().await.unwrap();
     drop(request);
     let answer = peer.read().await;
@@ -124,7 +158,10 @@ async fn unanswered_requests_get_an_error_answer() {
 
     // Nobody listening at all: still answered.
     drop(incoming);
-    peer.send(json!({"jsonrpc": "2.0", "id": 8, "method": "session/request_permission", "params": {}})).await;
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": 8, "method": "session/request_permission", "params": {}}),
+    )
+    .await;
     let answer = peer.read().await;
     assert_eq!(answer["id"], 8);
     assert!(answer["error"]["code"].is_i64());
@@ -133,8 +170,10 @@ async fn unanswered_requests_get_an_error_answer() {
 #[tokio::test]
 async fn garbage_blank_lines_and_unknown_fields_are_tolerated() {
     let (conn, mut incoming, mut peer) = connect();
-    peer.write_raw("this is not json\n\n   \r\n[1, 2, 3]\n{\"half\": \n42\n").await;
-    peer.write_raw("{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{}}\n").await; // nobody asked
+    peer.write_raw("this is not json\n\n   \r\n[1, 2, 3]\n{\"half\": \n42\n")
+        .await;
+    peer.write_raw("{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{}}\n")
+        .await; // nobody asked
     peer.send(json!({
         "jsonrpc": "2.0",
         "method": "session/update",
@@ -153,7 +192,11 @@ async fn garbage_blank_lines_and_unknown_fields_are_tolerated() {
     let call = conn.request("still/alive", json!({}));
     let answer = async {
         let request = peer.read().await;
-        peer.write_raw(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":\"yes\"}}\r\n", request["id"])).await;
+        peer.write_raw(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":\"yes\"}}\r\n",
+            request["id"]
+        ))
+        .await;
     };
     let (result, ()) = tokio::join!(call, answer);
     assert_eq!(result.unwrap(), "yes");
@@ -164,12 +207,20 @@ async fn oversized_lines_are_dropped() {
     let (_conn, mut incoming, peer) = connect();
     let Peer { lines, mut writer } = peer;
     let writing = tokio::spawn(async move {
-        let huge = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"huge\",\"params\":\"{}\"}}\n", "x".repeat(MAX_LINE_BYTES));
+        let huge = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"huge\",\"params\":\"{}\"}}\n",
+            "x".repeat(MAX_LINE_BYTES)
+        );
         writer.write_all(huge.as_bytes()).await.unwrap();
-        writer.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"after\"}\n").await.unwrap();
+        writer
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"after\"}\n")
+            .await
+            .unwrap();
         writer
     });
-    let Some(Incoming::Notification { method, .. }) = incoming.recv().await else { panic!("expected a notification") };
+    let Some(Incoming::Notification { method, .. }) = incoming.recv().await else {
+        panic!("expected a notification")
+    };
     assert_eq!(method, "after");
     drop((writing.await.unwrap(), lines));
 }
@@ -185,12 +236,19 @@ async fn closing_the_transport_fails_pending_requests_and_ends_incoming() {
         drop(peer);
     };
     let (first, second, ()) = tokio::join!(first, second, hang_up);
-    assert!(matches!(first, Err(AcpError::Closed { ref stderr_tail }) if stderr_tail.is_empty()), "{first:?}");
+    assert!(
+        matches!(first, Err(AcpError::Closed { ref stderr_tail }) if stderr_tail.is_empty()),
+        "{first:?}"
+    );
     assert!(second.unwrap_err().is_closed());
     assert!(incoming.recv().await.is_none());
     conn.closed().await;
     assert!(conn.is_closed());
-    assert!(conn.request("late", json!({})).await.unwrap_err().is_closed());
+    assert!(conn
+        .request("late", json!({}))
+        .await
+        .unwrap_err()
+        .is_closed());
     assert!(conn.notify("late", json!({})).unwrap_err().is_closed());
 }
 
@@ -200,5 +258,8 @@ async fn dropping_every_handle_closes_the_transport() {
     conn.notify("bye", json!({})).unwrap();
     assert_eq!(peer.read().await["method"], "bye");
     drop(conn);
-    assert!(peer.lines.next_line().await.unwrap().is_none(), "the peer sees end of stream");
+    assert!(
+        peer.lines.next_line().await.unwrap().is_none(),
+        "the peer sees end of stream"
+    );
 }

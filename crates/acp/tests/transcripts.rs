@@ -30,16 +30,32 @@ fn without_meta(mut value: Value) -> Value {
 fn every_recorded_message_decodes() {
     let mut updates = 0;
     let mut responses = 0;
-    for Recorded { source, answers, msg } in recorded() {
+    for Recorded {
+        source,
+        answers,
+        msg,
+    } in recorded()
+    {
         let context = format!("{source}: {msg}");
-        match (msg.get("method").and_then(Value::as_str), answers.as_deref()) {
+        match (
+            msg.get("method").and_then(Value::as_str),
+            answers.as_deref(),
+        ) {
             (Some(method::SESSION_UPDATE), _) => {
                 let params = msg["params"].clone();
-                let notification: SessionNotification = serde_json::from_value(params.clone()).expect(&context);
-                assert!(!matches!(notification.update, SessionUpdate::Unknown(_)), "not recognised: {context}");
+                let notification: SessionNotification =
+                    serde_json::from_value(params.clone()).expect(&context);
+                assert!(
+                    !matches!(notification.update, SessionUpdate::Unknown(_)),
+                    "not recognised: {context}"
+                );
                 // Known updates re-encode to what Hermes sent, apart from `_meta`.
                 let reencoded = serde_json::to_value(&notification.update).unwrap();
-                assert_eq!(reencoded, without_meta(params["update"].clone()), "{source}");
+                assert_eq!(
+                    reencoded,
+                    without_meta(params["update"].clone()),
+                    "{source}"
+                );
                 updates += 1;
             }
             (Some(method::SESSION_REQUEST_PERMISSION), _) => {
@@ -59,15 +75,20 @@ fn every_recorded_message_decodes() {
                 let result = msg["result"].clone();
                 match answered {
                     method::INITIALIZE => {
-                        let init: InitializeResponse = serde_json::from_value(result).expect(&context);
+                        let init: InitializeResponse =
+                            serde_json::from_value(result).expect(&context);
                         assert_eq!(init.protocol_version, 1);
                         assert!(init.agent_capabilities.load_session);
                         assert!(init.agent_capabilities.prompt_capabilities.image);
-                        assert!(init.agent_capabilities.other.contains_key("sessionCapabilities"));
+                        assert!(init
+                            .agent_capabilities
+                            .other
+                            .contains_key("sessionCapabilities"));
                         assert_eq!(init.agent_info.unwrap().name, "hermes-agent");
                     }
                     method::SESSION_NEW | "session/fork" => {
-                        let new: NewSessionResponse = serde_json::from_value(result).expect(&context);
+                        let new: NewSessionResponse =
+                            serde_json::from_value(result).expect(&context);
                         assert!(!new.session_id.is_empty());
                         let models = new.models.expect("models");
                         assert_eq!(models.current_model_id, "custom:fake-model");
@@ -75,14 +96,19 @@ fn every_recorded_message_decodes() {
                         assert_eq!(new.modes.expect("modes").available_modes.len(), 3);
                     }
                     method::SESSION_LOAD | "session/resume" => {
-                        let load: LoadSessionResponse = serde_json::from_value(result).expect(&context);
+                        let load: LoadSessionResponse =
+                            serde_json::from_value(result).expect(&context);
                         assert!(load.models.is_some());
                     }
                     method::SESSION_PROMPT => {
-                        let prompt: PromptResponse = serde_json::from_value(result).expect(&context);
+                        let prompt: PromptResponse =
+                            serde_json::from_value(result).expect(&context);
                         assert_ne!(prompt.stop_reason, StopReason::Other);
                         if let Some(usage) = prompt.usage {
-                            assert_eq!(usage.total_tokens, usage.input_tokens + usage.output_tokens);
+                            assert_eq!(
+                                usage.total_tokens,
+                                usage.input_tokens + usage.output_tokens
+                            );
                         }
                     }
                     _ => {}
@@ -113,13 +139,24 @@ fn hermes_field_names_land_in_typed_fields() {
         .expect("an execute tool call");
     assert!(tool_call.title.starts_with("terminal: "));
     assert!(tool_call.tool_call_id.starts_with("tc-"));
-    assert_eq!(tool_call.status, None, "Hermes omits the status of a new tool call");
-    assert!(matches!(&tool_call.content[0], ToolCallContent::Content(c) if c.content.as_text().unwrap().starts_with("$ ")));
+    assert_eq!(
+        tool_call.status, None,
+        "Hermes omits the status of a new tool call"
+    );
+    assert!(
+        matches!(&tool_call.content[0], ToolCallContent::Content(c) if c.content.as_text().unwrap().starts_with("$ "))
+    );
 
     assert!(updates.iter().any(|u| matches!(u,
         SessionUpdate::ToolCallUpdate(update) if update.status == Some(ToolCallStatus::Failed))));
-    assert!(updates.iter().any(|u| matches!(u,
-        SessionUpdate::UsageUpdate(UsageUpdate { size: Some(65536), used: Some(_), .. }))));
+    assert!(updates.iter().any(|u| matches!(
+        u,
+        SessionUpdate::UsageUpdate(UsageUpdate {
+            size: Some(65536),
+            used: Some(_),
+            ..
+        })
+    )));
     assert!(updates.iter().any(|u| matches!(u,
         SessionUpdate::SessionInfoUpdate(info) if info.title.as_deref().is_some_and(|t| t.starts_with("Fake Session Title")))));
     let commands = updates
@@ -129,8 +166,14 @@ fn hermes_field_names_land_in_typed_fields() {
             _ => None,
         })
         .expect("commands");
-    let model = commands.iter().find(|c| c.name == "model").expect("model command");
-    assert_eq!(model.input.as_ref().unwrap().hint, "model name to switch to");
+    let model = commands
+        .iter()
+        .find(|c| c.name == "model")
+        .expect("model command");
+    assert_eq!(
+        model.input.as_ref().unwrap().hint,
+        "model name to switch to"
+    );
     let plan = updates
         .iter()
         .find_map(|u| match u {
@@ -143,7 +186,9 @@ fn hermes_field_names_land_in_typed_fields() {
     let edit = all
         .iter()
         .filter(|r| r.msg["method"] == method::SESSION_REQUEST_PERMISSION)
-        .map(|r| serde_json::from_value::<RequestPermissionRequest>(r.msg["params"].clone()).unwrap())
+        .map(|r| {
+            serde_json::from_value::<RequestPermissionRequest>(r.msg["params"].clone()).unwrap()
+        })
         .find(|p| p.tool_call.kind == Some(ToolKind::Edit))
         .expect("an edit approval");
     assert!(matches!(&edit.tool_call.content.as_deref().unwrap()[0],
@@ -161,18 +206,28 @@ fn unknown_and_malformed_updates_are_kept_raw() {
 
     // A known tag whose required field is missing must not fail the whole notification.
     let broken = serde_json::json!({"sessionUpdate": "tool_call", "title": "no id"});
-    assert!(matches!(serde_json::from_value::<SessionUpdate>(broken).unwrap(), SessionUpdate::Unknown(_)));
+    assert!(matches!(
+        serde_json::from_value::<SessionUpdate>(broken).unwrap(),
+        SessionUpdate::Unknown(_)
+    ));
 
-    let block: ContentBlock = serde_json::from_value(serde_json::json!({"type": "video", "url": "x"})).unwrap();
+    let block: ContentBlock =
+        serde_json::from_value(serde_json::json!({"type": "video", "url": "x"})).unwrap();
     assert!(matches!(block, ContentBlock::Unknown(_)));
 }
 
 #[test]
 fn outgoing_messages_use_acp_field_names() {
     let selected = serde_json::to_value(RequestPermissionResponse::selected("allow_once")).unwrap();
-    assert_eq!(selected, serde_json::json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}));
+    assert_eq!(
+        selected,
+        serde_json::json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+    );
     let cancelled = serde_json::to_value(RequestPermissionResponse::cancelled()).unwrap();
-    assert_eq!(cancelled, serde_json::json!({"outcome": {"outcome": "cancelled"}}));
+    assert_eq!(
+        cancelled,
+        serde_json::json!({"outcome": {"outcome": "cancelled"}})
+    );
 
     let prompt = PromptRequest {
         session_id: "s".into(),

@@ -286,13 +286,15 @@ impl Conn {
                 }
                 Outgoing::Ephemeral(json) => json.to_string(),
             };
-            if self.socket.feed(Message::Text(text.into())).await.is_err() {
-                return Some(Ended::Disconnected);
+            match self.write_or_abort(Some(Message::Text(text.into()))).await {
+                Ok(()) => wrote = true,
+                Err(ended) => return Some(ended),
             }
-            wrote = true;
         }
-        if wrote && self.socket.flush().await.is_err() {
-            return Some(Ended::Disconnected);
+        if wrote {
+            if let Err(ended) = self.write_or_abort(None).await {
+                return Some(ended);
+            }
         }
         if let Some(reason) = drained.close {
             let (code, text) = match reason {
@@ -304,6 +306,25 @@ impl Conn {
             return Some(Ended::Closed(reason));
         }
         self.confirm_ping().await.err()
+    }
+
+    /// Feeds one message (or flushes, with `None`), giving up when the queue overflows meanwhile:
+    /// a device that does not read blocks the write, and must not hold its frames in memory.
+    async fn write_or_abort(&mut self, msg: Option<Message>) -> Result<(), Ended> {
+        let queue = self.queue.clone();
+        let write = async {
+            match msg {
+                Some(m) => self.socket.feed(m).await,
+                None => self.socket.flush().await,
+            }
+        };
+        tokio::select! {
+            r = write => r.map_err(|_| Ended::Disconnected),
+            _ = queue.overflowed() => {
+                tracing::warn!(device_id = %self.device_id, "device too far behind; dropping connection");
+                Err(Ended::Closed(CloseReason::Overflow))
+            }
+        }
     }
 
     fn durable_text(&self, frame: &Committed) -> String {
@@ -341,7 +362,7 @@ impl Conn {
         None
     }
 
-    fn on_pong(&mut self, payload: &[u8]) {
+    async fn on_pong(&mut self, payload: &[u8]) {
         let Ok(bytes) = <[u8; 8]>::try_from(payload) else { return };
         let seq = u64::from_be_bytes(bytes);
         let mut confirmed = None;
@@ -349,15 +370,15 @@ impl Conn {
             confirmed = self.pings.pop_front().map(|p| p.1);
         }
         self.last_pong = Instant::now();
-        if let Some(cursor) = confirmed.filter(|c| *c > 0) {
-            let store = self.shared.store.clone();
-            let device = self.device_id.clone();
-            // The watermark only moves forward, so these writes may land in any order.
-            tokio::spawn(async move {
-                if let Err(e) = store.write(move |tx| tx.confirm_cursor(&device, cursor)).await {
-                    tracing::warn!(error = %e, "could not store a delivery watermark");
-                }
-            });
+        let Some(cursor) = confirmed.filter(|c| *c > 0) else { return };
+        // Stored before the next frame from this device is read, so anything the device does
+        // after answering the ping (reconnecting, say) sees the new watermark.
+        let device = self.device_id.clone();
+        match self.shared.store.write(move |tx| tx.confirm_cursor(&device, cursor)).await {
+            Ok(()) => {
+                let _ = self.shared.confirmations.send((self.device_id.clone(), cursor));
+            }
+            Err(e) => tracing::warn!(error = %e, "could not store a delivery watermark"),
         }
     }
 
@@ -373,7 +394,7 @@ impl Conn {
                 self.send_error(None, WireError::bad_request("binary frame without an open upload")).await
             }
             Message::Pong(payload) => {
-                self.on_pong(&payload);
+                self.on_pong(&payload).await;
                 Ok(())
             }
             Message::Ping(_) => Ok(()),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::conn::Conn;
 use crate::ids::{new_id, now_ms};
-use crate::state::{append_frame, Origin, Shared};
+use crate::state::{append_filed, append_frame, Origin, Shared};
 
 /// What a handler answers.
 pub enum Reply {
@@ -444,7 +444,15 @@ pub fn create_channel_tx(tx: &mut iris_store::WriteTx<'_>, row: ChannelRow, auto
         parent_chat_id: row.parent_chat_id.clone(),
         auto,
     });
-    append_frame(tx, &Header::default(), &frame, None, origin)
+    append_filed(tx, &Header::default(), &frame, filed_under(&row), None, origin)
+}
+
+/// The lane a channel's own frames are filed under: the channel, or a thread in its channel.
+fn filed_under(row: &ChannelRow) -> (Option<&str>, Option<&str>) {
+    match &row.parent_chat_id {
+        Some(parent) => (Some(parent), Some(&row.chat_id)),
+        None => (Some(&row.chat_id), None),
+    }
 }
 
 fn required_chat(header: &Header) -> Result<String> {
@@ -458,9 +466,12 @@ async fn channel_rename(shared: &Shared, header: &Header, name: String, origin: 
     shared
         .store
         .write(move |tx| {
-            tx.rename_channel(&chat_id, &name, true)?;
+            if !tx.rename_channel(&chat_id, &name, true)? {
+                return Err(StoreError::NotFound);
+            }
+            let row = tx.get_channel(&chat_id)?.ok_or(StoreError::NotFound)?;
             let frame = ServerFrame::ChannelRenamed(ChannelRenamed { chat_id: chat_id.clone(), name });
-            append_frame(tx, &Header::default(), &frame, None, &origin)
+            append_filed(tx, &Header::default(), &frame, filed_under(&row), None, &origin)
         })
         .await?;
     Ok(Reply::ViaOutbox)

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use iris_store::Committed;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 /// Why a connection must close, decided outside its own task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,12 +65,20 @@ pub struct ConnQueue {
     limit: usize,
     state: Mutex<QueueState>,
     notify: Notify,
+    overflow: CancellationToken,
 }
 
 impl ConnQueue {
     /// A queue holding at most `limit` durable frames.
     pub fn new(conn_id: u64, device_id: String, limit: usize) -> Arc<ConnQueue> {
-        Arc::new(ConnQueue { conn_id, device_id, limit, state: Mutex::default(), notify: Notify::new() })
+        Arc::new(ConnQueue {
+            conn_id,
+            device_id,
+            limit,
+            state: Mutex::default(),
+            notify: Notify::new(),
+            overflow: CancellationToken::new(),
+        })
     }
 
     fn push_durable(&self, frame: Arc<Committed>) {
@@ -82,6 +91,7 @@ impl ConnQueue {
             st.close = Some(CloseReason::Overflow);
             st.items.clear();
             st.keyed.clear();
+            self.overflow.cancel();
         } else {
             st.durable += 1;
             st.items.push_back((None, Outgoing::Durable(frame)));
@@ -143,6 +153,11 @@ impl ConnQueue {
     /// Frames replaced by newer ones so far.
     pub fn coalesced(&self) -> u64 {
         self.state.lock().expect("queue lock").coalesced
+    }
+
+    /// Completes once the queue has overflowed.
+    pub async fn overflowed(&self) {
+        self.overflow.cancelled().await
     }
 
     /// Waits until something is queued or a close is requested.

@@ -32,6 +32,8 @@ pub struct Shared {
     pub auth_failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
     /// Send budget per device.
     pub send_buckets: Mutex<HashMap<String, TokenBucket>>,
+    /// Every stored delivery watermark `(device_id, cursor)`, for observers.
+    pub confirmations: tokio::sync::broadcast::Sender<(String, u64)>,
     next_conn: AtomicU64,
 }
 
@@ -47,6 +49,7 @@ impl Shared {
             tasks: TaskTracker::new(),
             auth_failures: Mutex::default(),
             send_buckets: Mutex::default(),
+            confirmations: tokio::sync::broadcast::channel(256).0,
             next_conn: AtomicU64::new(1),
         })
     }
@@ -137,13 +140,27 @@ impl Origin {
     }
 }
 
-/// Appends a server frame to the outbox inside a write transaction; returns its cursor.
+/// Appends a server frame to the outbox inside a write transaction; returns its cursor. The row
+/// is filed under the header's lane, so deleting the lane or the message removes it.
 pub fn append_frame(tx: &mut WriteTx<'_>, header: &Header, frame: &ServerFrame, message_id: Option<&str>, origin: &Origin) -> Result<u64, iris_store::StoreError> {
+    append_filed(tx, header, frame, (header.chat_id.as_deref(), header.thread_id.as_deref()), message_id, origin)
+}
+
+/// Appends a frame filed under a lane other than its header's: `channel.*` frames carry no lane in
+/// their envelope but belong to the channel they describe, and go when it is deleted.
+pub fn append_filed(
+    tx: &mut WriteTx<'_>,
+    header: &Header,
+    frame: &ServerFrame,
+    lane: (Option<&str>, Option<&str>),
+    message_id: Option<&str>,
+    origin: &Origin,
+) -> Result<u64, iris_store::StoreError> {
     use iris_protocol::FrameBody;
     tx.append(NewFrame {
         frame_type: frame.frame_type().to_owned(),
-        chat_id: header.chat_id.clone(),
-        thread_id: header.thread_id.clone(),
+        chat_id: lane.0.map(str::to_owned),
+        thread_id: lane.1.map(str::to_owned),
         message_id: message_id.map(str::to_owned),
         json: encode(header, frame),
         meta: FrameMeta { origin_conn: origin.conn, request_id: origin.request_id.clone() },
