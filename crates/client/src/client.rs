@@ -113,7 +113,7 @@ impl Event {
 
     /// Whether the gateway outboxes frames of this type.
     pub fn is_durable(&self) -> bool {
-        ServerFrame::is_durable_type(self.frame_type())
+        self.body.is_durable()
     }
 
     /// The whole frame as a JSON value, for fields the typed payloads do not model.
@@ -562,7 +562,7 @@ impl Client {
                     Err(e) => return Ok(Some(Item::Bad { raw, error: e.message })),
                 };
                 let frame_type = decoded.body.frame_type().to_owned();
-                let durable = ServerFrame::is_durable_type(&frame_type);
+                let durable = decoded.body.is_durable();
                 let replayed = decoded.header.cursor.is_some();
                 let cursor = match decoded.header.cursor {
                     Some(cursor) => Some(cursor),

@@ -34,18 +34,46 @@ pub fn catalog_entries() -> Vec<CommandInfo> {
         .collect()
 }
 
+/// The gateway command a message starts with, by its canonical name, and the rest of the text.
+/// `/etc/hosts` or `/unknownword` is not a command.
+pub fn parse(text: &str) -> Option<(&'static str, String)> {
+    let text = text.trim_start();
+    if !text.starts_with('/') {
+        return None;
+    }
+    let (head, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let head = head.to_lowercase();
+    let builtin = BUILTINS.iter().find(|b| b.name == head || b.aliases.contains(&head.as_str()))?;
+    Some((builtin.name, rest.trim().to_owned()))
+}
+
 /// The `commands.catalog` response.
-pub fn catalog() -> ServerFrame {
-    ServerFrame::CommandsCatalog(CommandsCatalog { commands: catalog_entries() })
+pub fn catalog(entries: Vec<CommandInfo>) -> ServerFrame {
+    ServerFrame::CommandsCatalog(CommandsCatalog { commands: entries })
 }
 
 /// The `commands.complete` response: commands whose name or alias starts with the prefix.
-pub fn complete(prefix: &str) -> ServerFrame {
+pub fn complete(entries: Vec<CommandInfo>, prefix: &str) -> ServerFrame {
     let wanted = prefix.trim().to_lowercase();
-    let matches = catalog_entries()
+    let matches = entries
         .into_iter()
         .filter(|c| c.name.starts_with(&wanted) || c.aliases.iter().any(|a| a.starts_with(&wanted)))
         .map(|c| CommandMatch { name: c.name, description: c.description, args_hint: c.args_hint })
         .collect();
     ServerFrame::CommandsComplete(CommandsComplete { prefix: prefix.to_owned(), matches })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_recognised_by_name_or_alias_and_paths_are_text() {
+        assert_eq!(parse("/new"), Some(("/new", String::new())));
+        assert_eq!(parse("/reset please"), Some(("/new", "please".into())));
+        assert_eq!(parse("  /MODEL demo:echo "), Some(("/model", "demo:echo".into())));
+        assert_eq!(parse("/etc/hosts"), None);
+        assert_eq!(parse("/unknownword"), None);
+        assert_eq!(parse("hello /new"), None);
+    }
 }

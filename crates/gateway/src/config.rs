@@ -37,6 +37,9 @@ pub struct AgentFileConfig {
     pub command: Option<String>,
     /// The agent's working directory (default: the user's home).
     pub cwd: Option<PathBuf>,
+    /// Seconds a pending approval waits for an answer before it is cancelled (default 55,
+    /// below Hermes' own 60 s).
+    pub approval_timeout_secs: Option<u64>,
 }
 
 /// `[limits]`.
@@ -109,6 +112,10 @@ pub struct Config {
     pub agent_command: Option<String>,
     /// The agent's working directory.
     pub agent_cwd: Option<PathBuf>,
+    /// How long a pending approval waits.
+    pub approval_timeout: Duration,
+    /// Minimum spacing of streamed `message.update` frames.
+    pub update_interval: Duration,
     /// Per-connection limits.
     pub limits: Limits,
     /// How long outbox frames are kept.
@@ -206,6 +213,8 @@ impl Config {
             token,
             agent_command: over.agent.or(file.agent.command),
             agent_cwd: file.agent.cwd,
+            approval_timeout: Duration::from_secs(file.agent.approval_timeout_secs.unwrap_or(55)),
+            update_interval: Duration::from_millis(50),
             limits,
             retention: Duration::from_secs(file.outbox.retention_days.unwrap_or(30) * 86_400),
             group_commit: file.outbox.group_commit.unwrap_or(true),
@@ -218,12 +227,37 @@ impl Config {
             listen: "127.0.0.1:0".parse().expect("valid address"),
             data_dir: data_dir.to_path_buf(),
             token: Some(token.to_owned()),
-            agent_command: None,
-            agent_cwd: None,
+            agent_command: Some(format!("{} demo-agent", demo_agent_program())),
+            agent_cwd: Some(data_dir.to_path_buf()),
+            approval_timeout: Duration::from_secs(55),
+            update_interval: Duration::from_millis(50),
             limits: Limits::default(),
             retention: Duration::from_secs(30 * 86_400),
             group_commit: true,
         }
+    }
+}
+
+/// The `iris-gateway` binary next to the running test or program, quoted for a command line.
+fn demo_agent_program() -> String {
+    let exe = std::env::current_exe().unwrap_or_default();
+    // Test binaries live in target/<profile>/deps; the gateway binary one level up.
+    let dir = exe.parent().map(|d| if d.ends_with("deps") { d.parent().unwrap_or(d) } else { d });
+    let bin = dir.map(|d| d.join("iris-gateway")).unwrap_or_default();
+    format!("'{}'", bin.display())
+}
+
+/// The user's home directory.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from)
+}
+
+/// A path relative to the home directory for display (`~/work`), else the full path.
+pub fn home_relative(path: &Path) -> String {
+    match home_dir().and_then(|h| path.strip_prefix(&h).ok().map(Path::to_path_buf)) {
+        Some(rel) if rel.as_os_str().is_empty() => "~".into(),
+        Some(rel) => format!("~/{}", rel.display()),
+        None => path.display().to_string(),
     }
 }
 

@@ -415,7 +415,11 @@ impl Conn {
                 self.close(close_code::VERSION, "unsupported protocol version").await;
                 return Err(Ended::Disconnected);
             }
-            Err(e) => return self.send_error(e.id, WireError::new(e.code, e.message)).await,
+            Err(e) => {
+                // The parser may give up before reading the id (too deep, truncated): look for it.
+                let id = e.id.or_else(|| text.trim_start().starts_with('{').then(|| handlers::sniff_id(text)).flatten());
+                return self.send_error(id, WireError::new(e.code, e.message)).await;
+            }
         };
         let id = decoded.header.id.clone();
         let origin = Origin { conn: self.conn_id, request_id: id.as_ref().map(|i| Arc::from(i.to_json())) };

@@ -13,6 +13,11 @@ use iris_protocol::{
 use iris_store::{ChannelRow, DeviceRow, StoreError, StoredMessage};
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::agent::lane::{CommandJob, LaneCmd, PromptJob};
 use crate::conn::Conn;
 use crate::ids::{new_id, now_ms};
 use crate::state::{append_filed, append_frame, Origin, Shared};
@@ -219,6 +224,9 @@ pub async fn handle(conn: &mut Conn, header: &Header, body: ClientFrame, origin:
     let shared = conn.shared.clone();
     match body {
         ClientFrame::MessageSend(send) => message_send(&shared, &conn.device_id, header, send, origin).await,
+        ClientFrame::AgentStop(_) => agent_stop(&shared, header).await,
+        ClientFrame::AgentSteer(req) => agent_steer(&shared, header, req.text).await,
+        ClientFrame::PickerSelect(req) => picker_select(&shared, req).await,
         ClientFrame::History(req) => history(&shared, header, req).await,
         ClientFrame::Search(req) => search(&shared, header, req).await,
         ClientFrame::MessageDelete(req) => message_delete(&shared, header, req.message_ids, origin).await,
@@ -227,16 +235,15 @@ pub async fn handle(conn: &mut Conn, header: &Header, body: ClientFrame, origin:
         ClientFrame::ChannelRename(req) => channel_rename(&shared, header, req.name, origin).await,
         ClientFrame::ChannelSetDefault(_) => channel_set_default(&shared, header, origin).await,
         ClientFrame::ChannelDelete(_) => channel_delete(&shared, header, origin).await,
-        ClientFrame::CommandsCatalog(_) => Ok(Reply::Direct(crate::commands::catalog(), Header::default())),
+        ClientFrame::CommandsCatalog(_) => {
+            let entries = crate::agent::catalog(&shared.agents.host);
+            Ok(Reply::Direct(crate::commands::catalog(entries), Header::default()))
+        }
         ClientFrame::CommandsComplete(req) => {
-            Ok(Reply::Direct(crate::commands::complete(&req.prefix), Header::default()))
+            let entries = crate::agent::catalog(&shared.agents.host);
+            Ok(Reply::Direct(crate::commands::complete(entries, &req.prefix), Header::default()))
         }
         ClientFrame::FcmRegister(req) => fcm_register(&shared, &conn.device_id, header, req).await,
-        ClientFrame::AgentStop(_) | ClientFrame::AgentSteer(_) => {
-            resolve_lane(&shared, header).await?;
-            Err(WireError::not_found("no turn is running in this lane"))
-        }
-        ClientFrame::PickerSelect(_) => Err(WireError::not_found("picker unknown or expired")),
         ClientFrame::MediaUploadStart(_) | ClientFrame::MediaUploadEnd(_) | ClientFrame::MediaPull(_) => {
             Err(WireError::new(ErrorCode::Unsupported, "media transfer is not enabled on this gateway"))
         }
@@ -256,40 +263,131 @@ pub async fn handle(conn: &mut Conn, header: &Header, body: ClientFrame, origin:
 /// Largest accepted message text, in bytes.
 const MAX_TEXT: usize = 64 * 1024;
 
-async fn message_send(shared: &Shared, device_id: &str, header: &Header, send: MessageSend, origin: &Origin) -> Result<Reply> {
+async fn message_send(shared: &Arc<Shared>, device_id: &str, header: &Header, send: MessageSend, origin: &Origin) -> Result<Reply> {
     if send.text.trim().is_empty() && send.media_refs.is_empty() {
         return Err(WireError::bad_request("text is empty"));
     }
     if send.text.len() > MAX_TEXT {
         return Err(WireError::bad_request(format!("text longer than {MAX_TEXT} bytes")));
     }
-    let lane = resolve_lane(shared, header).await?;
+    let mut lane = resolve_lane(shared, header).await?;
     if !shared.take_send(device_id) {
         return Err(WireError::new(ErrorCode::RateLimited, "too many messages; slow down"));
     }
     if let Some(r) = send.media_refs.first() {
         return Err(WireError::not_found(format!("media_ref {r:?} unknown")));
     }
+    let command = crate::commands::parse(&send.text);
+    let is_agent_command = command.is_none() && is_agent_command(shared, &send.text);
+    let thread = (send.auto_thread && lane.thread_id.is_none() && command.is_none() && !is_agent_command)
+        .then(|| ChannelRow {
+            chat_id: new_id("t_"),
+            name: instant_title(&send.text),
+            kind: "thread".into(),
+            parent_chat_id: Some(lane.chat_id.clone()),
+            is_default: false,
+            name_set_by_user: false,
+            created_at: now_ms(),
+        });
+    if let Some(t) = &thread {
+        lane.thread_id = Some(t.chat_id.clone());
+    }
     let message = Message {
         message_id: new_id("m_"),
         role: Role::User,
-        text: send.text,
+        text: send.text.clone(),
         reply_to: send.reply_to,
         ts: now_ms(),
         ..Message::default()
     };
+    let message_id = message.message_id.clone();
     let stored = to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
     let lane_header = lane.header();
-    let origin = origin.clone();
+    let tx_origin = origin.clone();
     shared
         .store
         .write(move |tx| {
+            if let Some(t) = thread {
+                create_channel_tx(tx, t, true, &Origin::none())?;
+            }
             tx.upsert_message(&stored)?;
             let frame = ServerFrame::Message(message);
-            append_frame(tx, &lane_header, &frame, Some(&stored.message_id), &origin)
+            append_frame(tx, &lane_header, &frame, Some(&stored.message_id), &tx_origin)
         })
         .await?;
+    let cmd = match command {
+        Some((name, args)) => LaneCmd::Command(CommandJob { name, args, origin_conn: origin.conn, message_id }),
+        None => LaneCmd::Prompt(PromptJob { text: send.text, blocks: Vec::new(), origin_conn: origin.conn, message_id }),
+    };
+    shared.agents.send(shared, &lane, cmd);
     Ok(Reply::ViaOutbox)
+}
+
+/// Whether the text starts with a command the agent advertised (forwarded to it as a prompt).
+fn is_agent_command(shared: &Shared, text: &str) -> bool {
+    let Some(rest) = text.trim_start().strip_prefix('/') else { return false };
+    let name = rest.split(char::is_whitespace).next().unwrap_or("");
+    !name.is_empty() && shared.agents.host.has_command(name)
+}
+
+/// The instant title of an auto-thread: the first non-empty line, at most 48 characters, cut at a
+/// word boundary.
+pub fn instant_title(text: &str) -> String {
+    const MAX: usize = 48;
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("New thread");
+    if line.chars().count() <= MAX {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(MAX).collect();
+    match cut.rfind(char::is_whitespace) {
+        Some(i) if i > 0 => cut[..i].trim_end().to_owned(),
+        _ => cut,
+    }
+}
+
+async fn agent_stop(shared: &Arc<Shared>, header: &Header) -> Result<Reply> {
+    let lane = resolve_lane(shared, header).await?;
+    let (tx, rx) = oneshot::channel();
+    shared.agents.send(shared, &lane, LaneCmd::Stop(tx));
+    match rx.await {
+        Ok(true) => Ok(ack(header)),
+        _ => Err(WireError::not_found("no turn is running in this lane")),
+    }
+}
+
+async fn agent_steer(shared: &Arc<Shared>, header: &Header, text: String) -> Result<Reply> {
+    if text.len() > MAX_TEXT {
+        return Err(WireError::bad_request(format!("text longer than {MAX_TEXT} bytes")));
+    }
+    let lane = resolve_lane(shared, header).await?;
+    let (tx, rx) = oneshot::channel();
+    shared.agents.send(shared, &lane, LaneCmd::Steer(text, tx));
+    match rx.await {
+        Ok(Ok(())) => Ok(ack(header)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(WireError::internal("lane ended while steering")),
+    }
+}
+
+async fn picker_select(shared: &Arc<Shared>, req: iris_protocol::PickerSelect) -> Result<Reply> {
+    let Some(lane) = shared.agents.picker_lane(&req.picker_id) else {
+        return Err(WireError::not_found("picker unknown or expired"));
+    };
+    let (tx, rx) = oneshot::channel();
+    shared.agents.send(shared, &lane, LaneCmd::Picker { picker_id: req.picker_id, value: req.value, reply: tx });
+    match rx.await {
+        Ok(Ok(())) => Ok(Reply::Direct(ServerFrame::Ack(iris_protocol::Ack { ok: true }), lane.header())),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(WireError::not_found("picker unknown or expired")),
+    }
+}
+
+/// `ack` for a request with an id; nothing for one without.
+fn ack(header: &Header) -> Reply {
+    match header.id {
+        Some(_) => Reply::Direct(ServerFrame::Ack(iris_protocol::Ack { ok: true }), Header::default()),
+        None => Reply::Nothing,
+    }
 }
 
 async fn history(shared: &Shared, header: &Header, req: HistoryRequest) -> Result<Reply> {
@@ -493,6 +591,10 @@ async fn channel_set_default(shared: &Shared, header: &Header, origin: &Origin) 
 
 async fn channel_delete(shared: &Shared, header: &Header, origin: &Origin) -> Result<Reply> {
     let chat_id = required_chat(header)?;
+    // The chat "default" always exists, even after the default flag moved to another channel.
+    if chat_id == "default" {
+        return Err(WireError::bad_request("the default chat cannot be deleted"));
+    }
     let origin = origin.clone();
     shared
         .store

@@ -214,6 +214,13 @@ impl Hub {
         }
     }
 
+    /// Sends an ephemeral frame to one connection, if it is still there.
+    pub fn send_to(&self, conn_id: u64, json: Arc<str>) {
+        if let Some(q) = self.state.lock().expect("hub lock").conns.get(&conn_id) {
+            q.push_ephemeral(None, json);
+        }
+    }
+
     /// Registers a connection. Returns the outbox head at this instant (every frame above it will
     /// reach the queue) and the connection it replaces, if the device was already connected.
     pub fn attach(&self, queue: Arc<ConnQueue>) -> (u64, Option<Arc<ConnQueue>>) {

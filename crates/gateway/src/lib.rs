@@ -5,6 +5,7 @@
 //! runs one WebSocket, [`handlers`] answer requests, [`hub`] fans durable frames out in cursor
 //! order, and the store (crate `iris-store`) is the source of truth.
 
+pub mod agent;
 pub mod commands;
 pub mod config;
 pub mod conn;

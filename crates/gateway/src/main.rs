@@ -91,6 +91,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         println!("  WebSocket: ws://{}/ws", gateway.addr);
         println!("  Health:    http://{}/healthz", gateway.addr);
         println!("  Data dir:  {}", data_dir.display());
+        println!("  Agent:     {}", gateway.agent_label());
         match &gateway.token_source {
             TokenSource::Generated(path) => {
                 println!("  Token:     {}", gateway.token());

@@ -40,6 +40,9 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// The agent command line is invalid.
+    #[error("agent: {0}")]
+    Agent(String),
     /// The database cannot be opened.
     #[error("cannot open the database: {0}")]
     Store(#[from] iris_store::StoreError),
@@ -82,6 +85,17 @@ impl Gateway {
             _ => StartError::Bind { addr: config.listen, source },
         })?;
         let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.listen, source })?;
+        let cwd = config.agent_cwd.clone().or_else(crate::config::home_dir).unwrap_or_else(|| dir.clone());
+        let choice = crate::agent::choose_agent(config.agent_command.as_deref(), &cwd).map_err(StartError::Agent)?;
+        let agents = crate::agent::Agents::new(
+            choice,
+            cwd.clone(),
+            crate::agent::BridgeConfig {
+                cwd_display: crate::config::home_relative(&cwd),
+                update_interval: config.update_interval,
+                picker_timeout: config.approval_timeout,
+            },
+        );
         let hub = Hub::new(0);
         let publish_to = hub.clone();
         let store = Store::open(
@@ -90,13 +104,18 @@ impl Gateway {
         )?;
         let head = store.outbox_head().await?;
         hub.set_head(head);
-        let shared = Shared::new(config, token, store, hub);
+        let shared = Shared::new(config, token, store, hub, agents);
         Ok(Gateway { shared, listener, addr, token_source })
     }
 
     /// The state shared by connections (tests use it to look inside).
     pub fn shared(&self) -> Arc<Shared> {
         self.shared.clone()
+    }
+
+    /// The agent the gateway drives.
+    pub fn agent_label(&self) -> String {
+        self.shared.agents.host.label.clone()
     }
 
     /// The token devices authenticate with.
@@ -122,6 +141,8 @@ impl Gateway {
         let status = ServerFrame::Status(Status { state: GatewayState::Restarting });
         shared.broadcast_ephemeral(&Header::default(), &status, None);
         shared.shutdown.cancel();
+        // Running turns end now, closed with their partial text, before the sockets close.
+        shared.agents.shutdown().await;
         shared.hub.close_all(CloseReason::GoingAway);
         shared.tasks.close();
         if tokio::time::timeout(Duration::from_secs(10), shared.tasks.wait()).await.is_err() {

@@ -32,6 +32,8 @@ pub struct Shared {
     pub auth_failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
     /// Send budget per device.
     pub send_buckets: Mutex<HashMap<String, TokenBucket>>,
+    /// The agent bridge.
+    pub agents: Arc<crate::agent::Agents>,
     /// Every stored delivery watermark `(device_id, cursor)`, for observers.
     pub confirmations: tokio::sync::broadcast::Sender<(String, u64)>,
     next_conn: AtomicU64,
@@ -39,9 +41,10 @@ pub struct Shared {
 
 impl Shared {
     /// Assembles the shared state.
-    pub fn new(config: Config, token: String, store: Store, hub: Arc<Hub>) -> Arc<Shared> {
+    pub fn new(config: Config, token: String, store: Store, hub: Arc<Hub>, agents: Arc<crate::agent::Agents>) -> Arc<Shared> {
         Arc::new(Shared {
             config,
+            agents,
             token,
             store,
             hub,

@@ -90,6 +90,18 @@ frame_enum! {
 }
 
 impl ServerFrame {
+    /// Whether this frame was appended to the outbox. Like [`ServerFrame::is_durable_type`],
+    /// except for `read.receipt`: the receipt relaying another device's read state carries
+    /// `device_id` and is durable; the one acknowledging the sender's own `message.send` carries
+    /// none and is not.
+    pub fn is_durable(&self) -> bool {
+        use crate::codec::FrameBody;
+        match self {
+            ServerFrame::ReadReceipt(r) => r.device_id.is_some(),
+            other => Self::is_durable_type(other.frame_type()),
+        }
+    }
+
     /// Whether this frame type is appended to the outbox before it is sent (protocol notes §2).
     pub fn is_durable_type(frame_type: &str) -> bool {
         matches!(

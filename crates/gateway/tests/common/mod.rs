@@ -31,7 +31,13 @@ impl TestGateway {
         Self::start_with(|_| {}).await
     }
 
-    /// A gateway on a fresh data dir with a tweaked configuration.
+    /// A gateway on a fresh data dir with the built-in demo agent answering.
+    pub async fn start_demo() -> TestGateway {
+        Self::start_with(|c| c.agent_command = Some(demo_agent())).await
+    }
+
+    /// A gateway on a fresh data dir with a tweaked configuration. Without a tweak of
+    /// `agent_command` no agent answers, so that tests of delivery see only their own frames.
     pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestGateway {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut gw = Self::start_in(tmp.path(), tweak).await;
@@ -42,6 +48,7 @@ impl TestGateway {
     /// A gateway on the given data dir (which outlives it, for restart tests).
     pub async fn start_in(dir: &Path, tweak: impl FnOnce(&mut Config)) -> TestGateway {
         let mut config = Config::for_tests(dir, TOKEN);
+        config.agent_command = Some("none".into());
         tweak(&mut config);
         let gateway = Gateway::bind(config).await.expect("gateway binds");
         let url = format!("ws://{}/ws", gateway.addr);
@@ -108,6 +115,11 @@ pub fn message_text(event: &Event) -> String {
         ServerFrame::Message(m) => m.text.clone(),
         other => panic!("expected a message, got {other:?}"),
     }
+}
+
+/// The command line of the built-in demo agent (the gateway binary's hidden subcommand).
+pub fn demo_agent() -> String {
+    format!("'{}' demo-agent", env!("CARGO_BIN_EXE_iris-gateway"))
 }
 
 pub const QUIET: Duration = Duration::from_millis(200);

@@ -1,0 +1,314 @@
+//! The agent process: spawned on demand, initialized, restarted with backoff when it dies, and
+//! its events routed to the lane that owns each ACP session.
+//!
+//! One process serves every lane (an agent like Hermes costs about 100 MiB a process). The
+//! process is disposable: when it dies, every lane with a session on it is told, and lanes
+//! resume on the next process with `session/load`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use iris_acp::{
+    AgentCapabilities, AgentClient, AgentEvent, AgentSpec, AvailableCommand, Implementation, PermissionResponder,
+    RequestPermissionRequest, SessionUpdate,
+};
+use iris_acp::rpc::METHOD_NOT_FOUND;
+use tokio::sync::{mpsc, oneshot};
+
+/// What a lane hears from the agent.
+#[derive(Debug)]
+pub enum LaneEvent {
+    /// A `session/update` for the lane's session.
+    Update(SessionUpdate),
+    /// The agent asks for permission (or, by convention, a clarifying answer).
+    Permission(RequestPermissionRequest, PermissionResponder),
+    /// The process serving the lane's session died.
+    Exited {
+        /// The process generation that died.
+        generation: u64,
+        /// Its exit status and stderr tail.
+        detail: String,
+    },
+}
+
+/// A running, initialized agent process.
+pub struct Instance {
+    /// The client.
+    pub client: AgentClient,
+    /// Increases with every process the host starts.
+    pub generation: u64,
+    /// What the agent supports.
+    pub caps: AgentCapabilities,
+    /// Its name and version.
+    pub info: Option<Implementation>,
+    /// Cumulative token count the agent last reported (Hermes reports usage per process).
+    pub usage_total: Mutex<u64>,
+    control: mpsc::UnboundedSender<oneshot::Sender<()>>,
+}
+
+impl Instance {
+    /// Waits until every event the agent sent before this call has been routed to its lane.
+    /// A lane calls this after `session/load`, whose replayed history it then discards.
+    pub async fn fence(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.control.send(tx).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Tokens used since the previous call, from the agent's cumulative count.
+    pub fn usage_delta(&self, total: u64) -> u64 {
+        let mut last = self.usage_total.lock().expect("usage lock");
+        let delta = total.saturating_sub(*last);
+        *last = total.max(*last);
+        delta
+    }
+}
+
+struct Route {
+    generation: u64,
+    tx: mpsc::UnboundedSender<LaneEvent>,
+}
+
+#[derive(Default)]
+struct State {
+    current: Option<Arc<Instance>>,
+    generation: u64,
+    failures: u32,
+    last_failure: Option<Instant>,
+}
+
+/// The agent host.
+pub struct AgentHost {
+    spec: AgentSpec,
+    /// Human name for messages ("Hermes", "demo agent", or the command).
+    pub label: String,
+    /// The agent's working directory.
+    pub cwd: PathBuf,
+    /// Whether this is the built-in demo agent.
+    pub is_demo: bool,
+    state: tokio::sync::Mutex<State>,
+    routes: Mutex<HashMap<String, Route>>,
+    commands: Mutex<Vec<AvailableCommand>>,
+    info: Mutex<Option<String>>,
+    /// Processes started after the first (crashes, hangs, wedges).
+    pub restarts: AtomicU64,
+}
+
+/// Longest wait between restart attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Time an agent has to start and answer `initialize`.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl AgentHost {
+    /// A host for this command line.
+    pub fn new(spec: AgentSpec, label: String, cwd: PathBuf, is_demo: bool) -> Arc<AgentHost> {
+        Arc::new(AgentHost {
+            spec,
+            label,
+            cwd,
+            is_demo,
+            state: tokio::sync::Mutex::default(),
+            routes: Mutex::default(),
+            commands: Mutex::default(),
+            info: Mutex::default(),
+            restarts: AtomicU64::new(0),
+        })
+    }
+
+    /// The agent's name and version, once it has started.
+    pub fn info(&self) -> Option<String> {
+        self.info.lock().expect("info lock").clone()
+    }
+
+    /// The commands the agent advertised last.
+    pub fn agent_commands(&self) -> Vec<AvailableCommand> {
+        self.commands.lock().expect("commands lock").clone()
+    }
+
+    /// Whether the agent advertises a command of this name (without slash).
+    pub fn has_command(&self, name: &str) -> bool {
+        self.commands.lock().expect("commands lock").iter().any(|c| c.name == name)
+    }
+
+    /// The running process, starting one if needed (after a backoff when the last one failed).
+    pub async fn instance(self: &Arc<Self>) -> Result<Arc<Instance>, String> {
+        let mut st = self.state.lock().await;
+        if let Some(current) = &st.current {
+            if !current.client.connection().is_closed() {
+                return Ok(current.clone());
+            }
+            st.current = None;
+        }
+        if let Some(last) = st.last_failure {
+            let backoff = Duration::from_millis(250 * 2u64.saturating_pow(st.failures.min(8))).min(MAX_BACKOFF);
+            let wait = (last + backoff).saturating_duration_since(Instant::now());
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        st.generation += 1;
+        if st.generation > 1 {
+            self.restarts.fetch_add(1, Ordering::Relaxed);
+        }
+        let generation = st.generation;
+        match tokio::time::timeout(START_TIMEOUT, self.start(generation)).await {
+            Ok(Ok(instance)) => {
+                st.current = Some(instance.clone());
+                Ok(instance)
+            }
+            Ok(Err(e)) => {
+                st.failures += 1;
+                st.last_failure = Some(Instant::now());
+                Err(e)
+            }
+            Err(_) => {
+                st.failures += 1;
+                st.last_failure = Some(Instant::now());
+                Err(format!("{} did not start within {} s", self.label, START_TIMEOUT.as_secs()))
+            }
+        }
+    }
+
+    async fn start(self: &Arc<Self>, generation: u64) -> Result<Arc<Instance>, String> {
+        let (client, events) = AgentClient::spawn(&self.spec).map_err(|e| format!("cannot start {}: {e}", self.label))?;
+        let init = match client.initialize().await {
+            Ok(init) => init,
+            Err(e) => {
+                let tail = client.process().map(|p| p.stderr_tail()).unwrap_or_default();
+                return Err(format!("{} failed to initialize: {e}{}", self.label, stderr_suffix(&tail)));
+            }
+        };
+        if let Some(info) = &init.agent_info {
+            *self.info.lock().expect("info lock") = Some(format!("{} {}", info.name, info.version).trim().to_owned());
+        }
+        tracing::info!(agent = %self.label, generation, pid = client.process().map(|p| p.pid()), "agent started");
+        let (control, control_rx) = mpsc::unbounded_channel();
+        let instance = Arc::new(Instance {
+            client,
+            generation,
+            caps: init.agent_capabilities,
+            info: init.agent_info,
+            usage_total: Mutex::new(0),
+            control,
+        });
+        tokio::spawn(self.clone().route_events(instance.clone(), events, control_rx));
+        Ok(instance)
+    }
+
+    /// Delivers the agent's events to lanes until the process ends, then tells every lane on it.
+    async fn route_events(
+        self: Arc<Self>,
+        instance: Arc<Instance>,
+        mut events: iris_acp::AgentEvents,
+        mut control: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    ) {
+        loop {
+            tokio::select! {
+                biased;
+                event = events.recv() => match event {
+                    Some(event) => self.route(event),
+                    None => break,
+                },
+                Some(fence) = control.recv() => {
+                    let _ = fence.send(());
+                }
+            }
+        }
+        let detail = match instance.client.process() {
+            Some(p) => p.wait_exit().await.to_string(),
+            None => "connection closed".to_owned(),
+        };
+        tracing::warn!(agent = %self.label, generation = instance.generation, %detail, "agent exited");
+        {
+            let mut st = self.state.lock().await;
+            if st.current.as_ref().is_some_and(|c| c.generation == instance.generation) {
+                st.current = None;
+                st.failures += 1;
+                st.last_failure = Some(Instant::now());
+            }
+        }
+        let routes: Vec<mpsc::UnboundedSender<LaneEvent>> = {
+            let mut map = self.routes.lock().expect("routes lock");
+            let dead: Vec<String> =
+                map.iter().filter(|(_, r)| r.generation == instance.generation).map(|(k, _)| k.clone()).collect();
+            dead.iter().filter_map(|k| map.remove(k)).map(|r| r.tx).collect()
+        };
+        for tx in routes {
+            let _ = tx.send(LaneEvent::Exited { generation: instance.generation, detail: detail.clone() });
+        }
+        while let Ok(fence) = control.try_recv() {
+            let _ = fence.send(());
+        }
+    }
+
+    fn route(&self, event: AgentEvent) {
+        match event {
+            AgentEvent::Update(n) => {
+                if let SessionUpdate::AvailableCommandsUpdate(cmds) = &n.update {
+                    *self.commands.lock().expect("commands lock") = cmds.available_commands.clone();
+                }
+                if let Some(route) = self.routes.lock().expect("routes lock").get(&n.session_id) {
+                    let _ = route.tx.send(LaneEvent::Update(n.update));
+                }
+            }
+            AgentEvent::Permission { request, responder } => {
+                let routes = self.routes.lock().expect("routes lock");
+                match routes.get(&request.session_id) {
+                    Some(route) => {
+                        let _ = route.tx.send(LaneEvent::Permission(request, responder));
+                    }
+                    None => responder.cancel(),
+                }
+            }
+            AgentEvent::Request { method, responder, .. } => {
+                tracing::debug!(%method, "agent asked for a method this client does not offer");
+                responder.error(METHOD_NOT_FOUND, format!("{method} is not supported by this client"));
+            }
+            AgentEvent::Notification { .. } => {}
+        }
+    }
+
+    /// Sends the events of a session to a lane.
+    pub fn add_route(&self, session_id: &str, generation: u64, tx: mpsc::UnboundedSender<LaneEvent>) {
+        self.routes.lock().expect("routes lock").insert(session_id.to_owned(), Route { generation, tx });
+    }
+
+    /// Stops routing a session.
+    pub fn remove_route(&self, session_id: &str) {
+        self.routes.lock().expect("routes lock").remove(session_id);
+    }
+
+    /// Kills the process of this generation (a wedged or hanging agent); lanes hear `Exited`.
+    pub async fn kill(&self, generation: u64) {
+        let st = self.state.lock().await;
+        if let Some(current) = st.current.as_ref().filter(|c| c.generation == generation) {
+            tracing::warn!(agent = %self.label, generation, "killing the agent process");
+            if let Some(p) = current.client.process() {
+                p.kill();
+            }
+        }
+    }
+
+    /// Kills the process for good (gateway shutdown).
+    pub async fn shutdown(&self) {
+        let mut st = self.state.lock().await;
+        if let Some(current) = st.current.take() {
+            if let Some(p) = current.client.process() {
+                p.kill();
+            }
+        }
+    }
+}
+
+fn stderr_suffix(tail: &str) -> String {
+    let tail = tail.trim();
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(" (stderr: {})", super::turn::tail(tail, 500))
+    }
+}

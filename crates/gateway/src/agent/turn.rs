@@ -1,0 +1,532 @@
+//! One turn's mapping from ACP session updates to wire frames, as a plain state machine.
+//!
+//! - Text streams into one bubble: `message.start`, then `message.update` with the full text so
+//!   far, at most one per `update_interval`.
+//! - Text followed by a tool call is a `commentary` beat (Hermes semantics): it leaves the bubble,
+//!   which is cleared; the final answer is the text after the last tool.
+//! - Tool calls become `tool.start` / `tool.progress` / `tool.end` with a per-turn `index`.
+//! - Thoughts become the final message's `reasoning` (when shown), a plan a checklist
+//!   `commentary`, usage the runtime's `context_pct`.
+//! - [`TurnMapper::finish`] closes what is still open and produces the final `message.stop` (or a
+//!   `message` when nothing streamed) with the runtime footer.
+
+use std::time::{Duration, Instant};
+
+use iris_acp::{ContentBlock, PlanEntryStatus, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate};
+use iris_protocol::{
+    AgentBusy, BusyReason, Commentary, Message, MessageStart, MessageStop, MessageUpdate, Role, Runtime, ServerFrame,
+    ToolEnd, ToolProgress, ToolStart,
+};
+
+use super::tools;
+use crate::ids::{new_id, now_ms};
+
+/// What the turn wants sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Out {
+    /// Appended to the outbox (filed under the turn's message id, so deleting the answer
+    /// removes the whole turn).
+    Durable(ServerFrame),
+    /// Sent live only; frames with the same key coalesce.
+    Ephemeral(ServerFrame, String),
+    /// The final frame, stored together with the message row.
+    Final(ServerFrame, Message),
+}
+
+/// Settings of one turn.
+#[derive(Debug, Clone)]
+pub struct TurnConfig {
+    /// Id of the answer bubble.
+    pub message_id: String,
+    /// `assistant`, or `cron` for scheduled runs.
+    pub role: Role,
+    /// Model id as the agent names it (`provider:model`).
+    pub model: Option<String>,
+    /// Home-relative working directory.
+    pub cwd: String,
+    /// Whether reasoning goes into the final message.
+    pub show_reasoning: bool,
+    /// Minimum spacing of `message.update` frames.
+    pub update_interval: Duration,
+}
+
+#[derive(Debug)]
+struct ToolState {
+    id: String,
+    index: u32,
+    name: String,
+    started: Instant,
+    open: bool,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Default)]
+pub struct Ending {
+    /// The user or the gateway cancelled it.
+    pub cancelled: bool,
+    /// It failed (agent error or crash).
+    pub failed: bool,
+    /// Tokens the turn used, when known.
+    pub tokens: Option<u64>,
+}
+
+/// The state of one running turn.
+#[derive(Debug)]
+pub struct TurnMapper {
+    cfg: TurnConfig,
+    started_at: Instant,
+    bubble_started: bool,
+    text: String,
+    reasoning: String,
+    tools: Vec<ToolState>,
+    dirty: bool,
+    last_update: Option<Instant>,
+    context_pct: Option<u8>,
+    cost: Option<f64>,
+    plan_id: Option<String>,
+}
+
+/// Keeps the end of a text: at most `max` characters, cut at a character boundary.
+pub fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_owned();
+    }
+    let skip = count - max;
+    format!("…{}", text.chars().skip(skip + 1).collect::<String>())
+}
+
+fn content_text(content: &[ToolCallContent]) -> Option<String> {
+    let mut out = String::new();
+    for c in content {
+        match c {
+            ToolCallContent::Content(chunk) => {
+                if let Some(t) = chunk.content.as_text() {
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str(t);
+                }
+            }
+            ToolCallContent::Diff(d) => {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&format!("{}\n{}", d.path, d.new_text));
+            }
+            _ => {}
+        }
+    }
+    Some(out).filter(|s| !s.is_empty())
+}
+
+/// A one-line preview of a tool call: the title's detail, else a command or path from its input.
+fn preview(detail: Option<String>, raw_input: Option<&serde_json::Value>) -> Option<String> {
+    let from_input = || {
+        let input = raw_input?;
+        ["command", "path", "query", "url", "file_path"]
+            .iter()
+            .find_map(|k| input.get(k).and_then(|v| v.as_str()).map(str::to_owned))
+    };
+    detail.or_else(from_input).map(|p| tail(&p, 200))
+}
+
+impl TurnMapper {
+    /// A turn starting now.
+    pub fn new(cfg: TurnConfig) -> TurnMapper {
+        TurnMapper {
+            cfg,
+            started_at: Instant::now(),
+            bubble_started: false,
+            text: String::new(),
+            reasoning: String::new(),
+            tools: Vec::new(),
+            dirty: false,
+            last_update: None,
+            context_pct: None,
+            cost: None,
+            plan_id: None,
+        }
+    }
+
+    /// The answer's message id.
+    pub fn message_id(&self) -> &str {
+        &self.cfg.message_id
+    }
+
+    /// Text of the bubble so far (after the last tool).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether a tool call is running.
+    pub fn tool_open(&self) -> bool {
+        self.tools.iter().any(|t| t.open)
+    }
+
+    /// Context occupancy last reported.
+    pub fn context_pct(&self) -> Option<u8> {
+        self.context_pct
+    }
+
+    /// Maps one update.
+    pub fn on_update(&mut self, update: &SessionUpdate, now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        match update {
+            SessionUpdate::AgentMessageChunk(chunk) => {
+                if let ContentBlock::Text(t) = &chunk.content {
+                    if !self.bubble_started {
+                        self.bubble_started = true;
+                        out.push(Out::Durable(ServerFrame::MessageStart(MessageStart {
+                            message_id: self.cfg.message_id.clone(),
+                            role: self.cfg.role,
+                        })));
+                    }
+                    self.text.push_str(&t.text);
+                    self.dirty = true;
+                    out.extend(self.flush_due(now));
+                }
+            }
+            SessionUpdate::AgentThoughtChunk(chunk) => {
+                if let Some(t) = chunk.content.as_text() {
+                    self.reasoning.push_str(t);
+                }
+            }
+            SessionUpdate::ToolCall(call) => {
+                if self.tools.iter().any(|t| t.id == call.tool_call_id) {
+                    let update = ToolCallUpdate {
+                        tool_call_id: call.tool_call_id.clone(),
+                        status: call.status,
+                        content: Some(call.content.clone()),
+                        raw_output: call.raw_output.clone(),
+                        ..ToolCallUpdate::default()
+                    };
+                    return self.on_tool_update(&update, now);
+                }
+                self.commentary_before_tool(&mut out);
+                let was_idle = !self.tool_open();
+                let (name, detail) = tools::split_title(&call.title);
+                let index = self.tools.len() as u32;
+                self.tools.push(ToolState { id: call.tool_call_id.clone(), index, name: name.clone(), started: now, open: true });
+                out.push(Out::Durable(ServerFrame::ToolStart(ToolStart {
+                    index,
+                    emoji: tools::emoji(&name).map(str::to_owned),
+                    preview: preview(detail, call.raw_input.as_ref()),
+                    args: call.raw_input.clone(),
+                    name,
+                })));
+                if was_idle {
+                    out.push(Out::Durable(ServerFrame::AgentBusy(AgentBusy { reason: BusyReason::Tool })));
+                }
+                if matches!(call.status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed)) {
+                    let update = ToolCallUpdate {
+                        tool_call_id: call.tool_call_id.clone(),
+                        status: call.status,
+                        raw_output: call.raw_output.clone(),
+                        ..ToolCallUpdate::default()
+                    };
+                    out.extend(self.on_tool_update(&update, now));
+                }
+            }
+            SessionUpdate::ToolCallUpdate(update) => out.extend(self.on_tool_update(update, now)),
+            SessionUpdate::Plan(plan) => {
+                let id = self.plan_id.get_or_insert_with(|| new_id("m_")).clone();
+                let mut text = String::from("Plan:");
+                for e in &plan.entries {
+                    let mark = match e.status {
+                        PlanEntryStatus::Completed => "☑",
+                        PlanEntryStatus::InProgress => "◐",
+                        PlanEntryStatus::Pending => "☐",
+                    };
+                    text.push_str(&format!("\n{mark} {}", e.content));
+                }
+                out.push(Out::Durable(ServerFrame::Commentary(Commentary { message_id: id, text })));
+            }
+            SessionUpdate::UsageUpdate(usage) => {
+                if let (Some(size), Some(used)) = (usage.size, usage.used) {
+                    if size > 0 {
+                        self.context_pct = Some((used.saturating_mul(100) / size).min(100) as u8);
+                    }
+                }
+                if let Some(cost) = usage.cost.as_ref() {
+                    self.cost = cost.as_f64().or_else(|| cost.get("amount").and_then(|a| a.as_f64()));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn commentary_before_tool(&mut self, out: &mut Vec<Out>) {
+        if self.text.trim().is_empty() {
+            return;
+        }
+        out.push(Out::Durable(ServerFrame::Commentary(Commentary {
+            message_id: new_id("m_"),
+            text: std::mem::take(&mut self.text),
+        })));
+        if self.bubble_started {
+            out.push(self.update_frame());
+        }
+        self.dirty = false;
+    }
+
+    fn on_tool_update(&mut self, update: &ToolCallUpdate, now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        let Some(tool) = self.tools.iter_mut().find(|t| t.id == update.tool_call_id) else { return out };
+        if !tool.open {
+            return out;
+        }
+        let output = update.content.as_deref().and_then(content_text).or_else(|| {
+            update.raw_output.as_ref().map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))
+        });
+        match update.status {
+            Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) => {
+                tool.open = false;
+                out.push(Out::Durable(ServerFrame::ToolEnd(ToolEnd {
+                    index: tool.index,
+                    name: tool.name.clone(),
+                    ok: status == ToolCallStatus::Completed,
+                    duration: Some(round_secs(now.duration_since(tool.started))),
+                    output_preview: output.map(|o| tail(&o, 500)),
+                })));
+                if !self.tool_open() {
+                    out.push(Out::Durable(ServerFrame::AgentBusy(AgentBusy { reason: BusyReason::Processing })));
+                }
+            }
+            _ => {
+                let key = format!("tp:{}:{}", self.cfg.message_id, tool.index);
+                let note = output.map(|o| tail(&o, 200)).or_else(|| Some("running…".into()));
+                out.push(Out::Ephemeral(ServerFrame::ToolProgress(ToolProgress { index: tool.index, name: tool.name.clone(), note }), key));
+            }
+        }
+        out
+    }
+
+    fn update_frame(&self) -> Out {
+        Out::Ephemeral(
+            ServerFrame::MessageUpdate(MessageUpdate { message_id: self.cfg.message_id.clone(), text: self.text.clone() }),
+            format!("mu:{}", self.cfg.message_id),
+        )
+    }
+
+    /// A pending `message.update`, if one is due.
+    pub fn flush_due(&mut self, now: Instant) -> Option<Out> {
+        if !self.dirty || self.last_update.is_some_and(|t| now < t + self.cfg.update_interval) {
+            return None;
+        }
+        self.dirty = false;
+        self.last_update = Some(now);
+        Some(self.update_frame())
+    }
+
+    /// When the next rate-limited `message.update` is due.
+    pub fn next_flush(&self) -> Option<Instant> {
+        self.dirty.then(|| self.last_update.map(|t| t + self.cfg.update_interval).unwrap_or_else(Instant::now))
+    }
+
+    /// Closes the turn: open tools end, and the final frame carries the text after the last
+    /// tool, the reasoning (when shown) and the runtime footer.
+    pub fn finish(mut self, ending: &Ending, now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        for tool in self.tools.iter_mut().filter(|t| t.open) {
+            tool.open = false;
+            // An agent may never report the end of a call (Hermes' write_file); a turn that ended
+            // normally ran it.
+            out.push(Out::Durable(ServerFrame::ToolEnd(ToolEnd {
+                index: tool.index,
+                name: tool.name.clone(),
+                ok: !ending.cancelled && !ending.failed,
+                duration: Some(round_secs(now.duration_since(tool.started))),
+                output_preview: None,
+            })));
+        }
+        let reasoning = (self.cfg.show_reasoning && !self.reasoning.trim().is_empty()).then(|| self.reasoning.clone());
+        let model = self.cfg.model.as_deref().map(bare_model);
+        let runtime = Runtime {
+            model: model.clone(),
+            context_pct: self.context_pct,
+            cwd: Some(self.cfg.cwd.clone()),
+            latency: Some(round_secs(now.duration_since(self.started_at))),
+            cost: self.cost,
+        };
+        if !self.bubble_started && self.text.is_empty() && reasoning.is_none() {
+            return out;
+        }
+        let message = Message {
+            message_id: self.cfg.message_id.clone(),
+            role: self.cfg.role,
+            text: self.text.clone(),
+            reasoning: reasoning.clone(),
+            model: model.clone(),
+            tokens: ending.tokens,
+            ts: now_ms(),
+            runtime: Some(runtime.clone()),
+            ..Message::default()
+        };
+        let frame = if self.bubble_started {
+            ServerFrame::MessageStop(MessageStop {
+                message_id: self.cfg.message_id.clone(),
+                final_text: self.text,
+                reasoning,
+                model,
+                tokens: ending.tokens,
+                runtime: Some(runtime),
+                media: Vec::new(),
+            })
+        } else {
+            ServerFrame::Message(message.clone())
+        };
+        out.push(Out::Final(frame, message));
+        out
+    }
+}
+
+/// A model id without its provider or vendor prefix: `openrouter:openai/gpt-5.4` → `gpt-5.4`.
+pub fn bare_model(model: &str) -> String {
+    let after_provider = model.rsplit(':').next().unwrap_or(model);
+    after_provider.rsplit('/').next().unwrap_or(after_provider).to_owned()
+}
+
+fn round_secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn update(v: serde_json::Value) -> SessionUpdate {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn chunk(text: &str) -> SessionUpdate {
+        update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}))
+    }
+
+    fn mapper() -> TurnMapper {
+        TurnMapper::new(TurnConfig {
+            message_id: "m_1".into(),
+            role: Role::Assistant,
+            model: Some("custom:fake/model-9".into()),
+            cwd: "~".into(),
+            show_reasoning: true,
+            update_interval: Duration::from_millis(50),
+        })
+    }
+
+    fn types(out: &[Out]) -> Vec<String> {
+        use iris_protocol::FrameBody;
+        out.iter()
+            .map(|o| match o {
+                Out::Durable(f) | Out::Ephemeral(f, _) | Out::Final(f, _) => f.frame_type().to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn text_before_a_tool_becomes_commentary_and_the_answer_is_the_text_after() {
+        let mut m = mapper();
+        let t0 = Instant::now();
+        let mut all = m.on_update(&chunk("Let me look."), t0);
+        all.extend(m.on_update(
+            &update(json!({"sessionUpdate": "tool_call", "toolCallId": "a", "title": "terminal: echo hi", "kind": "execute", "rawInput": {"command": "echo hi"}})),
+            t0,
+        ));
+        all.extend(m.on_update(
+            &update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "a", "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "hi"}}]})),
+            t0 + Duration::from_millis(10),
+        ));
+        all.extend(m.on_update(&chunk("It printed hi."), t0 + Duration::from_millis(100)));
+        all.extend(m.finish(&Ending::default(), t0 + Duration::from_millis(200)));
+        assert_eq!(
+            types(&all),
+            ["message.start", "message.update", "commentary", "message.update", "tool.start", "agent.busy", "tool.end", "agent.busy", "message.update", "message.stop"]
+        );
+        match &all[2] {
+            Out::Durable(ServerFrame::Commentary(c)) => assert_eq!(c.text, "Let me look."),
+            other => panic!("{other:?}"),
+        }
+        match &all[4] {
+            Out::Durable(ServerFrame::ToolStart(t)) => {
+                assert_eq!((t.index, t.name.as_str(), t.preview.as_deref(), t.emoji.as_deref()), (0, "terminal", Some("echo hi"), Some("💻")));
+                assert_eq!(t.args, Some(json!({"command": "echo hi"})));
+            }
+            other => panic!("{other:?}"),
+        }
+        match all.last().unwrap() {
+            Out::Final(ServerFrame::MessageStop(s), msg) => {
+                assert_eq!(s.final_text, "It printed hi.");
+                assert_eq!(msg.text, "It printed hi.");
+                let rt = s.runtime.as_ref().unwrap();
+                assert_eq!(rt.model.as_deref(), Some("model-9"));
+                assert_eq!(rt.cwd.as_deref(), Some("~"));
+                assert!(rt.latency.unwrap() >= 0.2);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn updates_are_rate_limited_and_the_last_text_is_flushed() {
+        let mut m = mapper();
+        let t0 = Instant::now();
+        let a = m.on_update(&chunk("a"), t0);
+        let b = m.on_update(&chunk("b"), t0 + Duration::from_millis(10));
+        assert_eq!(types(&a), ["message.start", "message.update"]);
+        assert!(b.is_empty(), "within the interval nothing is sent");
+        assert!(m.next_flush().is_some());
+        match m.flush_due(t0 + Duration::from_millis(60)) {
+            Some(Out::Ephemeral(ServerFrame::MessageUpdate(u), key)) => {
+                assert_eq!(u.text, "ab");
+                assert_eq!(key, "mu:m_1");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn open_tools_are_closed_at_the_end_and_reasoning_and_usage_are_kept() {
+        let mut m = mapper();
+        let t0 = Instant::now();
+        m.on_update(&update(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})), t0);
+        m.on_update(&update(json!({"sessionUpdate": "usage_update", "size": 1000, "used": 380})), t0);
+        m.on_update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "w", "title": "write: /tmp/x", "kind": "edit"})), t0);
+        m.on_update(&chunk("done"), t0);
+        let out = m.finish(&Ending { tokens: Some(11), ..Ending::default() }, t0);
+        assert_eq!(types(&out), ["tool.end", "message.stop"]);
+        match &out[1] {
+            Out::Final(ServerFrame::MessageStop(s), _) => {
+                assert_eq!(s.reasoning.as_deref(), Some("hmm"));
+                assert_eq!(s.tokens, Some(11));
+                assert_eq!(s.runtime.as_ref().unwrap().context_pct, Some(38));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_plan_is_a_checklist_and_a_silent_turn_has_no_final_frame() {
+        let mut m = mapper();
+        let out = m.on_update(
+            &update(json!({"sessionUpdate": "plan", "entries": [
+                {"content": "Say hi", "priority": "high", "status": "completed"},
+                {"content": "Say bye", "priority": "low", "status": "pending"}]})),
+            Instant::now(),
+        );
+        match &out[0] {
+            Out::Durable(ServerFrame::Commentary(c)) => assert_eq!(c.text, "Plan:\n☑ Say hi\n☐ Say bye"),
+            other => panic!("{other:?}"),
+        }
+        assert!(m.finish(&Ending::default(), Instant::now()).is_empty());
+    }
+
+    #[test]
+    fn tails_keep_the_end() {
+        assert_eq!(tail("hello", 10), "hello");
+        assert_eq!(tail("abcdefghij", 5), "…ghij");
+        assert_eq!(bare_model("openrouter:openai/gpt-5.4"), "gpt-5.4");
+        assert_eq!(bare_model("fake-model"), "fake-model");
+    }
+}
