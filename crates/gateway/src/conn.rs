@@ -91,7 +91,8 @@ async fn await_hello(shared: &Shared, socket: &mut WebSocket, addr: SocketAddr) 
     loop {
         let msg = match timeout_at(deadline, socket.recv()).await {
             Err(_) => {
-                reject(socket, None, ErrorCode::Auth, "no hello within 10 s", close_code::AUTH).await;
+                let msg = format!("no hello within {} ms", shared.config.limits.hello_timeout.as_millis());
+                reject(socket, None, ErrorCode::Auth, &msg, close_code::AUTH).await;
                 return None;
             }
             Ok(None) | Ok(Some(Err(_))) => return None,
