@@ -23,6 +23,7 @@ use crate::ids::{new_id, now_ms};
 use crate::state::{append_filed, append_frame, Origin, Shared};
 
 /// What a handler answers.
+#[allow(clippy::large_enum_variant)] // one per request, moved once: boxing would only allocate
 pub enum Reply {
     /// A response written straight to the requesting connection (not outboxed).
     Direct(ServerFrame, Header),

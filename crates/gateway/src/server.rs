@@ -176,8 +176,7 @@ async fn ws_upgrade(
     // text frames above the configured limit by the connection with a `bad_request`.
     let max = (shared.config.limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
     ws.max_message_size(max).max_frame_size(max).on_upgrade(move |socket| {
-        let tracked = shared.tasks.track_future(crate::conn::serve(shared.clone(), socket, addr));
-        async move { tracked.await }
+        shared.tasks.track_future(crate::conn::serve(shared.clone(), socket, addr))
     })
 }
 

@@ -150,6 +150,9 @@ pub fn split_command(line: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// A lane actor's mailbox and task.
+type LaneHandle = (mpsc::UnboundedSender<LaneCmd>, JoinHandle<()>);
+
 /// Settings of the agent bridge.
 #[derive(Debug, Clone)]
 pub struct BridgeConfig {
@@ -166,7 +169,7 @@ pub struct Agents {
     /// The agent process host.
     pub host: Arc<AgentHost>,
     disabled: bool,
-    lanes: Mutex<HashMap<Lane, (mpsc::UnboundedSender<LaneCmd>, JoinHandle<()>)>>,
+    lanes: Mutex<HashMap<Lane, LaneHandle>>,
     pickers: Mutex<HashMap<String, Lane>>,
     notice: Mutex<Option<String>>,
     /// `runtime.cwd`.

@@ -23,6 +23,7 @@ use crate::ids::{new_id, now_ms};
 
 /// What the turn wants sent.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // short-lived, one per update: boxing would only allocate
 pub enum Out {
     /// Appended to the outbox (filed under the turn's message id, so deleting the answer
     /// removes the whole turn).
@@ -244,8 +245,8 @@ impl TurnMapper {
             }
             SessionUpdate::UsageUpdate(usage) => {
                 if let (Some(size), Some(used)) = (usage.size, usage.used) {
-                    if size > 0 {
-                        self.context_pct = Some((used.saturating_mul(100) / size).min(100) as u8);
+                    if let Some(pct) = used.saturating_mul(100).checked_div(size) {
+                        self.context_pct = Some(pct.min(100) as u8);
                     }
                 }
                 if let Some(cost) = usage.cost.as_ref() {
