@@ -60,6 +60,8 @@ pub struct Conn {
     pings: VecDeque<(u64, u64, Instant)>,
     ping_seq: u64,
     last_pong: Instant,
+    /// The open upload and the pulls of this connection.
+    pub(crate) media: crate::media::ConnMedia,
 }
 
 /// Serves one upgraded socket until it closes.
@@ -81,7 +83,12 @@ pub async fn serve(shared: Arc<Shared>, mut socket: WebSocket, addr: SocketAddr)
         }
     };
     let reason = conn.run().await;
+    // An upload still open when the device went away leaves nothing behind.
+    conn.media.close().await;
     shared.hub.detach(&conn.queue);
+    // `devices list` shows when a device was last seen: its connect or, here, its disconnect.
+    let (device, now) = (conn.device_id.clone(), crate::ids::now_ms());
+    let _ = shared.store.write(move |tx| tx.touch(&device, now)).await;
     tracing::info!(device_id = %conn.device_id, conn_id, reason = ?reason, "connection closed");
 }
 
@@ -151,6 +158,12 @@ async fn await_hello(shared: &Shared, socket: &mut WebSocket, addr: SocketAddr) 
             reject(socket, decoded.header.id, ErrorCode::BadRequest, msg, close_code::AUTH).await;
             return None;
         }
+        // `iris-gateway devices revoke` blocks the id for good (see devices.rs).
+        if crate::devices::is_revoked(&shared.store, &hello.device_id).await.unwrap_or(false) {
+            tracing::warn!(device_id = %hello.device_id, "hello from a revoked device");
+            reject(socket, decoded.header.id, ErrorCode::Auth, "this device was revoked", close_code::AUTH).await;
+            return None;
+        }
         return Some((decoded.header.id, hello));
     }
 }
@@ -177,7 +190,7 @@ async fn attach(
 ) -> Result<Conn, iris_store::StoreError> {
     let device = handlers::register_device(shared, &hello).await?;
     let channels = handlers::channel_directory(shared).await?;
-    let queue = ConnQueue::new(conn_id, hello.device_id.clone(), shared.config.limits.max_queued_frames);
+    let queue = ConnQueue::new(conn_id, hello.device_id.clone(), shared.config.limits.max_queued_frames, shared.metrics.clone());
     let (head, replaced) = shared.hub.attach(queue.clone());
     if let Some(old) = replaced {
         old.close(CloseReason::Replaced);
@@ -188,7 +201,7 @@ async fn attach(
             streaming: true,
             reasoning: true,
             tools: true,
-            media: false,
+            media: true,
             search: true,
             push: None,
             pickers: true,
@@ -220,6 +233,7 @@ async fn attach(
         pings: VecDeque::new(),
         ping_seq: 0,
         last_pong: Instant::now(),
+        media: crate::media::ConnMedia::default(),
     })
 }
 
@@ -250,6 +264,12 @@ impl Conn {
                 msg = self.socket.recv() => {
                     let Some(Ok(msg)) = msg else { return Ended::Disconnected };
                     if let Err(ended) = self.on_message(msg).await {
+                        return ended;
+                    }
+                }
+                // After the queue and the device's requests: a pull's chunks go out between them.
+                item = self.media.next_pull_item() => {
+                    if let Err(ended) = self.write_pull_item(item).await {
                         return ended;
                     }
                 }
@@ -391,9 +411,10 @@ impl Conn {
     async fn on_message(&mut self, msg: Message) -> Result<(), Ended> {
         match msg {
             Message::Text(text) => self.on_text(&text).await,
-            Message::Binary(_) => {
-                self.send_error(None, WireError::bad_request("binary frame without an open upload")).await
-            }
+            Message::Binary(bytes) => match self.media.on_binary(bytes).await {
+                Some((id, err)) => self.send_error(id, err).await,
+                None => Ok(()),
+            },
             Message::Pong(payload) => {
                 self.on_pong(&payload).await;
                 Ok(())
@@ -439,6 +460,17 @@ impl Conn {
         }
     }
 
+    /// Writes one frame of a pull. The write waits for a slow device, so the pull task (which
+    /// feeds at most two items ahead) stops reading the file meanwhile.
+    async fn write_pull_item(&mut self, item: crate::media::pull::PullItem) -> Result<(), Ended> {
+        let msg = match item {
+            crate::media::pull::PullItem::Text(text) => Message::Text(text.into()),
+            crate::media::pull::PullItem::Binary(bytes) => Message::Binary(bytes),
+        };
+        self.write_or_abort(Some(msg)).await?;
+        self.write_or_abort(None).await
+    }
+
     async fn send_direct(&mut self, header: &Header, frame: &ServerFrame) -> Result<(), Ended> {
         let text = encode(header, frame);
         self.socket.send(Message::Text(text.into())).await.map_err(|_| Ended::Disconnected)
@@ -462,6 +494,10 @@ impl Conn {
             return self.send_error(id, WireError::bad_request(msg)).await;
         }
         let gap = after < floor;
+        crate::metrics::Metrics::inc(&self.shared.metrics.sync_replays);
+        if gap {
+            crate::metrics::Metrics::inc(&self.shared.metrics.sync_gaps);
+        }
         // Frames at or below this were either in the outbox before the final read below, or are
         // queued: a replay that reaches the end has delivered every one of them.
         let queued_before = self.queue.last_cursor();
@@ -474,14 +510,17 @@ impl Conn {
                 Err(e) => return self.send_error(id, WireError::internal(e)).await,
             };
             let Some(last) = rows.last().map(|r| r.0) else { break };
+            let mut written = 0;
             for (c, json) in rows {
                 if c > skip_from && c <= skip_to {
                     continue;
                 }
+                written += 1;
                 let text = splice_cursor(&json, c);
                 self.socket.feed(Message::Text(text.into())).await.map_err(|_| Ended::Disconnected)?;
             }
             self.socket.flush().await.map_err(|_| Ended::Disconnected)?;
+            self.shared.metrics.frames_replayed.fetch_add(written, std::sync::atomic::Ordering::Relaxed);
             cursor = last;
             replayed_to = last;
         }

@@ -12,6 +12,8 @@ use iris_store::Committed;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::Metrics;
+
 /// Why a connection must close, decided outside its own task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CloseReason {
@@ -66,12 +68,14 @@ pub struct ConnQueue {
     state: Mutex<QueueState>,
     notify: Notify,
     overflow: CancellationToken,
+    metrics: Arc<Metrics>,
 }
 
 impl ConnQueue {
     /// A queue holding at most `limit` durable frames.
-    pub fn new(conn_id: u64, device_id: String, limit: usize) -> Arc<ConnQueue> {
+    pub fn new(conn_id: u64, device_id: String, limit: usize, metrics: Arc<Metrics>) -> Arc<ConnQueue> {
         Arc::new(ConnQueue {
+            metrics,
             conn_id,
             device_id,
             limit,
@@ -92,6 +96,7 @@ impl ConnQueue {
             st.items.clear();
             st.keyed.clear();
             self.overflow.cancel();
+            Metrics::inc(&self.metrics.slow_disconnects);
         } else {
             st.durable += 1;
             st.items.push_back((None, Outgoing::Durable(frame)));
@@ -111,6 +116,7 @@ impl ConnQueue {
                 let idx = (pos - st.popped) as usize;
                 st.items[idx].1 = Outgoing::Ephemeral(json);
                 st.coalesced += 1;
+                Metrics::inc(&self.metrics.frames_coalesced);
                 return;
             }
             let pos = st.popped + st.items.len() as u64;
@@ -177,6 +183,8 @@ struct HubState {
 #[derive(Default)]
 pub struct Hub {
     state: Mutex<HubState>,
+    /// Counters the queues update.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Hub {

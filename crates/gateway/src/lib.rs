@@ -8,12 +8,18 @@
 pub mod agent;
 pub mod commands;
 pub mod config;
+pub mod cron;
 pub mod conn;
+pub mod devices;
 pub mod handlers;
 pub mod hub;
 pub mod ids;
+pub mod media;
+pub mod metrics;
+pub mod pair;
 pub mod server;
 pub mod state;
+pub mod web;
 
 pub use config::Config;
 pub use server::{Gateway, StartError, TokenSource};

@@ -128,6 +128,9 @@ impl Gateway {
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
         let shared = self.shared;
         spawn_retention(shared.clone());
+        crate::media::spawn_sweeper(shared.clone());
+        crate::cron::spawn(shared.clone());
+        crate::devices::spawn_admin(shared.clone());
         let app = app(shared.clone());
         let stop = shared.shutdown.clone();
         let server = axum::serve(self.listener, app.into_make_service_with_connect_info::<SocketAddr>())
@@ -156,7 +159,12 @@ impl Gateway {
 
 /// The HTTP routes: `/ws` and `/healthz`.
 pub fn app(shared: Arc<Shared>) -> Router {
-    Router::new().route("/ws", get(ws_upgrade)).route("/healthz", get(healthz)).with_state(shared)
+    Router::new()
+        .route("/ws", get(ws_upgrade))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .merge(crate::web::routes())
+        .with_state(shared)
 }
 
 async fn healthz(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
@@ -165,6 +173,15 @@ async fn healthz(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
         "connections": shared.hub.connection_count(),
         "outbox_head": shared.hub.head(),
     }))
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    let gauges = crate::metrics::Gauges {
+        connections: shared.hub.connection_count(),
+        outbox_head: shared.hub.head(),
+        agent_restarts: shared.agents.host.restarts.load(std::sync::atomic::Ordering::Relaxed),
+    };
+    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], shared.metrics.render(gauges))
 }
 
 async fn ws_upgrade(
@@ -200,7 +217,8 @@ fn spawn_retention(shared: Arc<Shared>) {
     });
 }
 
-fn load_or_create_token(dir: &Path) -> std::io::Result<(String, TokenSource)> {
+/// The token kept in the data dir, created (mode 0600) when there is none yet.
+pub fn load_or_create_token(dir: &Path) -> std::io::Result<(String, TokenSource)> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join("token");

@@ -34,6 +34,12 @@ pub struct Shared {
     pub send_buckets: Mutex<HashMap<String, TokenBucket>>,
     /// The agent bridge.
     pub agents: Arc<crate::agent::Agents>,
+    /// The media file store under `<data_dir>/media/`.
+    pub media: crate::media::MediaFiles,
+    /// Operational counters.
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// The scheduler of scheduled prompts.
+    pub cron: crate::cron::Cron,
     /// Every stored delivery watermark `(device_id, cursor)`, for observers.
     pub confirmations: tokio::sync::broadcast::Sender<(String, u64)>,
     next_conn: AtomicU64,
@@ -42,9 +48,14 @@ pub struct Shared {
 impl Shared {
     /// Assembles the shared state.
     pub fn new(config: Config, token: String, store: Store, hub: Arc<Hub>, agents: Arc<crate::agent::Agents>) -> Arc<Shared> {
+        let metrics = hub.metrics.clone();
+        let cron = crate::cron::Cron::new(config.cron.clone());
         Arc::new(Shared {
+            cron,
+            media: crate::media::MediaFiles::new(&config.data_dir),
             config,
             agents,
+            metrics,
             token,
             store,
             hub,

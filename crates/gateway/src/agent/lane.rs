@@ -25,6 +25,8 @@ use crate::handlers::{to_stored, Lane, WireError};
 use crate::ids::{new_id, now_ms};
 use crate::state::{append_filed, append_frame, Origin, Shared};
 
+mod scheduled;
+
 /// A user message for the agent.
 #[derive(Debug)]
 pub struct PromptJob {
@@ -73,11 +75,14 @@ pub enum LaneCmd {
     },
     /// The lane is being deleted or the gateway stops: end the running turn and exit.
     Close,
+    /// Run (or queue) a scheduled job.
+    Cron(crate::cron::CronRun),
 }
 
 enum Job {
     Prompt(PromptJob),
     Command(CommandJob),
+    Cron(crate::cron::CronRun),
 }
 
 enum Pending {
@@ -155,6 +160,7 @@ impl LaneActor {
                 match job {
                     Job::Prompt(p) => self.run_turn(p).await,
                     Job::Command(c) => self.command(c).await,
+                    Job::Cron(c) => self.run_cron(c).await,
                 }
                 continue;
             }
@@ -178,6 +184,7 @@ impl LaneActor {
         match cmd {
             LaneCmd::Prompt(p) => self.queue.push_back(Job::Prompt(p)),
             LaneCmd::Command(c) => self.queue.push_back(Job::Command(c)),
+            LaneCmd::Cron(c) => self.queue.push_back(Job::Cron(c)),
             LaneCmd::Stop(reply) => {
                 let _ = reply.send(false);
             }
@@ -371,6 +378,7 @@ impl LaneActor {
         };
         let session_id = self.session.as_ref().map(|s| s.id.clone()).unwrap_or_default();
         self.read_receipt(job.origin_conn, &job.message_id);
+        let turn_started = Instant::now();
         self.busy(BusyReason::Processing).await;
         let mut mapper = TurnMapper::new(TurnConfig {
             message_id: new_id("m_"),
@@ -381,8 +389,13 @@ impl LaneActor {
             update_interval: self.agents.update_interval,
         });
         let turn_id = mapper.message_id().to_owned();
-        let mut blocks = vec![ContentBlock::text(job.text.clone())];
-        blocks.extend(job.blocks);
+        // A message of attachments only has no text block.
+        let mut blocks = match job.text.is_empty() && !job.blocks.is_empty() {
+            true => Vec::new(),
+            false => vec![ContentBlock::text(job.text.clone())],
+        };
+        let images = instance.caps.prompt_capabilities.image;
+        blocks.extend(crate::media::agent::prompt_blocks(&self.shared, job.blocks, images).await);
         let client = instance.client.clone();
         let sid = session_id.clone();
         let prompt = async move { client.prompt(&sid, blocks).await };
@@ -405,6 +418,7 @@ impl LaneActor {
                     LaneEvent::Update(update) => {
                         let outs = mapper.on_update(&update, Instant::now());
                         self.emit(outs, &turn_id).await;
+                        crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
                     }
                     LaneEvent::Permission(request, responder) => {
                         if stopping.since.is_some() {
@@ -439,8 +453,9 @@ impl LaneActor {
                         self.read_receipt(c.origin_conn, &c.message_id);
                         self.cancel_turn(&instance, &session_id, &mut stopping, &turn_pickers);
                     }
-                    Some(LaneCmd::Command(c)) if matches!(c.name, "/status" | "/help" | "/reasoning" | "/title") => self.command(c).await,
+                    Some(LaneCmd::Command(c)) if matches!(c.name, "/status" | "/help" | "/reasoning" | "/title" | "/cron") => self.command(c).await,
                     Some(LaneCmd::Command(c)) => self.queue.push_back(Job::Command(c)),
+                    Some(LaneCmd::Cron(c)) => self.queue.push_back(Job::Cron(c)),
                     Some(LaneCmd::Picker { picker_id, value, reply }) => {
                         let result = self.answer_picker(&picker_id, &value).await;
                         if result.is_ok() && !self.pickers.values().any(|p| matches!(p, Pending::Approval { .. })) {
@@ -477,6 +492,7 @@ impl LaneActor {
                     LaneEvent::Update(update) => {
                         let outs = mapper.on_update(&update, Instant::now());
                         self.emit(outs, &turn_id).await;
+                        crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
                     }
                     other => self.idle_event(other).await,
                 }
@@ -519,8 +535,11 @@ impl LaneActor {
                 notice = Some(format!("The agent stopped unexpectedly ({}). Your next message will restart it.", short(&detail)));
             }
         }
+        mapper.end_text();
+        crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
         let outs = mapper.finish(&ending, Instant::now());
         self.emit(outs, &turn_id).await;
+        self.shared.metrics.observe_turn(turn_started.elapsed());
         if let Some(n) = notice {
             self.system(n).await;
         }
@@ -727,6 +746,10 @@ impl LaneActor {
                 }
                 other => self.system(format!("Unknown option {other:?}: use /reasoning show or /reasoning hide.")).await,
             },
+            "/cron" => {
+                let text = crate::cron::command::run(&self.shared, &self.lane, &c.args).await;
+                self.system(text).await;
+            }
             "/title" => {
                 if c.args.is_empty() {
                     self.system("Usage: /title <new name>").await;
