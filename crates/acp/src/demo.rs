@@ -10,14 +10,19 @@
 //! | `garbage` | first writes a line that is not JSON, then answers normally |
 //! | `crash` | one chunk, then exits the whole process with status 3 (never use in-process) |
 //! | `hang` | sends nothing and answers only when cancelled |
+//! | `freeze` | sends nothing and ignores cancel: a hung agent (the client has to kill it) |
+//! | `wedge` | a running `terminal: sleep 30` tool until cancelled; then, like Hermes, the prompt fails with -32603 and the session is wedged: every later prompt is answered "Queued for the next turn." and never runs |
 //! | `think` | `agent_thought_chunk`s before the answer |
 //! | `plan` | a `plan` update with three entries |
 //! | `tool` | "Let me run a command.", a `tool_call` (`terminal: echo hello`, kind `execute`, status `pending`), `tool_call_update`s (`in_progress`, then `completed` with output `hello`), then text after it |
 //! | `fail` | a `tool_call` (`terminal: false`) that ends `failed` |
 //! | `permission` or `approve` | a `tool_call`, then `session/request_permission` (allow_once / allow_always / reject_once); answers `Permission granted: <optionId>.` or `Permission denied.`; a `cancelled` outcome ends the turn `cancelled` |
 //! | `clarify` | a question put as a permission request (see below); answers `You chose <name>.` |
+//! | `mkfile` | writes [`DEMO_FILE_NAME`] (a fixed text of [`demo_file_text`]) into the session's working directory and says `MEDIA:<its path>` on a line of its own |
+//! | `mkimage` | "Here is an image.", then an `image` content block (a 1×1 PNG, [`DEMO_PNG_BASE64`]) in an `agent_message_chunk` |
 //! | `slow` | 20 chunks 50 ms apart; `session/cancel` stops it (`cancelled`, chunks already sent stay sent) |
 //! | `title` | a `session_info_update` with title "Demo title", sent just after the prompt's answer |
+//! | `silent` | answers exactly `[SILENT] nothing to report` (the marker of a scheduled job with nothing to say) and nothing else; the other keywords are ignored |
 //!
 //! An `image` block is acknowledged as `Received image <mime> (<n> bytes)`, a `resource_link` as
 //! `Received file <name>`, an embedded `resource` as `Received resource <uri>`. Prompt text that
@@ -27,7 +32,7 @@
 //! (`size` 65536, growing `used`) before its answer, and answers `{stopReason, usage:
 //! {inputTokens, outputTokens, totalTokens, thoughtTokens, cachedReadTokens}}` like Hermes.
 //! Several keywords combine, in the order of the table (attachments are acknowledged just before
-//! `slow`).
+//! `mkfile`).
 //!
 //! # Clarifying questions
 //!
@@ -64,6 +69,19 @@ pub const DEFAULT_MODEL: &str = "demo:echo";
 pub const BUSY: i64 = -32000;
 /// Context window the demo reports.
 const CONTEXT_SIZE: u64 = 65536;
+/// The whole answer to a prompt containing `silent`.
+pub const SILENT_ANSWER: &str = "[SILENT] nothing to report";
+/// The file a `mkfile` turn writes into the session's working directory.
+pub const DEMO_FILE_NAME: &str = "iris-demo-file.txt";
+/// The image a `mkimage` turn sends: a 1×1 PNG, base64.
+pub const DEMO_PNG_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// The contents of [`DEMO_FILE_NAME`].
+pub fn demo_file_text() -> String {
+    (1..=200).map(|i| format!("Iris demo file, line {i}\n")).collect()
+}
+
 /// Chunks of a `slow` turn and the pause before each.
 const SLOW_CHUNKS: usize = 20;
 const SLOW_PAUSE: Duration = Duration::from_millis(50);
@@ -138,6 +156,11 @@ struct Session {
     used: u64,
     /// Set while a turn runs; sending `true` cancels it.
     running: Option<watch::Sender<bool>>,
+    /// The working directory the client gave for the session.
+    cwd: String,
+    /// Set by the `wedge` keyword: like Hermes after a cancel during a tool, every later prompt
+    /// is answered "Queued for the next turn." and never runs.
+    wedged: bool,
 }
 
 impl Session {
@@ -148,6 +171,8 @@ impl Session {
             history: Vec::new(),
             used: 1000,
             running: None,
+            cwd: String::new(),
+            wedged: false,
         }
     }
 }
@@ -319,10 +344,11 @@ impl Demo {
     }
 
     fn new_session(&self, params: Value) -> Handled {
-        parse::<NewSessionRequest>(params).map_err(|e| (INVALID_PARAMS, e))?;
+        let request = parse::<NewSessionRequest>(params).map_err(|e| (INVALID_PARAMS, e))?;
         let mut state = self.state();
         let session_id = state.fresh_id("session");
-        state.sessions.insert(session_id.clone(), Session::new());
+        let session = Session { cwd: request.cwd, ..Session::new() };
+        state.sessions.insert(session_id.clone(), session);
         let response = NewSessionResponse {
             session_id: session_id.clone(),
             models: Some(models_state(DEFAULT_MODEL)),
@@ -343,6 +369,7 @@ impl Demo {
                 tracing::debug!(session = %id, "demo agent loads an unknown session as empty");
                 Session::new()
             });
+            session.cwd = request.cwd.clone();
             let response = LoadSessionResponse {
                 models: Some(models_state(&session.model_id)),
                 modes: Some(modes_state(&session.mode_id)),
@@ -422,16 +449,22 @@ impl Demo {
         responder: Responder,
     ) {
         let session_id = request.session_id.clone();
-        let model_id = self
-            .with_session(&session_id, |s| s.model_id.clone())
+        let (model_id, cwd) = self
+            .with_session(&session_id, |s| (s.model_id.clone(), s.cwd.clone()))
             .unwrap_or_default();
         let mut turn = Turn {
             demo: &self,
             session_id: &session_id,
             cancel,
             said: String::new(),
+            cwd,
         };
         let ending = turn.play(&request.prompt, &model_id).await;
+        if let Some((code, message)) = ending.error {
+            let _ = self.with_session(&session_id, |session| session.running = None);
+            responder.error(code, message);
+            return;
+        }
         let text = prompt_text(&request.prompt);
         let said = std::mem::take(&mut turn.said);
 
@@ -504,6 +537,8 @@ fn split_chunks(text: &str, parts: usize) -> Vec<String> {
 struct Ending {
     stop_reason: StopReason,
     title: bool,
+    /// The prompt fails with this JSON-RPC error instead of answering.
+    error: Option<(i64, String)>,
 }
 
 /// The turn was cancelled.
@@ -516,6 +551,8 @@ struct Turn<'a> {
     cancel: watch::Receiver<bool>,
     /// Everything said so far, recorded as the answer in the history.
     said: String,
+    /// The session's working directory.
+    cwd: String,
 }
 
 impl Turn<'_> {
@@ -523,6 +560,22 @@ impl Turn<'_> {
         let text = prompt_text(prompt);
         let lower = text.to_lowercase();
         let has = |word: &str| lower.contains(word);
+        if self.demo.with_session(self.session_id, |s| s.wedged).unwrap_or(false) {
+            self.say("Queued for the next turn.");
+            return Ending { stop_reason: StopReason::EndTurn, title: false, error: None };
+        }
+        if has("freeze") {
+            // A hung agent: no output, and cancel is ignored.
+            std::future::pending::<()>().await;
+        }
+        if has("wedge") {
+            let id = self.start_tool("sleep 30");
+            self.tool_status(&id, ToolCallStatus::InProgress, Some("$ sleep 30"), None);
+            self.wait_cancel().await;
+            let _ = self.demo.with_session(self.session_id, |s| s.wedged = true);
+            let error = Some((crate::rpc::INTERNAL_ERROR, "Internal error".to_owned()));
+            return Ending { stop_reason: StopReason::Cancelled, title: false, error };
+        }
         let stop_reason = match self.script(prompt, &text, &has, model_id).await {
             Ok(()) => StopReason::EndTurn,
             Err(Cancelled) => StopReason::Cancelled,
@@ -530,6 +583,7 @@ impl Turn<'_> {
         Ending {
             stop_reason,
             title: has("title"),
+            error: None,
         }
     }
 
@@ -560,6 +614,10 @@ impl Turn<'_> {
             self.slash_command(command, model_id);
             return Ok(());
         }
+        if has("silent") {
+            self.say(SILENT_ANSWER);
+            return Ok(());
+        }
         if has("think") {
             for part in ["Thinking about ", "what you said", "…"] {
                 self.update(SessionUpdate::AgentThoughtChunk(chunk(part)));
@@ -582,6 +640,14 @@ impl Turn<'_> {
             self.clarify().await?;
         }
         self.attachments(prompt);
+        if has("mkfile") {
+            self.make_file().await;
+        }
+        if has("mkimage") {
+            self.say("Here is an image.\n\n");
+            let image = ContentBlock::image(DEMO_PNG_BASE64, "image/png");
+            self.update(SessionUpdate::AgentMessageChunk(ContentChunk { content: image }));
+        }
         if has("slow") {
             for i in 0..SLOW_CHUNKS {
                 self.pause().await?;
@@ -865,6 +931,16 @@ impl Turn<'_> {
                 self.say("No answer.\n\n");
                 Ok(())
             }
+        }
+    }
+
+    /// Writes the demo file into the session's working directory and shares it the way agents
+    /// without file content blocks do: a `MEDIA:<path>` line.
+    async fn make_file(&mut self) {
+        let path = std::path::Path::new(&self.cwd).join(DEMO_FILE_NAME);
+        match tokio::fs::write(&path, demo_file_text()).await {
+            Ok(()) => self.say(&format!("Here is a file.\nMEDIA:{}\n\n", path.display())),
+            Err(e) => self.say(&format!("Could not write {}: {e}\n\n", path.display())),
         }
     }
 

@@ -17,6 +17,7 @@ const BUILTINS: &[Builtin] = &[
     Builtin { name: "/model", aliases: &[], description: "Switch model", args_hint: "[provider:model]", category: "Configuration" },
     Builtin { name: "/reasoning", aliases: &[], description: "Show or hide the agent's reasoning", args_hint: "[show|hide]", category: "Configuration" },
     Builtin { name: "/title", aliases: &[], description: "Rename this chat or thread", args_hint: "<title>", category: "Session" },
+    Builtin { name: "/cron", aliases: &[], description: "Scheduled prompts: add, list, pause, resume or remove jobs", args_hint: "add <schedule> <prompt> | list | pause|resume|remove <id>", category: "Automation" },
     Builtin { name: "/help", aliases: &[], description: "List the available commands", args_hint: "", category: "Info" },
 ];
 
@@ -72,6 +73,7 @@ mod tests {
         assert_eq!(parse("/new"), Some(("/new", String::new())));
         assert_eq!(parse("/reset please"), Some(("/new", "please".into())));
         assert_eq!(parse("  /MODEL demo:echo "), Some(("/model", "demo:echo".into())));
+        assert_eq!(parse("/cron add every 2h Check it"), Some(("/cron", "add every 2h Check it".into())));
         assert_eq!(parse("/etc/hosts"), None);
         assert_eq!(parse("/unknownword"), None);
         assert_eq!(parse("hello /new"), None);

@@ -18,6 +18,9 @@ pub struct FileConfig {
     pub data_dir: Option<PathBuf>,
     /// `token = "…"`.
     pub token: Option<String>,
+    /// `public_url = "https://iris.example.com"`: where devices reach the gateway (see
+    /// [`Config::public_url`]).
+    pub public_url: Option<String>,
     /// `[agent]` section.
     #[serde(default)]
     pub agent: AgentFileConfig,
@@ -27,6 +30,26 @@ pub struct FileConfig {
     /// `[outbox]` section.
     #[serde(default)]
     pub outbox: OutboxFileConfig,
+    /// `[media]` section.
+    #[serde(default)]
+    pub media: MediaFileConfig,
+    /// `[cron]` section.
+    #[serde(default)]
+    pub cron: CronFileConfig,
+    /// `[push]` section.
+    #[serde(default)]
+    pub push: crate::push::PushFileConfig,
+}
+
+/// `[cron]`: scheduled prompts.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CronFileConfig {
+    /// IANA time zone of cron expressions and of times without an offset, e.g.
+    /// `"Europe/Berlin"` (default: the host's zone, from `TZ` or `/etc/localtime`, else UTC).
+    pub timezone: Option<String>,
+    /// Run jobs missed while the gateway was down once at startup (default true).
+    pub catch_up: Option<bool>,
 }
 
 /// `[agent]`.
@@ -40,6 +63,11 @@ pub struct AgentFileConfig {
     /// Seconds a pending approval waits for an answer before it is cancelled (default 55,
     /// below Hermes' own 60 s).
     pub approval_timeout_secs: Option<u64>,
+    /// Seconds a turn may go without any output from the agent before it is cancelled
+    /// (default 600).
+    pub turn_idle_timeout_secs: Option<u64>,
+    /// Seconds a cancelled turn has to end before the agent is restarted (default 5).
+    pub cancel_grace_secs: Option<u64>,
 }
 
 /// `[limits]`.
@@ -54,6 +82,18 @@ pub struct LimitsFileConfig {
     pub max_queued_frames: Option<usize>,
     /// Failed `hello`s per address per minute before further attempts are refused (default 10).
     pub auth_failures_per_minute: Option<u32>,
+}
+
+/// `[media]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaFileConfig {
+    /// Largest accepted upload in bytes (default 100 MiB); also the largest file taken from the
+    /// agent.
+    pub max_upload_bytes: Option<u64>,
+    /// Directories whose files the agent may share with `MEDIA:<path>` lines (default: the
+    /// agent's working directory).
+    pub allowed_dirs: Option<Vec<PathBuf>>,
 }
 
 /// `[outbox]`.
@@ -114,6 +154,10 @@ pub struct Config {
     pub agent_cwd: Option<PathBuf>,
     /// How long a pending approval waits.
     pub approval_timeout: Duration,
+    /// A turn without agent output for this long is cancelled.
+    pub turn_idle_timeout: Duration,
+    /// A cancelled turn that has not ended after this long restarts the agent.
+    pub cancel_grace: Duration,
     /// Minimum spacing of streamed `message.update` frames.
     pub update_interval: Duration,
     /// Per-connection limits.
@@ -122,6 +166,38 @@ pub struct Config {
     pub retention: Duration,
     /// Group commit on (default) or one fsync per write.
     pub group_commit: bool,
+    /// Media transfer settings.
+    pub media: MediaConfig,
+    /// The base URL devices reach the gateway at, when configured (no trailing slash).
+    pub public_url: Option<String>,
+    /// Scheduled prompts.
+    pub cron: crate::cron::CronConfig,
+    /// Push notifications to devices without a live connection.
+    pub push: crate::push::PushConfig,
+}
+
+/// Media transfer settings.
+#[derive(Debug, Clone)]
+pub struct MediaConfig {
+    /// Largest accepted upload (and largest file taken from the agent), in bytes.
+    pub max_upload_bytes: u64,
+    /// Directories `MEDIA:<path>` lines may name files in; empty means the agent's working dir.
+    pub allowed_dirs: Vec<PathBuf>,
+    /// How long media that no message uses is kept.
+    pub unreferenced_ttl: Duration,
+    /// How often expired media is swept.
+    pub sweep_interval: Duration,
+}
+
+impl Default for MediaConfig {
+    fn default() -> Self {
+        MediaConfig {
+            max_upload_bytes: 100 * 1024 * 1024,
+            allowed_dirs: Vec::new(),
+            unreferenced_ttl: Duration::from_secs(24 * 3600),
+            sweep_interval: Duration::from_secs(3600),
+        }
+    }
 }
 
 /// Values given on the command line or in the environment (they win over the file).
@@ -137,6 +213,8 @@ pub struct Overrides {
     pub agent: Option<String>,
     /// `--config` / `IRIS_CONFIG`.
     pub config: Option<PathBuf>,
+    /// `--public-url` / `IRIS_PUBLIC_URL`.
+    pub public_url: Option<String>,
 }
 
 /// A configuration problem, reported in one line before exiting.
@@ -204,6 +282,14 @@ impl Config {
                 .unwrap_or(defaults.auth_failures_per_minute),
             ..defaults
         };
+        let public_url = over.public_url.or(file.public_url).map(|u| parse_public_url(&u)).transpose()?;
+        let mut cron = crate::cron::CronConfig { catch_up: file.cron.catch_up.unwrap_or(true), ..Default::default() };
+        if let Some(tz) = &file.cron.timezone {
+            cron.timezone = tz.parse().map_err(|_| ConfigError::Invalid {
+                key: "cron.timezone",
+                message: format!("{tz:?} is not an IANA time zone like \"Europe/Berlin\" or \"UTC\""),
+            })?;
+        }
         if limits.max_queued_frames < 16 {
             return Err(ConfigError::Invalid { key: "limits.max_queued_frames", message: "must be at least 16".into() });
         }
@@ -214,11 +300,45 @@ impl Config {
             agent_command: over.agent.or(file.agent.command),
             agent_cwd: file.agent.cwd,
             approval_timeout: Duration::from_secs(file.agent.approval_timeout_secs.unwrap_or(55)),
+            turn_idle_timeout: Duration::from_secs(file.agent.turn_idle_timeout_secs.unwrap_or(600)),
+            cancel_grace: Duration::from_secs(file.agent.cancel_grace_secs.unwrap_or(5)),
             update_interval: Duration::from_millis(50),
             limits,
             retention: Duration::from_secs(file.outbox.retention_days.unwrap_or(30) * 86_400),
             group_commit: file.outbox.group_commit.unwrap_or(true),
+            media: MediaConfig {
+                max_upload_bytes: file.media.max_upload_bytes.unwrap_or(MediaConfig::default().max_upload_bytes),
+                allowed_dirs: file.media.allowed_dirs.unwrap_or_default(),
+                ..MediaConfig::default()
+            },
+            public_url,
+            cron,
+            push: crate::push::PushConfig::resolve(file.push)?,
         })
+    }
+
+    /// The base URL devices reach the gateway at (`http(s)://host[:port][/prefix]`, no trailing
+    /// slash): `public_url` when set, else derived from `listen` — an unspecified address
+    /// (`0.0.0.0`, `::`) is replaced by this machine's host name. Behind a reverse proxy the
+    /// gateway is reached elsewhere than it listens, which is what `public_url` is for.
+    pub fn public_url(&self) -> String {
+        if let Some(url) = &self.public_url {
+            return url.clone();
+        }
+        let port = self.listen.port();
+        match self.listen.ip() {
+            ip if ip.is_unspecified() => format!("http://{}:{port}", host_name().unwrap_or_else(|| "localhost".into())),
+            std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{port}"),
+            ip => format!("http://{ip}:{port}"),
+        }
+    }
+
+    /// The WebSocket URL for [`Config::public_url`]: `ws://…/ws` or `wss://…/ws`.
+    pub fn public_ws_url(&self) -> String {
+        let base = self.public_url();
+        let rest = base.strip_prefix("https://").map(|r| format!("wss://{r}"));
+        let ws = rest.unwrap_or_else(|| format!("ws://{}", base.strip_prefix("http://").unwrap_or(&base)));
+        format!("{ws}/ws")
     }
 
     /// A configuration for tests: loopback on port 0, the given data dir and token.
@@ -230,12 +350,50 @@ impl Config {
             agent_command: Some(format!("{} demo-agent", demo_agent_program())),
             agent_cwd: Some(data_dir.to_path_buf()),
             approval_timeout: Duration::from_secs(55),
+            turn_idle_timeout: Duration::from_secs(600),
+            cancel_grace: Duration::from_secs(5),
             update_interval: Duration::from_millis(50),
             limits: Limits::default(),
             retention: Duration::from_secs(30 * 86_400),
             group_commit: true,
+            media: MediaConfig::default(),
+            public_url: None,
+            cron: crate::cron::CronConfig::default(),
+            push: crate::push::PushConfig::default(),
         }
     }
+}
+
+/// Checks a configured `public_url`: `http://` or `https://`, a host, no query or fragment.
+fn parse_public_url(url: &str) -> Result<String, ConfigError> {
+    let invalid = |message: &str| ConfigError::Invalid { key: "public_url", message: format!("{url:?}: {message}") };
+    let trimmed = url.trim().trim_end_matches('/');
+    let rest = trimmed
+        .strip_prefix("https://")
+        .or_else(|| trimmed.strip_prefix("http://"))
+        .ok_or_else(|| invalid("must start with http:// or https://"))?;
+    let host = rest.split('/').next().unwrap_or("");
+    if host.is_empty() {
+        return Err(invalid("has no host"));
+    }
+    if rest.contains(['?', '#']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(invalid("must be a plain base URL (no query, fragment or spaces)"));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// This machine's host name, if it has one.
+fn host_name() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success when
+    // the name fits, and the length is bounded by the buffer in any case.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    let name = String::from_utf8_lossy(&buf[..end]).trim().to_owned();
+    (!name.is_empty()).then_some(name)
 }
 
 /// The `iris-gateway` binary next to the running test or program, quoted for a command line.

@@ -203,7 +203,7 @@ async fn attach(
             tools: true,
             media: true,
             search: true,
-            push: None,
+            push: shared.config.push.caps(),
             pickers: true,
         },
         sync_cursor: device.confirmed_cursor,

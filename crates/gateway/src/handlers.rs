@@ -245,9 +245,9 @@ pub async fn handle(conn: &mut Conn, header: &Header, body: ClientFrame, origin:
             Ok(Reply::Direct(crate::commands::complete(entries, &req.prefix), Header::default()))
         }
         ClientFrame::FcmRegister(req) => fcm_register(&shared, &conn.device_id, header, req).await,
-        ClientFrame::MediaUploadStart(_) | ClientFrame::MediaUploadEnd(_) | ClientFrame::MediaPull(_) => {
-            Err(WireError::new(ErrorCode::Unsupported, "media transfer is not enabled on this gateway"))
-        }
+        ClientFrame::MediaUploadStart(req) => conn.media.start(&shared, header, req).await,
+        ClientFrame::MediaUploadEnd(req) => conn.media.end(&shared, &conn.device_id, req).await,
+        ClientFrame::MediaPull(req) => conn.media.pull(&shared, header, req).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(ErrorCode::Unsupported, format!("unknown frame type {frame_type:?}")))
@@ -275,9 +275,7 @@ async fn message_send(shared: &Arc<Shared>, device_id: &str, header: &Header, se
     if !shared.take_send(device_id) {
         return Err(WireError::new(ErrorCode::RateLimited, "too many messages; slow down"));
     }
-    if let Some(r) = send.media_refs.first() {
-        return Err(WireError::not_found(format!("media_ref {r:?} unknown")));
-    }
+    let attachments = crate::media::resolve_refs(shared, device_id, &send.media_refs).await?;
     let command = crate::commands::parse(&send.text);
     let is_agent_command = command.is_none() && is_agent_command(shared, &send.text);
     let thread = (send.auto_thread && lane.thread_id.is_none() && command.is_none() && !is_agent_command)
@@ -299,9 +297,11 @@ async fn message_send(shared: &Arc<Shared>, device_id: &str, header: &Header, se
         text: send.text.clone(),
         reply_to: send.reply_to,
         ts: now_ms(),
+        media: attachments.iter().map(crate::media::info).collect(),
         ..Message::default()
     };
     let message_id = message.message_id.clone();
+    let media_ids: Vec<String> = attachments.iter().map(|m| m.media_id.clone()).collect();
     let stored = to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
     let lane_header = lane.header();
     let tx_origin = origin.clone();
@@ -312,13 +312,17 @@ async fn message_send(shared: &Arc<Shared>, device_id: &str, header: &Header, se
                 create_channel_tx(tx, t, true, &Origin::none())?;
             }
             tx.upsert_message(&stored)?;
+            tx.attach_media(&stored.message_id, &media_ids)?;
             let frame = ServerFrame::Message(message);
             append_frame(tx, &lane_header, &frame, Some(&stored.message_id), &tx_origin)
         })
         .await?;
     let cmd = match command {
         Some((name, args)) => LaneCmd::Command(CommandJob { name, args, origin_conn: origin.conn, message_id }),
-        None => LaneCmd::Prompt(PromptJob { text: send.text, blocks: Vec::new(), origin_conn: origin.conn, message_id }),
+        None => {
+            let blocks = crate::media::agent::prompt_links(shared, &attachments);
+            LaneCmd::Prompt(PromptJob { text: send.text, blocks, origin_conn: origin.conn, message_id })
+        }
     };
     shared.agents.send(shared, &lane, cmd);
     Ok(Reply::ViaOutbox)
@@ -458,15 +462,19 @@ async fn message_delete(shared: &Shared, header: &Header, ids: Vec<String>, orig
     }
     let lane = resolve_lane(shared, header).await?;
     let origin = origin.clone();
-    shared
+    let unused = shared
         .store
         .write(move |tx| {
             tx.delete_messages(&ids)?;
+            let unused = tx.detach_media(&ids)?;
             // Idempotent: ids already gone are announced too, so every cache drops them.
             let frame = ServerFrame::MessageDeleted(MessageDeleted { message_ids: ids });
-            append_frame(tx, &lane.header(), &frame, None, &origin)
+            append_frame(tx, &lane.header(), &frame, None, &origin)?;
+            Ok(unused)
         })
         .await?;
+    // Files go before this request is done, so a device's next request sees them gone.
+    crate::media::remove_unused(shared, unused).await;
     Ok(Reply::ViaOutbox)
 }
 
@@ -597,15 +605,18 @@ async fn channel_delete(shared: &Shared, header: &Header, origin: &Origin) -> Re
         return Err(WireError::bad_request("the default chat cannot be deleted"));
     }
     let origin = origin.clone();
-    shared
+    let unused = shared
         .store
         .write(move |tx| {
             let deleted = tx.delete_channel(&chat_id)?;
+            let unused = tx.detach_media(&deleted.message_ids)?;
             let thread_ids = deleted.chat_ids.into_iter().filter(|c| c != &chat_id).collect();
             let frame = ServerFrame::ChannelDeleted(ChannelDeleted { chat_id: chat_id.clone(), thread_ids });
-            append_frame(tx, &Header::default(), &frame, None, &origin)
+            append_frame(tx, &Header::default(), &frame, None, &origin)?;
+            Ok(unused)
         })
         .await?;
+    crate::media::remove_unused(shared, unused).await;
     Ok(Reply::ViaOutbox)
 }
 

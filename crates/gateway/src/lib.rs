@@ -17,6 +17,7 @@ pub mod ids;
 pub mod media;
 pub mod metrics;
 pub mod pair;
+pub mod push;
 pub mod server;
 pub mod state;
 pub mod web;

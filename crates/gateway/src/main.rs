@@ -1,4 +1,5 @@
-//! The `iris-gateway` binary: `serve` runs the gateway; `demo-agent` is the built-in demo ACP agent.
+//! The `iris-gateway` binary: `serve` runs the gateway, `pair` shows how to connect a device,
+//! `devices` lists and revokes devices; `demo-agent` is the built-in demo ACP agent.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,6 +19,13 @@ struct Cli {
 enum Command {
     /// Run the gateway.
     Serve(ServeArgs),
+    /// Show a QR code and the URLs that pair a phone or a browser with this gateway.
+    Pair(ConfigArgs),
+    /// List or revoke paired devices.
+    Devices {
+        #[command(subcommand)]
+        command: DevicesCommand,
+    },
     /// Run the built-in demo ACP agent on stdin/stdout (a deterministic stand-in for a real agent).
     #[command(hide = true)]
     DemoAgent,
@@ -40,12 +48,67 @@ struct ServeArgs {
     /// Agent command line (`demo` for the built-in demo agent).
     #[arg(long, env = "IRIS_AGENT")]
     agent: Option<String>,
+    /// Base URL devices reach the gateway at, e.g. https://iris.example.com [default: from --listen].
+    #[arg(long, env = "IRIS_PUBLIC_URL")]
+    public_url: Option<String>,
+}
+
+/// The settings `pair` and `devices` read: where the data dir and token are, and the address.
+#[derive(clap::Args)]
+struct ConfigArgs {
+    /// Address the gateway listens on [default: 127.0.0.1:8765].
+    #[arg(long, env = "IRIS_LISTEN")]
+    listen: Option<String>,
+    /// The gateway's data directory [default: ~/.local/share/iris-gateway].
+    #[arg(long, env = "IRIS_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// The token, when it is configured rather than kept in the data dir.
+    #[arg(long, env = "IRIS_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// TOML config file; flags and IRIS_* variables override it.
+    #[arg(long, env = "IRIS_CONFIG")]
+    config: Option<PathBuf>,
+    /// Base URL devices reach the gateway at, e.g. https://iris.example.com [default: from --listen].
+    #[arg(long, env = "IRIS_PUBLIC_URL")]
+    public_url: Option<String>,
+}
+
+impl ConfigArgs {
+    fn resolve(self) -> Result<Config, ExitCode> {
+        let over = Overrides {
+            listen: self.listen,
+            data_dir: self.data_dir,
+            token: self.token,
+            config: self.config,
+            public_url: self.public_url,
+            ..Overrides::default()
+        };
+        Config::resolve(over).map_err(|e| {
+            eprintln!("iris-gateway: {e}");
+            ExitCode::from(2)
+        })
+    }
+}
+
+#[derive(Subcommand)]
+enum DevicesCommand {
+    /// List paired devices: name, last seen, push backends.
+    List(ConfigArgs),
+    /// Revoke a device: disconnect it, drop its push registration, refuse it from now on.
+    Revoke {
+        /// The device id (see `devices list`).
+        device_id: String,
+        #[command(flatten)]
+        args: ConfigArgs,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Pair(args) => pair(args),
+        Command::Devices { command } => devices(command),
         Command::DemoAgent => demo_agent(),
     }
 }
@@ -67,6 +130,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         token: args.token,
         agent: args.agent,
         config: args.config,
+        public_url: args.public_url,
     };
     let config = match Config::resolve(over) {
         Ok(c) => c,
@@ -90,6 +154,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         println!("Iris Gateway {} is running.", env!("CARGO_PKG_VERSION"));
         println!("  WebSocket: ws://{}/ws", gateway.addr);
         println!("  Health:    http://{}/healthz", gateway.addr);
+        println!("  Web:       http://{}/", gateway.addr);
         println!("  Data dir:  {}", data_dir.display());
         println!("  Agent:     {}", gateway.agent_label());
         match &gateway.token_source {
@@ -109,6 +174,111 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     })
+}
+
+fn pair(args: ConfigArgs) -> ExitCode {
+    let config = match args.resolve() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let token = match &config.token {
+        Some(t) => t.clone(),
+        None => match std::fs::create_dir_all(&config.data_dir)
+            .and_then(|()| iris_gateway::server::load_or_create_token(&config.data_dir))
+        {
+            Ok((t, _)) => t,
+            Err(e) => {
+                eprintln!("iris-gateway: data dir {}: {e}", config.data_dir.display());
+                return ExitCode::from(1);
+            }
+        },
+    };
+    print!("{}", iris_gateway::pair::Pairing::new(&config, &token).text());
+    ExitCode::SUCCESS
+}
+
+fn devices(command: DevicesCommand) -> ExitCode {
+    use iris_gateway::devices;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    match command {
+        DevicesCommand::List(args) => {
+            let config = match args.resolve() {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match rt.block_on(devices::list(&config.data_dir)) {
+                Ok(list) if list.is_empty() => println!("No devices have connected yet."),
+                Ok(list) => print!("{}", devices_table(&list)),
+                Err(e) => {
+                    eprintln!("iris-gateway: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        DevicesCommand::Revoke { device_id, args } => {
+            let config = match args.resolve() {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match rt.block_on(devices::revoke(&config.data_dir, &device_id)) {
+                Ok(r) => {
+                    let what = if r.existed { "Revoked" } else { "No such device; blocked the id" };
+                    let live = match (r.by_gateway, r.disconnected) {
+                        (true, true) => "; it was connected and has been disconnected",
+                        (true, false) => "; it was not connected",
+                        (false, _) => " (the gateway is not running; it refuses the device when it starts)",
+                    };
+                    println!("{what} {device_id}{live}.");
+                }
+                Err(e) => {
+                    eprintln!("iris-gateway: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn devices_table(list: &[iris_gateway::devices::DeviceSummary]) -> String {
+    let now = iris_gateway::ids::now_ms();
+    let rows: Vec<[String; 4]> = list
+        .iter()
+        .map(|d| {
+            let seen = match d.online {
+                Some(true) => "online now".to_owned(),
+                _ => ago(now - d.last_seen),
+            };
+            let push = if d.push.is_empty() { "-".to_owned() } else { d.push.join(", ") };
+            [d.device_id.clone(), d.name.clone(), seen, push]
+        })
+        .collect();
+    let header = ["DEVICE", "NAME", "LAST SEEN", "PUSH"];
+    let mut widths = header.map(str::len);
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in std::iter::once(header.map(str::to_owned)).chain(rows) {
+        let line: Vec<String> = r.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// "5 minutes ago" for a duration in milliseconds.
+fn ago(ms: i64) -> String {
+    let s = (ms / 1000).max(0);
+    let (n, unit) = match s {
+        0..=59 => return "just now".to_owned(),
+        60..=3599 => (s / 60, "minute"),
+        3600..=86_399 => (s / 3600, "hour"),
+        _ => (s / 86_400, "day"),
+    };
+    format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
 }
 
 async fn shutdown_signal() {

@@ -22,7 +22,10 @@
 //!   small pool of read-only connections on their own threads; the async API only
 //!   waits on channels.
 
+mod cron;
 mod error;
+mod media;
+mod push;
 mod queries;
 mod schema;
 mod search;
@@ -31,7 +34,10 @@ mod tx;
 mod types;
 mod writer;
 
+pub use cron::{CronJobRow, CronRunRecord, NewCronJob};
 pub use error::StoreError;
+pub use media::MediaRow;
+pub use push::{PushItem, PushPending};
 pub use store::Store;
 pub use tx::WriteTx;
 pub use types::{

@@ -105,6 +105,85 @@ CREATE TABLE lane_sessions (
     PRIMARY KEY (chat_id, thread_key)
 ) WITHOUT ROWID;
 "#,
+    // 2: media: content-addressed files (by sha256), their metadata, and which messages use them.
+    r#"
+CREATE TABLE media (
+    media_id   TEXT PRIMARY KEY,
+    sha256     TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    mime       TEXT NOT NULL,
+    size       INTEGER NOT NULL,
+    filename   TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    device_id  TEXT,
+    media_ref  TEXT
+);
+CREATE INDEX media_sha256 ON media(sha256);
+CREATE INDEX media_created ON media(created_at);
+CREATE UNIQUE INDEX media_upload_ref ON media(device_id, media_ref) WHERE media_ref IS NOT NULL;
+
+CREATE TABLE message_media (
+    message_id TEXT NOT NULL,
+    media_id   TEXT NOT NULL,
+    position   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (message_id, media_id)
+) WITHOUT ROWID;
+CREATE INDEX message_media_media ON message_media(media_id);
+"#,
+    // 3: scheduled prompts (cron jobs) and their run state; a job goes with its channel or thread.
+    r#"
+CREATE TABLE cron_jobs (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    chat_id     TEXT NOT NULL,
+    thread_id   TEXT,
+    name        TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    spec        TEXT NOT NULL,
+    prompt      TEXT NOT NULL,
+    paused      INTEGER NOT NULL DEFAULT 0,
+    created_at  INTEGER NOT NULL,
+    next_run    INTEGER,
+    last_run    INTEGER,
+    last_status TEXT,
+    run_count   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX cron_jobs_chat ON cron_jobs(chat_id);
+CREATE INDEX cron_jobs_thread ON cron_jobs(thread_id);
+CREATE TRIGGER cron_jobs_channel_delete AFTER DELETE ON channels BEGIN
+    DELETE FROM cron_jobs WHERE chat_id = old.chat_id OR thread_id = old.chat_id;
+END;
+"#,
+    // 4: push notifications: how far the push policy has read the outbox, the frames waiting to be
+    // pushed to each device, and each device's retry state. The scan position of an existing
+    // database starts at its outbox head, so an upgrade never pushes old frames.
+    r#"
+CREATE TABLE push_scan (
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    cursor INTEGER NOT NULL
+);
+INSERT INTO push_scan (id, cursor)
+    VALUES (1, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'outbox'), 0));
+
+CREATE TABLE push_queue (
+    device_id  TEXT NOT NULL REFERENCES devices(device_id) ON DELETE CASCADE,
+    cursor     INTEGER NOT NULL,
+    frame_type TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    chat_id    TEXT,
+    thread_id  TEXT,
+    message_id TEXT,
+    title      TEXT NOT NULL,
+    preview    TEXT NOT NULL,
+    queued_at  INTEGER NOT NULL,
+    PRIMARY KEY (device_id, cursor)
+) WITHOUT ROWID;
+
+CREATE TABLE push_retry (
+    device_id TEXT PRIMARY KEY REFERENCES devices(device_id) ON DELETE CASCADE,
+    attempts  INTEGER NOT NULL,
+    next_at   INTEGER NOT NULL
+) WITHOUT ROWID;
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.

@@ -133,7 +133,7 @@ impl Store {
 
     /// Runs `f` on a read-only connection of the pool. Each connection sees only
     /// committed data; wrap several queries in a transaction for one snapshot.
-    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,

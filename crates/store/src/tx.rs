@@ -286,8 +286,9 @@ impl<'a> WriteTx<'a> {
     }
 
     /// Hard-deletes a channel (or thread) with its threads, their messages, search rows,
-    /// read receipts, outbox rows and agent lane sessions. The current default channel
-    /// cannot be deleted. Append the deletion notice after this call.
+    /// read receipts, outbox rows, agent lane sessions and (by a schema trigger) scheduled
+    /// jobs. The current default channel cannot be deleted. Append the deletion notice after
+    /// this call.
     pub fn delete_channel(&mut self, id: &str) -> Result<DeletedChannel, StoreError> {
         let row = self.get_channel(id)?.ok_or(StoreError::NotFound)?;
         if row.is_default {

@@ -272,6 +272,15 @@ impl AgentHost {
         }
     }
 
+    /// Records that the agent completed a turn: the restart backoff starts over.
+    pub async fn mark_healthy(&self, generation: u64) {
+        let mut st = self.state.lock().await;
+        if st.current.as_ref().is_some_and(|c| c.generation == generation) {
+            st.failures = 0;
+            st.last_failure = None;
+        }
+    }
+
     /// Sends the events of a session to a lane.
     pub fn add_route(&self, session_id: &str, generation: u64, tx: mpsc::UnboundedSender<LaneEvent>) {
         self.routes.lock().expect("routes lock").insert(session_id.to_owned(), Route { generation, tx });

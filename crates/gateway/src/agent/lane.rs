@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use iris_acp::{AcpError, ContentBlock, PermissionResponder, RequestPermissionRequest, SessionModelState, SessionUpdate, StopReason};
 use iris_protocol::{
@@ -119,9 +119,6 @@ pub(super) struct LaneActor {
     pickers: HashMap<String, Pending>,
     closing: bool,
 }
-
-/// How long a cancelled turn may take to end before the agent is considered wedged.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 impl LaneActor {
     pub(super) fn new(shared: Arc<Shared>, agents: Arc<Agents>, lane: Lane, rx: mpsc::UnboundedReceiver<LaneCmd>) -> Self {
@@ -403,9 +400,15 @@ impl LaneActor {
         let mut stopping = Stopping::default();
         let mut turn_pickers: Vec<String> = Vec::new();
         let mut crashed: Option<String> = None;
+        let mut last_activity = Instant::now();
+        // Steering handed to the agent, and how many tool calls the turn had made by then.
+        let mut steered: Option<(String, usize)> = None;
         let result: Option<Result<iris_acp::PromptResponse, AcpError>> = loop {
             let flush_at = mapper.next_flush().map(TokioInstant::from_std);
-            let cancel_deadline = stopping.since.map(|t| TokioInstant::from_std(t + CANCEL_GRACE));
+            let cancel_deadline = stopping.since.map(|t| TokioInstant::from_std(t + self.agents.cancel_grace));
+            // Waiting for the user is not the agent hanging.
+            let idle_deadline = (stopping.since.is_none() && !self.pickers.values().any(|p| matches!(p, Pending::Approval { .. })))
+                .then(|| TokioInstant::from_std(last_activity + self.agents.turn_idle_timeout));
             let expiry = self.next_picker_deadline();
             tokio::select! {
                 res = &mut prompt => break Some(res),
@@ -416,9 +419,12 @@ impl LaneActor {
                         }
                     }
                     LaneEvent::Update(update) => {
-                        let outs = mapper.on_update(&update, Instant::now());
-                        self.emit(outs, &turn_id).await;
-                        crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
+                        last_activity = Instant::now();
+                        if steered.is_none() || !is_steer_ack(&update) {
+                            let outs = mapper.on_update(&update, Instant::now());
+                            self.emit(outs, &turn_id).await;
+                            crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
+                        }
                     }
                     LaneEvent::Permission(request, responder) => {
                         if stopping.since.is_some() {
@@ -445,8 +451,11 @@ impl LaneActor {
                         let _ = reply.send(true);
                     }
                     Some(LaneCmd::Steer(text, reply)) => {
-                        let result = self.steer(&instance, &session_id, text, job.origin_conn, &mut stopping, &turn_pickers);
-                        let _ = reply.send(result);
+                        let result = self.steer(&instance, &session_id, text, &mut stopping, &turn_pickers);
+                        if let Ok(Some(text)) = &result {
+                            steered = Some((text.clone(), mapper.tool_count()));
+                        }
+                        let _ = reply.send(result.map(|_| ()));
                     }
                     Some(LaneCmd::Prompt(p)) => self.queue.push_back(Job::Prompt(p)),
                     Some(LaneCmd::Command(c)) if c.name == "/stop" => {
@@ -470,6 +479,10 @@ impl LaneActor {
                         self.emit(vec![out], &turn_id).await;
                     }
                 }
+                _ = sleep_until(idle_deadline) => {
+                    tracing::warn!(lane = ?self.lane, "the agent sent nothing for too long; cancelling the turn");
+                    self.cancel_turn(&instance, &session_id, &mut stopping, &turn_pickers);
+                }
                 _ = sleep_until(cancel_deadline) => {
                     tracing::warn!(lane = ?self.lane, "the agent did not end a cancelled turn; restarting it");
                     self.host.kill(instance.generation).await;
@@ -490,9 +503,11 @@ impl LaneActor {
                         }
                     }
                     LaneEvent::Update(update) => {
-                        let outs = mapper.on_update(&update, Instant::now());
-                        self.emit(outs, &turn_id).await;
-                        crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
+                        if steered.is_none() || !is_steer_ack(&update) {
+                            let outs = mapper.on_update(&update, Instant::now());
+                            self.emit(outs, &turn_id).await;
+                            crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
+                        }
                     }
                     other => self.idle_event(other).await,
                 }
@@ -510,6 +525,7 @@ impl LaneActor {
         let mut notice = None;
         match result {
             Some(Ok(resp)) => {
+                self.host.mark_healthy(instance.generation).await;
                 ending.cancelled |= resp.stop_reason == StopReason::Cancelled;
                 ending.tokens = resp.usage.map(|u| instance.usage_delta(u.total_tokens)).filter(|t| *t > 0);
             }
@@ -537,6 +553,13 @@ impl LaneActor {
         }
         mapper.end_text();
         crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
+        // Hermes applies steering at the next tool boundary; a turn that ended without one never
+        // saw it, so it runs as the next turn.
+        if let Some((text, tools_then)) = steered {
+            if mapper.tool_count() == tools_then && !ending.failed {
+                self.queue.push_front(Job::Prompt(steer_job(text)));
+            }
+        }
         let outs = mapper.finish(&ending, Instant::now());
         self.emit(outs, &turn_id).await;
         self.shared.metrics.observe_turn(turn_started.elapsed());
@@ -561,15 +584,17 @@ impl LaneActor {
         }
     }
 
+    /// Redirects the running turn. With an agent that has its own `steer` command the text goes
+    /// to it (returned, so the turn can check the agent had a chance to apply it); otherwise the
+    /// turn is stopped and the text runs next.
     fn steer(
         &mut self,
         instance: &Instance,
         session_id: &str,
         text: String,
-        origin_conn: u64,
         stopping: &mut Stopping,
         turn_pickers: &[String],
-    ) -> Result<(), WireError> {
+    ) -> Result<Option<String>, WireError> {
         if text.trim().is_empty() {
             return Err(WireError::bad_request("steering text is empty"));
         }
@@ -577,19 +602,18 @@ impl LaneActor {
             // The agent steers its own running turn; the answer to this prompt comes at once.
             let client = instance.client.clone();
             let sid = session_id.to_owned();
+            let line = format!("/steer {text}");
             tokio::spawn(async move {
-                if let Err(e) = client.prompt(&sid, vec![ContentBlock::text(format!("/steer {text}"))]).await {
+                if let Err(e) = client.prompt(&sid, vec![ContentBlock::text(line)]).await {
                     tracing::warn!(error = %e, "steer prompt failed");
                 }
             });
-            return Ok(());
+            return Ok(Some(text));
         }
         self.cancel_turn(instance, session_id, stopping, turn_pickers);
         // No user message stands behind a steer, so nothing gets a read receipt.
-        let _ = origin_conn;
-        let job = PromptJob { text, blocks: Vec::new(), origin_conn: 0, message_id: String::new() };
-        self.queue.push_front(Job::Prompt(job));
-        Ok(())
+        self.queue.push_front(Job::Prompt(steer_job(text)));
+        Ok(None)
     }
 
     // ----- pickers --------------------------------------------------------------------------
@@ -903,6 +927,20 @@ impl LaneActor {
         if let Err(e) = result {
             tracing::warn!(error = %e, "rename failed");
         }
+    }
+}
+
+/// A turn for steering text: no stored user message stands behind it, so no read receipt.
+fn steer_job(text: String) -> PromptJob {
+    PromptJob { text, blocks: Vec::new(), origin_conn: 0, message_id: String::new() }
+}
+
+/// Hermes acknowledges `/steer` inside the running turn's text ("⏩ Steer queued for the active
+/// turn: …"); that note is not part of the answer.
+fn is_steer_ack(update: &SessionUpdate) -> bool {
+    match update {
+        SessionUpdate::AgentMessageChunk(c) => c.content.as_text().is_some_and(|t| t.trim_start().starts_with("⏩ Steer queued")),
+        _ => false,
     }
 }
 

@@ -162,6 +162,10 @@ pub struct BridgeConfig {
     pub update_interval: Duration,
     /// Pending approvals are cancelled after this long (before the agent's own timeout).
     pub picker_timeout: Duration,
+    /// A turn without agent output for this long is cancelled.
+    pub turn_idle_timeout: Duration,
+    /// A cancelled turn that has not ended after this long restarts the agent.
+    pub cancel_grace: Duration,
 }
 
 /// Every lane's actor and the agent they share.
@@ -178,6 +182,10 @@ pub struct Agents {
     pub update_interval: Duration,
     /// Approval expiry.
     pub picker_timeout: Duration,
+    /// Turn inactivity limit.
+    pub turn_idle_timeout: Duration,
+    /// Time a cancelled turn has to end.
+    pub cancel_grace: Duration,
 }
 
 impl Agents {
@@ -195,6 +203,8 @@ impl Agents {
             cwd_display: cfg.cwd_display,
             update_interval: cfg.update_interval,
             picker_timeout: cfg.picker_timeout,
+            turn_idle_timeout: cfg.turn_idle_timeout,
+            cancel_grace: cfg.cancel_grace,
         })
     }
 
@@ -206,7 +216,7 @@ impl Agents {
                 LaneCmd::Stop(reply) => drop(reply.send(false)),
                 LaneCmd::Steer(_, reply) => drop(reply.send(Err(WireError::not_found("no agent is configured")))),
                 LaneCmd::Picker { reply, .. } => drop(reply.send(Err(WireError::not_found("picker unknown or expired")))),
-                LaneCmd::Prompt(_) | LaneCmd::Command(_) | LaneCmd::Close => {}
+                LaneCmd::Prompt(_) | LaneCmd::Command(_) | LaneCmd::Cron(_) | LaneCmd::Close => {}
             }
             return;
         }

@@ -7,19 +7,24 @@
 //! - Tool calls become `tool.start` / `tool.progress` / `tool.end` with a per-turn `index`.
 //! - Thoughts become the final message's `reasoning` (when shown), a plan a checklist
 //!   `commentary`, usage the runtime's `context_pct`.
+//! - Files in the answer (ACP image/resource content, `MEDIA:<path>` lines) are collected for the
+//!   lane to store ([`TurnMapper::take_files`]); `MEDIA:` lines never show in the text, and the
+//!   stored files are listed in the final message's `media`.
 //! - [`TurnMapper::finish`] closes what is still open and produces the final `message.stop` (or a
 //!   `message` when nothing streamed) with the runtime footer.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use iris_acp::{ContentBlock, PlanEntryStatus, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate};
 use iris_protocol::{
-    AgentBusy, BusyReason, Commentary, Message, MessageStart, MessageStop, MessageUpdate, Role, Runtime, ServerFrame,
+    AgentBusy, BusyReason, Commentary, MediaInfo, Message, MessageStart, MessageStop, MessageUpdate, Role, Runtime, ServerFrame,
     ToolEnd, ToolProgress, ToolStart,
 };
 
 use super::tools;
 use crate::ids::{new_id, now_ms};
+use crate::media::agent::{self as media_agent, AgentFile};
 
 /// What the turn wants sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +90,11 @@ pub struct TurnMapper {
     context_pct: Option<u8>,
     cost: Option<f64>,
     plan_id: Option<String>,
+    /// Files seen in the answer, waiting for the lane to store them.
+    files: Vec<AgentFile>,
+    /// Stored files of the answer, and their content hashes.
+    media: Vec<MediaInfo>,
+    media_shas: HashSet<String>,
 }
 
 /// Keeps the end of a text: at most `max` characters, cut at a character boundary.
@@ -147,6 +157,43 @@ impl TurnMapper {
             context_pct: None,
             cost: None,
             plan_id: None,
+            files: Vec::new(),
+            media: Vec::new(),
+            media_shas: HashSet::new(),
+        }
+    }
+
+    /// Takes the files seen since the last call, for the lane to store.
+    pub fn take_files(&mut self) -> Vec<AgentFile> {
+        std::mem::take(&mut self.files)
+    }
+
+    /// Whether content with this hash is already part of the answer.
+    pub fn has_media(&self, sha256: &str) -> bool {
+        self.media_shas.contains(sha256)
+    }
+
+    /// Lists a stored file in the answer's `media`.
+    pub fn add_media(&mut self, media: MediaInfo, sha256: String) {
+        self.media_shas.insert(sha256);
+        self.media.push(media);
+    }
+
+    /// The turn's text is complete: its `MEDIA:` lines become files to store.
+    pub fn end_text(&mut self) {
+        let (_, paths) = media_agent::split_media_lines(&self.text);
+        self.files.extend(paths.into_iter().map(AgentFile::Path));
+    }
+
+    /// Files in a tool's result: images and embedded resources. Links are left out: tools link
+    /// the files they merely read.
+    fn files_in(&mut self, content: &[ToolCallContent]) {
+        for c in content {
+            if let ToolCallContent::Content(chunk) = c {
+                if !matches!(chunk.content, ContentBlock::ResourceLink(_)) {
+                    self.files.extend(media_agent::from_block(&chunk.content));
+                }
+            }
         }
     }
 
@@ -158,6 +205,11 @@ impl TurnMapper {
     /// Text of the bubble so far (after the last tool).
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Tool calls the turn has started.
+    pub fn tool_count(&self) -> usize {
+        self.tools.len()
     }
 
     /// Whether a tool call is running.
@@ -175,6 +227,7 @@ impl TurnMapper {
         let mut out = Vec::new();
         match update {
             SessionUpdate::AgentMessageChunk(chunk) => {
+                self.files.extend(media_agent::from_block(&chunk.content));
                 if let ContentBlock::Text(t) = &chunk.content {
                     if !self.bubble_started {
                         self.bubble_started = true;
@@ -205,6 +258,7 @@ impl TurnMapper {
                     return self.on_tool_update(&update, now);
                 }
                 self.commentary_before_tool(&mut out);
+                self.files_in(&call.content);
                 let was_idle = !self.tool_open();
                 let (name, detail) = tools::split_title(&call.title);
                 let index = self.tools.len() as u32;
@@ -262,10 +316,9 @@ impl TurnMapper {
         if self.text.trim().is_empty() {
             return;
         }
-        out.push(Out::Durable(ServerFrame::Commentary(Commentary {
-            message_id: new_id("m_"),
-            text: std::mem::take(&mut self.text),
-        })));
+        let (text, paths) = media_agent::split_media_lines(&std::mem::take(&mut self.text));
+        self.files.extend(paths.into_iter().map(AgentFile::Path));
+        out.push(Out::Durable(ServerFrame::Commentary(Commentary { message_id: new_id("m_"), text })));
         if self.bubble_started {
             out.push(self.update_frame());
         }
@@ -278,6 +331,10 @@ impl TurnMapper {
         if !tool.open {
             return out;
         }
+        if let Some(content) = &update.content {
+            self.files_in(content);
+        }
+        let Some(tool) = self.tools.iter_mut().find(|t| t.id == update.tool_call_id) else { return out };
         let output = update.content.as_deref().and_then(content_text).or_else(|| {
             update.raw_output.as_ref().map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))
         });
@@ -306,7 +363,10 @@ impl TurnMapper {
 
     fn update_frame(&self) -> Out {
         Out::Ephemeral(
-            ServerFrame::MessageUpdate(MessageUpdate { message_id: self.cfg.message_id.clone(), text: self.text.clone() }),
+            ServerFrame::MessageUpdate(MessageUpdate {
+                message_id: self.cfg.message_id.clone(),
+                text: media_agent::display_text(&self.text),
+            }),
             format!("mu:{}", self.cfg.message_id),
         )
     }
@@ -351,14 +411,16 @@ impl TurnMapper {
             latency: Some(round_secs(now.duration_since(self.started_at))),
             cost: self.cost,
         };
-        if !self.bubble_started && self.text.is_empty() && reasoning.is_none() {
+        if !self.bubble_started && self.text.is_empty() && reasoning.is_none() && self.media.is_empty() {
             return out;
         }
+        let text = media_agent::split_media_lines(&self.text).0;
         let message = Message {
             message_id: self.cfg.message_id.clone(),
             role: self.cfg.role,
-            text: self.text.clone(),
+            text: text.clone(),
             reasoning: reasoning.clone(),
+            media: self.media.clone(),
             model: model.clone(),
             tokens: ending.tokens,
             ts: now_ms(),
@@ -368,12 +430,12 @@ impl TurnMapper {
         let frame = if self.bubble_started {
             ServerFrame::MessageStop(MessageStop {
                 message_id: self.cfg.message_id.clone(),
-                final_text: self.text,
+                final_text: text,
                 reasoning,
                 model,
                 tokens: ending.tokens,
                 runtime: Some(runtime),
-                media: Vec::new(),
+                media: self.media,
             })
         } else {
             ServerFrame::Message(message.clone())
@@ -521,6 +583,31 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(m.finish(&Ending::default(), Instant::now()).is_empty());
+    }
+
+    #[test]
+    fn media_lines_leave_the_text_and_images_become_files() {
+        let mut m = mapper();
+        let t0 = Instant::now();
+        let first = m.on_update(&chunk("Here it is.\nMEDIA:/tmp/a.txt"), t0);
+        match &first[1] {
+            Out::Ephemeral(ServerFrame::MessageUpdate(u), _) => assert_eq!(u.text, "Here it is."),
+            other => panic!("{other:?}"),
+        }
+        m.on_update(&update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "aGk=", "mimeType": "image/png"}})), t0);
+        assert!(matches!(m.take_files().as_slice(), [AgentFile::Data { .. }]));
+        m.end_text();
+        assert_eq!(m.take_files(), [AgentFile::Path("/tmp/a.txt".into())]);
+        m.add_media(MediaInfo { media_id: "md_1".into(), kind: "file".into(), mime: "text/plain".into(), size: 2, filename: "a.txt".into() }, "ab".into());
+        assert!(m.has_media("ab"));
+        match m.finish(&Ending::default(), t0).pop() {
+            Some(Out::Final(ServerFrame::MessageStop(s), msg)) => {
+                assert_eq!(s.final_text, "Here it is.");
+                assert_eq!(s.media.len(), 1);
+                assert_eq!(msg.media, s.media);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -1,0 +1,275 @@
+//! Device management: listing and revoking paired devices, from the command line.
+//!
+//! A revoked device is removed from the store together with its push registration, and its id
+//! is remembered (`meta` key `revoked_device:<id>`): a later `hello` with that id is refused
+//! with `error auth` and close code 4401, so an honest client does not silently re-register.
+//!
+//! The command line works whether or not the gateway runs. A running gateway listens on a Unix
+//! socket in its data dir (`admin.sock`, mode 0600, so only the user running the gateway can use
+//! it; it is never reachable over the network or through a reverse proxy). The CLI asks it first:
+//! the gateway then revokes in its own store and disconnects the device at once. When nobody
+//! answers on the socket, the CLI opens the store itself. The protocol on the socket is one JSON
+//! line each way.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use iris_store::{DeviceRow, Store, StoreConfig, StoreError, WriteTx};
+
+use crate::hub::CloseReason;
+use crate::state::Shared;
+
+/// The `meta` key prefix of revoked device ids.
+const REVOKED_PREFIX: &str = "revoked_device:";
+
+/// The admin socket's file name in the data dir.
+pub const ADMIN_SOCKET: &str = "admin.sock";
+
+/// A device as `devices list` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSummary {
+    /// The device's id.
+    pub device_id: String,
+    /// Its display name.
+    pub name: String,
+    /// When it last connected or disconnected, unix milliseconds.
+    pub last_seen: i64,
+    /// Push backends it is registered with (`fcm`, `ntfy`).
+    pub push: Vec<String>,
+    /// Whether it is connected now (only known when the gateway runs).
+    pub online: Option<bool>,
+}
+
+impl DeviceSummary {
+    fn from_row(row: &DeviceRow, online: Option<bool>) -> Self {
+        let mut push = Vec::new();
+        if row.fcm_token.as_deref().is_some_and(|t| !t.is_empty()) {
+            push.push("fcm".to_owned());
+        }
+        if row.ntfy_topic.as_deref().is_some_and(|t| !t.is_empty()) {
+            push.push("ntfy".to_owned());
+        }
+        DeviceSummary { device_id: row.device_id.clone(), name: row.name.clone(), last_seen: row.last_seen, push, online }
+    }
+}
+
+/// What a revocation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revoked {
+    /// The device was registered (false: only its id was blocked).
+    pub existed: bool,
+    /// A live connection of it was closed.
+    pub disconnected: bool,
+    /// Whether a running gateway did it (false: the store was changed directly).
+    pub by_gateway: bool,
+}
+
+/// Errors of the device commands.
+#[derive(Debug, thiserror::Error)]
+pub enum DevicesError {
+    /// The store failed.
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    /// The running gateway answered something unexpected.
+    #[error("the running gateway answered: {0}")]
+    Admin(String),
+    /// The data dir holds no database: the gateway never ran there.
+    #[error("no gateway data in {0} (start the gateway once, or pass --data-dir)")]
+    NoData(PathBuf),
+    /// Talking to the running gateway failed midway.
+    #[error("admin socket: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Whether this device id has been revoked.
+pub async fn is_revoked(store: &Store, device_id: &str) -> Result<bool, StoreError> {
+    Ok(store.get_meta(&format!("{REVOKED_PREFIX}{device_id}")).await?.is_some())
+}
+
+/// Revokes a device inside a write transaction: removes its row (and with it the push
+/// registration) and remembers the id. Returns whether the device was registered.
+pub fn revoke_in(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool, StoreError> {
+    let existed = tx.delete_device(device_id)?;
+    tx.set_meta(&format!("{REVOKED_PREFIX}{device_id}"), &now.to_string())?;
+    Ok(existed)
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum AdminRequest {
+    List,
+    Revoke { device_id: String },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct AdminResponse {
+    ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    devices: Option<Vec<DeviceSummary>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    revoked: Option<Revoked>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// Serves the admin socket until the gateway shuts down. A socket file left by a gateway that
+/// died is replaced; failing to bind only disables the fast path of the CLI.
+pub fn spawn_admin(shared: Arc<Shared>) {
+    let path = shared.config.data_dir.join(ADMIN_SOCKET);
+    let listener = match bind_admin(&path) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(error = %e, path = %path.display(), "admin socket unavailable; `devices revoke` will not disconnect live devices");
+            return;
+        }
+    };
+    tokio::spawn(async move {
+        loop {
+            let stream = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((s, _)) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "admin socket accept failed");
+                        continue;
+                    }
+                },
+                _ = shared.shutdown.cancelled() => break,
+            };
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                if let Err(e) = admin_session(&shared, stream).await {
+                    tracing::debug!(error = %e, "admin session failed");
+                }
+            });
+        }
+        let _ = std::fs::remove_file(&path);
+    });
+}
+
+fn bind_admin(path: &Path) -> std::io::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    // One short request per connection; a bounded read keeps a stray client from holding memory.
+    let n = tokio::time::timeout(std::time::Duration::from_secs(5), BufReader::new(read.take_limited()).read_line(&mut line))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no request"))??;
+    let response = match (n, serde_json::from_str::<AdminRequest>(line.trim())) {
+        (0, _) => return Ok(()),
+        (_, Err(e)) => AdminResponse { ok: false, devices: None, revoked: None, error: Some(format!("bad request: {e}")) },
+        (_, Ok(AdminRequest::List)) => match shared.store.list_devices().await {
+            Ok(rows) => {
+                let devices = rows.iter().map(|r| DeviceSummary::from_row(r, Some(shared.hub.is_online(&r.device_id)))).collect();
+                AdminResponse { ok: true, devices: Some(devices), revoked: None, error: None }
+            }
+            Err(e) => AdminResponse { ok: false, devices: None, revoked: None, error: Some(e.to_string()) },
+        },
+        (_, Ok(AdminRequest::Revoke { device_id })) => match revoke_live(shared, &device_id).await {
+            Ok(r) => AdminResponse { ok: true, devices: None, revoked: Some(r), error: None },
+            Err(e) => AdminResponse { ok: false, devices: None, revoked: None, error: Some(e.to_string()) },
+        },
+    };
+    let mut out = serde_json::to_string(&response).unwrap_or_else(|_| "{\"ok\":false}".into());
+    out.push('\n');
+    write.write_all(out.as_bytes()).await?;
+    write.shutdown().await
+}
+
+trait TakeLimited: tokio::io::AsyncRead + Sized {
+    fn take_limited(self) -> tokio::io::Take<Self> {
+        tokio::io::AsyncReadExt::take(self, 64 * 1024)
+    }
+}
+impl<T: tokio::io::AsyncRead> TakeLimited for T {}
+
+/// Revokes a device in a running gateway: the store first (so a reconnect is refused), then
+/// its live connection is closed.
+pub async fn revoke_live(shared: &Shared, device_id: &str) -> Result<Revoked, StoreError> {
+    let id = device_id.to_owned();
+    let now = crate::ids::now_ms();
+    let existed = shared.store.write(move |tx| revoke_in(tx, &id, now)).await?;
+    let disconnected = shared.hub.kick(device_id, CloseReason::GoingAway);
+    tracing::info!(device_id = %device_id, existed, disconnected, "device revoked");
+    Ok(Revoked { existed, disconnected, by_gateway: true })
+}
+
+/// Asks a running gateway; `Ok(None)` when none answers on the data dir's admin socket.
+async fn ask_gateway(data_dir: &Path, request: &AdminRequest) -> Result<Option<AdminResponse>, DevicesError> {
+    let path = data_dir.join(ADMIN_SOCKET);
+    let stream = match UnixStream::connect(&path).await {
+        Ok(s) => s,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let (read, mut write) = stream.into_split();
+    let mut line = serde_json::to_string(request).map_err(|e| DevicesError::Admin(e.to_string()))?;
+    line.push('\n');
+    write.write_all(line.as_bytes()).await?;
+    let mut answer = String::new();
+    BufReader::new(read.take_limited()).read_line(&mut answer).await?;
+    let response: AdminResponse =
+        serde_json::from_str(answer.trim()).map_err(|e| DevicesError::Admin(format!("{e}: {answer:?}")))?;
+    if !response.ok {
+        return Err(DevicesError::Admin(response.error.unwrap_or_default()));
+    }
+    Ok(Some(response))
+}
+
+fn open_store(data_dir: &Path) -> Result<Store, DevicesError> {
+    let path: PathBuf = data_dir.join("iris.db");
+    if !path.exists() {
+        return Err(DevicesError::NoData(data_dir.to_path_buf()));
+    }
+    Ok(Store::open(StoreConfig { path, group_commit: false, readers: 1 }, Arc::new(|_| {}))?)
+}
+
+/// Every registered device, from the running gateway (with `online`) or from the store.
+pub async fn list(data_dir: &Path) -> Result<Vec<DeviceSummary>, DevicesError> {
+    if let Some(r) = ask_gateway(data_dir, &AdminRequest::List).await? {
+        return Ok(r.devices.unwrap_or_default());
+    }
+    let store = match open_store(data_dir) {
+        Ok(s) => s,
+        Err(DevicesError::NoData(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let rows = store.list_devices().await;
+    store.close();
+    Ok(rows?.iter().map(|r| DeviceSummary::from_row(r, None)).collect())
+}
+
+/// Revokes a device through the running gateway, or in the store when none runs.
+pub async fn revoke(data_dir: &Path, device_id: &str) -> Result<Revoked, DevicesError> {
+    let request = AdminRequest::Revoke { device_id: device_id.to_owned() };
+    if let Some(r) = ask_gateway(data_dir, &request).await? {
+        return r.revoked.ok_or_else(|| DevicesError::Admin("no revocation in the answer".into()));
+    }
+    let store = open_store(data_dir)?;
+    let id = device_id.to_owned();
+    let now = crate::ids::now_ms();
+    let existed = store.write(move |tx| revoke_in(tx, &id, now)).await;
+    store.close();
+    Ok(Revoked { existed: existed?, disconnected: false, by_gateway: false })
+}

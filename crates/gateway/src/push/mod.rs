@@ -1,0 +1,359 @@
+//! Push notifications to devices without a live connection: FCM HTTP v1 and ntfy.
+//!
+//! # How a frame becomes a push
+//!
+//! Live delivery never waits for push. The store's commit hook only pokes a [`PushWaker`] (a
+//! `Notify`, after the hub has been fed) when a committed frame is of a type that may want the
+//! user's attention. The push worker ([`worker`]) then, on its own task:
+//!
+//! 1. **scans** the outbox from its persisted scan position with [`iris_store::Store::replay`],
+//!    asks the [`policy`] which frames want attention (a final assistant message, a cron result,
+//!    an approval / clarify / choice picker, a `notification`), and queues each such frame for
+//!    every device that has a push registration, has no live connection at that moment and has
+//!    not confirmed receiving the frame. The queued rows and the new scan position are written
+//!    in one store job, so a frame is queued exactly once, also across crashes (frames committed
+//!    but not yet scanned are scanned after the restart);
+//! 2. **coalesces**: a device is due once its oldest queued frame has waited the coalescing
+//!    window; everything queued for it by then becomes one push that carries the highest cursor;
+//! 3. **sends** through the device's backend, recording the attempt first (see below), and on
+//!    success removes the pushed rows and raises the device's `last_pushed_cursor` in one job.
+//!
+//! # Crash semantics: record, then send, idempotently
+//!
+//! Before each HTTP request the attempt is recorded durably (attempt count and the earliest time
+//! of the next attempt). A crash before the request leaves the rows queued: they are pushed after
+//! the restart. A crash after the backend accepted the push but before the success was recorded
+//! makes the restarted gateway send the same push again; that resend is idempotent on the device:
+//! every push of a lane carries the same FCM `collapse_key` and Android notification `tag`, and
+//! the same ntfy sequence id, so the phone replaces the notification it shows instead of adding a
+//! second one, and the `cursor` in the push lets the app drop a push it has already handled. So a
+//! frame wakes the user exactly once; at the transport level delivery is at least once.
+//!
+//! # Failures
+//!
+//! 429, 5xx, network errors and token-endpoint failures are retried with exponential backoff
+//! (honouring `Retry-After`), up to `max_attempts`; then the queued frames are dropped (the app
+//! still gets them by `sync`). A token FCM reports as unregistered (404 `UNREGISTERED`, or 400
+//! `INVALID_ARGUMENT` about the token) is removed from the device, and the push falls back to its
+//! ntfy topic when it has one. Other 4xx answers drop the push. A dead backend only delays pushes:
+//! every request has a timeout, and sends to different devices run concurrently.
+
+pub mod fcm;
+pub mod ntfy;
+pub mod policy;
+mod worker;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_store::Committed;
+use serde::Deserialize;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ConfigError;
+use crate::state::Shared;
+
+/// Google's OAuth2 token endpoint.
+pub const GOOGLE_TOKEN_URL: &str = "https://oauth2.googleapis.com/token";
+/// The FCM HTTP v1 API.
+pub const FCM_BASE_URL: &str = "https://fcm.googleapis.com";
+/// The public ntfy server.
+pub const NTFY_SERVER: &str = "https://ntfy.sh";
+
+/// `[push]` in the config file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushFileConfig {
+    /// Put a short excerpt of the content into the push (default true). Off, pushes say only
+    /// what happened ("Hermes replied in Reports").
+    pub previews: Option<bool>,
+    /// Frames for one device within this many milliseconds become one push (default 2000).
+    pub coalesce_ms: Option<u64>,
+    /// First retry delay in milliseconds, doubled per attempt (default 1000).
+    pub retry_initial_ms: Option<u64>,
+    /// Longest retry delay in seconds (default 600).
+    pub retry_max_secs: Option<u64>,
+    /// Attempts before a push is given up (default 12).
+    pub max_attempts: Option<u32>,
+    /// `[push.fcm]`: Firebase Cloud Messaging (HTTP v1).
+    pub fcm: Option<FcmFileConfig>,
+    /// `[push.ntfy]`: an ntfy server.
+    pub ntfy: Option<NtfyFileConfig>,
+}
+
+/// `[push.fcm]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FcmFileConfig {
+    /// Path of the Google service-account JSON key file.
+    pub service_account: PathBuf,
+    /// Firebase project id (default: the service account's `project_id`).
+    pub project_id: Option<String>,
+    /// OAuth2 token endpoint (default: the service account's `token_uri`, else Google's).
+    pub token_url: Option<String>,
+    /// Base URL of the FCM API (default `https://fcm.googleapis.com`).
+    pub base_url: Option<String>,
+}
+
+/// `[push.ntfy]`.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NtfyFileConfig {
+    /// Server URL (default `https://ntfy.sh`).
+    pub server: Option<String>,
+    /// Access token sent as `Authorization: Bearer …`, for protected topics.
+    pub token: Option<String>,
+}
+
+impl fmt::Debug for NtfyFileConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NtfyFileConfig")
+            .field("server", &self.server)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// Push settings, resolved.
+#[derive(Debug, Clone)]
+pub struct PushConfig {
+    /// Content excerpts in pushes.
+    pub previews: bool,
+    /// The coalescing window.
+    pub coalesce: Duration,
+    /// First retry delay.
+    pub retry_initial: Duration,
+    /// Longest retry delay.
+    pub retry_max: Duration,
+    /// Attempts before a push is given up.
+    pub max_attempts: u32,
+    /// FCM, when configured.
+    pub fcm: Option<FcmConfig>,
+    /// ntfy, when configured.
+    pub ntfy: Option<NtfyConfig>,
+}
+
+impl Default for PushConfig {
+    fn default() -> Self {
+        PushConfig {
+            previews: true,
+            coalesce: Duration::from_millis(2000),
+            retry_initial: Duration::from_millis(1000),
+            retry_max: Duration::from_secs(600),
+            max_attempts: 12,
+            fcm: None,
+            ntfy: None,
+        }
+    }
+}
+
+/// FCM settings, resolved.
+#[derive(Debug, Clone)]
+pub struct FcmConfig {
+    /// Path of the service-account JSON.
+    pub service_account: PathBuf,
+    /// Project id; `None` takes the service account's.
+    pub project_id: Option<String>,
+    /// Token endpoint; `None` takes the service account's `token_uri`, else Google's.
+    pub token_url: Option<String>,
+    /// Base URL of the FCM API.
+    pub base_url: String,
+}
+
+/// ntfy settings, resolved.
+#[derive(Clone)]
+pub struct NtfyConfig {
+    /// Server URL.
+    pub server: String,
+    /// Access token.
+    pub token: Option<String>,
+}
+
+impl fmt::Debug for NtfyConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NtfyConfig")
+            .field("server", &self.server)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl PushConfig {
+    /// Resolves `[push]` of the config file.
+    pub fn resolve(file: PushFileConfig) -> Result<PushConfig, ConfigError> {
+        let d = PushConfig::default();
+        let url = |key: &'static str, value: String| -> Result<String, ConfigError> {
+            match reqwest::Url::parse(&value) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(value.trim_end_matches('/').to_owned()),
+                _ => Err(ConfigError::Invalid { key, message: format!("{value:?} is not an http(s) URL") }),
+            }
+        };
+        let fcm = match file.fcm {
+            Some(f) => Some(FcmConfig {
+                service_account: f.service_account,
+                project_id: f.project_id.filter(|p| !p.trim().is_empty()),
+                token_url: f.token_url.map(|u| url("push.fcm.token_url", u)).transpose()?,
+                base_url: url("push.fcm.base_url", f.base_url.unwrap_or_else(|| FCM_BASE_URL.into()))?,
+            }),
+            None => None,
+        };
+        let ntfy = match file.ntfy {
+            Some(n) => Some(NtfyConfig {
+                server: url("push.ntfy.server", n.server.unwrap_or_else(|| NTFY_SERVER.into()))?,
+                token: n.token.filter(|t| !t.trim().is_empty()),
+            }),
+            None => None,
+        };
+        let max_attempts = file.max_attempts.unwrap_or(d.max_attempts);
+        if max_attempts == 0 {
+            return Err(ConfigError::Invalid { key: "push.max_attempts", message: "must be at least 1".into() });
+        }
+        Ok(PushConfig {
+            previews: file.previews.unwrap_or(d.previews),
+            coalesce: file.coalesce_ms.map(Duration::from_millis).unwrap_or(d.coalesce),
+            retry_initial: file.retry_initial_ms.map(Duration::from_millis).unwrap_or(d.retry_initial).max(Duration::from_millis(10)),
+            retry_max: file.retry_max_secs.map(Duration::from_secs).unwrap_or(d.retry_max).max(Duration::from_secs(1)),
+            max_attempts,
+            fcm,
+            ntfy,
+        })
+    }
+
+    /// What `hello.ack` announces as `server_caps.push`: the configured backends (`fcm`, `ntfy`
+    /// or `fcm,ntfy`), `None` when push is off.
+    pub fn caps(&self) -> Option<String> {
+        match (self.fcm.is_some(), self.ntfy.is_some()) {
+            (true, true) => Some("fcm,ntfy".into()),
+            (true, false) => Some("fcm".into()),
+            (false, true) => Some("ntfy".into()),
+            (false, false) => None,
+        }
+    }
+}
+
+/// Why push could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    /// The service-account file cannot be read.
+    #[error("cannot read the FCM service account {path}: {source}")]
+    ReadServiceAccount {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The service-account file is not what Google issues.
+    #[error("invalid FCM service account {path}: {message}")]
+    InvalidServiceAccount {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The HTTP client cannot be built.
+    #[error("cannot set up the HTTP client: {0}")]
+    Http(String),
+}
+
+/// The configured backends and settings; cheap to share.
+pub(crate) struct Backends {
+    pub(crate) config: PushConfig,
+    pub(crate) fcm: Option<fcm::Fcm>,
+    pub(crate) ntfy: Option<ntfy::Ntfy>,
+}
+
+/// The push service of one gateway: its backends and its wake-up signal. Built before the store
+/// opens, so that the commit hook can hold a [`PushWaker`].
+pub struct Push {
+    backends: Arc<Backends>,
+    wake: Arc<Notify>,
+}
+
+impl Push {
+    /// Loads the backends (reads the FCM service account).
+    pub fn new(config: &PushConfig) -> Result<Push, PushError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(30))
+            .user_agent(concat!("iris-gateway/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| PushError::Http(e.to_string()))?;
+        let fcm = config.fcm.as_ref().map(|c| fcm::Fcm::load(c, http.clone())).transpose()?;
+        let ntfy = config.ntfy.as_ref().map(|c| ntfy::Ntfy::new(c, http.clone()));
+        Ok(Push { backends: Arc::new(Backends { config: config.clone(), fcm, ntfy }), wake: Arc::new(Notify::new()) })
+    }
+
+    /// The handle the commit hook pokes.
+    pub fn waker(&self) -> PushWaker {
+        PushWaker { wake: self.wake.clone() }
+    }
+
+    /// Starts the push worker. It runs until [`PushWorker::stop`].
+    pub fn spawn(&self, shared: Arc<Shared>) -> PushWorker {
+        let stop = CancellationToken::new();
+        let worker = worker::Worker::new(shared, self.backends.clone(), self.wake.clone(), stop.clone());
+        PushWorker { stop, task: tokio::spawn(worker.run()) }
+    }
+}
+
+/// Wakes the push worker after a commit; called on the store's writer thread, so it only
+/// looks at frame types and signals.
+#[derive(Clone)]
+pub struct PushWaker {
+    wake: Arc<Notify>,
+}
+
+impl PushWaker {
+    /// Wakes the worker if any of the committed frames may want a push.
+    pub fn on_commit(&self, frames: &[Committed]) {
+        if frames.iter().any(|f| policy::may_want_attention(&f.frame_type)) {
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// The running push worker.
+pub struct PushWorker {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl PushWorker {
+    /// Stops the worker. A request in flight is abandoned: its attempt is recorded, so the push is
+    /// sent again (idempotently) after the restart.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        if tokio::time::timeout(Duration::from_secs(5), self.task).await.is_err() {
+            tracing::warn!("push worker did not stop in time");
+        }
+    }
+}
+
+/// What a backend answered to one push.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Accepted.
+    Delivered,
+    /// Try again later, not before `after` when the backend said so.
+    Retry {
+        /// The backend's `Retry-After`.
+        after: Option<Duration>,
+        /// For the log (never contains tokens or content).
+        reason: String,
+    },
+    /// The device's registration is no longer valid and must be removed.
+    Unregistered,
+    /// Refused for good; retrying would not help.
+    Rejected(String),
+}
+
+/// Parses a `Retry-After` header given in seconds (the HTTP-date form is not used by these
+/// backends).
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+}

@@ -1,0 +1,228 @@
+//! The durable push queue: how far the push policy has read the outbox, which frames wait to be
+//! pushed to which device, and each device's retry state.
+//!
+//! The store knows nothing about push backends or which frames deserve a push: the gateway reads
+//! the outbox from [`WriteTx::push_scan_position`], queues the frames it picked together with
+//! the new scan position in one job (so a frame is queued exactly once, even across crashes),
+//! and removes them again with [`WriteTx::finish_push`] in the same job that raises the device's
+//! `last_pushed_cursor`. Queue and retry rows go with their device when it is deleted.
+
+use rusqlite::{Connection, OptionalExtension, Row};
+
+use crate::queries::{to_i64, to_u64};
+use crate::{Store, StoreError, WriteTx};
+
+/// One frame waiting to be pushed to one device. `title` and `preview` are opaque text
+/// written by the gateway.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushItem {
+    /// The device to wake.
+    pub device_id: String,
+    /// The frame's outbox cursor.
+    pub cursor: u64,
+    /// The frame's wire type (`message.stop`, `picker.approval`, …).
+    pub frame_type: String,
+    /// What the frame means for the user, opaque to the store (`reply`, `approval`, …).
+    pub kind: String,
+    /// The frame's chat.
+    pub chat_id: Option<String>,
+    /// The frame's thread.
+    pub thread_id: Option<String>,
+    /// The frame's message.
+    pub message_id: Option<String>,
+    /// What happened, e.g. "Hermes replied in Reports".
+    pub title: String,
+    /// A short excerpt of the content (empty when there is none).
+    pub preview: String,
+    /// When it was queued, unix ms.
+    pub queued_at: i64,
+}
+
+/// A device with queued frames: what the sender needs to decide when to push.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushPending {
+    /// The device.
+    pub device_id: String,
+    /// When its oldest waiting frame was queued, unix ms.
+    pub first_queued_at: i64,
+    /// Its highest waiting cursor.
+    pub last_cursor: u64,
+    /// Push attempts made for what is waiting (0 = none yet).
+    pub attempts: u32,
+    /// Not before this time, unix ms, when an attempt was made.
+    pub next_attempt_at: Option<i64>,
+}
+
+const ITEM_COLUMNS: &str =
+    "device_id, cursor, frame_type, kind, chat_id, thread_id, message_id, title, preview, queued_at";
+
+fn item_from_row(r: &Row<'_>) -> rusqlite::Result<PushItem> {
+    Ok(PushItem {
+        device_id: r.get(0)?,
+        cursor: to_u64(r.get(1)?),
+        frame_type: r.get(2)?,
+        kind: r.get(3)?,
+        chat_id: r.get(4)?,
+        thread_id: r.get(5)?,
+        message_id: r.get(6)?,
+        title: r.get(7)?,
+        preview: r.get(8)?,
+        queued_at: r.get(9)?,
+    })
+}
+
+fn scan_position(conn: &Connection) -> Result<u64, StoreError> {
+    let cursor: Option<i64> = conn
+        .prepare_cached("SELECT cursor FROM push_scan WHERE id = 1")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok(cursor.map(to_u64).unwrap_or(0))
+}
+
+fn pending(conn: &Connection) -> Result<Vec<PushPending>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT q.device_id, min(q.queued_at), max(q.cursor), r.attempts, r.next_at \
+         FROM push_queue q LEFT JOIN push_retry r ON r.device_id = q.device_id \
+         GROUP BY q.device_id ORDER BY min(q.queued_at)",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(PushPending {
+            device_id: r.get(0)?,
+            first_queued_at: r.get(1)?,
+            last_cursor: to_u64(r.get(2)?),
+            attempts: r.get::<_, Option<u32>>(3)?.unwrap_or(0),
+            next_attempt_at: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn items(conn: &Connection, device_id: &str) -> Result<Vec<PushItem>, StoreError> {
+    let sql = format!("SELECT {ITEM_COLUMNS} FROM push_queue WHERE device_id = ?1 ORDER BY cursor");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map([device_id], item_from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+impl WriteTx<'_> {
+    /// The highest outbox cursor the push policy has looked at.
+    pub fn push_scan_position(&self) -> Result<u64, StoreError> {
+        scan_position(self.conn)
+    }
+
+    /// Records that the push policy has looked at every frame up to `cursor`; never goes
+    /// backwards.
+    pub fn set_push_scan_position(&mut self, cursor: u64) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO push_scan (id, cursor) VALUES (1, ?1) \
+                 ON CONFLICT (id) DO UPDATE SET cursor = max(cursor, excluded.cursor)",
+            )?
+            .execute([to_i64(cursor)])?;
+        Ok(())
+    }
+
+    /// Queues a frame for a device. Returns false when it was already queued, or the device
+    /// does not exist (it may have been deleted meanwhile).
+    pub fn queue_push(&mut self, item: &PushItem) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO push_queue \
+                 (device_id, cursor, frame_type, kind, chat_id, thread_id, message_id, title, preview, queued_at) \
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 \
+                 WHERE EXISTS (SELECT 1 FROM devices WHERE device_id = ?1) \
+                 ON CONFLICT (device_id, cursor) DO NOTHING",
+            )?
+            .execute((
+                &item.device_id,
+                to_i64(item.cursor),
+                &item.frame_type,
+                &item.kind,
+                &item.chat_id,
+                &item.thread_id,
+                &item.message_id,
+                &item.title,
+                &item.preview,
+                item.queued_at,
+            ))?;
+        Ok(n > 0)
+    }
+
+    /// Records that a push attempt for the device starts now and that the next one, should this
+    /// one fail or never report back, may start at `next_at`. Returns the attempt's number (1 for
+    /// the first).
+    pub fn record_push_attempt(&mut self, device_id: &str, next_at: i64) -> Result<u32, StoreError> {
+        let attempts: u32 = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO push_retry (device_id, attempts, next_at) VALUES (?1, 1, ?2) \
+                 ON CONFLICT (device_id) DO UPDATE SET attempts = attempts + 1, next_at = excluded.next_at \
+                 RETURNING attempts",
+            )?
+            .query_row((device_id, next_at), |r| r.get(0))?;
+        Ok(attempts)
+    }
+
+    /// Moves the device's next attempt to `next_at` (a backend asked to wait longer).
+    pub fn delay_push(&mut self, device_id: &str, next_at: i64) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("UPDATE push_retry SET next_at = max(next_at, ?2) WHERE device_id = ?1")?
+            .execute((device_id, next_at))?;
+        Ok(())
+    }
+
+    /// Forgets the device's attempts, so that what waits is pushed without delay (another
+    /// backend takes over).
+    pub fn reset_push_attempts(&mut self, device_id: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("DELETE FROM push_retry WHERE device_id = ?1")?
+            .execute([device_id])?;
+        Ok(())
+    }
+
+    /// Removes the device's queued frames up to `upto` and its retry state: they were pushed
+    /// (the caller raises `last_pushed_cursor` in the same job) or given up. Frames queued above
+    /// `upto` stay. Returns the number of frames removed.
+    pub fn finish_push(&mut self, device_id: &str, upto: u64) -> Result<usize, StoreError> {
+        let n = self
+            .conn
+            .prepare_cached("DELETE FROM push_queue WHERE device_id = ?1 AND cursor <= ?2")?
+            .execute((device_id, to_i64(upto)))?;
+        self.reset_push_attempts(device_id)?;
+        Ok(n)
+    }
+
+    /// Clears the device's FCM token if it is still `token` (the backend reported it
+    /// unregistered; a token registered since then is kept). Returns whether it was cleared.
+    pub fn clear_fcm_token_if(&mut self, device_id: &str, token: &str) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .prepare_cached("UPDATE devices SET fcm_token = NULL WHERE device_id = ?1 AND fcm_token = ?2")?
+            .execute((device_id, token))?;
+        Ok(n > 0)
+    }
+
+    /// The device's queued frames, oldest cursor first, as seen inside this transaction.
+    pub fn push_items(&self, device_id: &str) -> Result<Vec<PushItem>, StoreError> {
+        items(self.conn, device_id)
+    }
+}
+
+impl Store {
+    /// The highest outbox cursor the push policy has looked at.
+    pub async fn push_scan_position(&self) -> Result<u64, StoreError> {
+        self.read(|c| scan_position(c)).await
+    }
+
+    /// Every device with queued frames, the longest waiting first.
+    pub async fn push_pending(&self) -> Result<Vec<PushPending>, StoreError> {
+        self.read(|c| pending(c)).await
+    }
+
+    /// The device's queued frames, oldest cursor first.
+    pub async fn push_items(&self, device_id: &str) -> Result<Vec<PushItem>, StoreError> {
+        let id = device_id.to_string();
+        self.read(move |c| items(c, &id)).await
+    }
+}
