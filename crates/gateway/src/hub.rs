@@ -282,3 +282,99 @@ impl Hub {
         self.state.lock().expect("hub lock").head
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iris_store::FrameMeta;
+    use proptest::prelude::*;
+
+    fn committed(cursor: u64) -> Arc<Committed> {
+        Arc::new(Committed {
+            cursor,
+            frame_type: Arc::from("message.stop"),
+            json: Arc::from(format!("{{\"c\":{cursor}}}")),
+            meta: FrameMeta::default(),
+        })
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Durable,
+        Update(u8, u16),
+        Typing,
+        Drain,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => Just(Op::Durable),
+            4 => (0u8..4, any::<u16>()).prop_map(|(k, v)| Op::Update(k, v)),
+            1 => Just(Op::Typing),
+            1 => Just(Op::Drain),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        /// Coalescing replaces queued updates with newer ones of the same key, and never drops or
+        /// reorders a durable (terminal) frame.
+        #[test]
+        fn coalescing_never_drops_a_durable_frame(ops in prop::collection::vec(op(), 1..300)) {
+            let q = ConnQueue::new(1, "d".into(), 10_000, Arc::default());
+            let mut next = 1u64;
+            let mut out: Vec<Outgoing> = Vec::new();
+            let mut latest: std::collections::HashMap<u8, u16> = Default::default();
+            for op in ops.into_iter().chain([Op::Drain]) {
+                match op {
+                    Op::Durable => {
+                        q.push_durable(committed(next));
+                        next += 1;
+                    }
+                    Op::Update(k, v) => {
+                        q.push_ephemeral(Some(Arc::from(format!("mu:{k}"))), Arc::from(format!("{k}={v}")));
+                        latest.insert(k, v);
+                    }
+                    Op::Typing => q.push_ephemeral(None, Arc::from("typing")),
+                    Op::Drain => {
+                        let drained = q.drain();
+                        prop_assert!(drained.close.is_none());
+                        // After a drain, the newest value of each key written since is what is queued.
+                        let mut seen_keys = std::collections::HashSet::new();
+                        for item in drained.items.iter().rev() {
+                            if let Outgoing::Ephemeral(text) = item {
+                                if let Some((k, v)) = text.split_once('=') {
+                                    let k: u8 = k.parse().unwrap();
+                                    if seen_keys.insert(k) {
+                                        prop_assert_eq!(v.parse::<u16>().unwrap(), latest[&k]);
+                                    }
+                                }
+                            }
+                        }
+                        out.extend(drained.items);
+                    }
+                }
+            }
+            let cursors: Vec<u64> = out
+                .iter()
+                .filter_map(|o| match o {
+                    Outgoing::Durable(c) => Some(c.cursor),
+                    Outgoing::Ephemeral(_) => None,
+                })
+                .collect();
+            prop_assert_eq!(cursors, (1..next).collect::<Vec<u64>>());
+        }
+    }
+
+    #[test]
+    fn overflow_closes_instead_of_dropping() {
+        let q = ConnQueue::new(1, "d".into(), 16, Arc::default());
+        for c in 1..=17 {
+            q.push_durable(committed(c));
+        }
+        let drained = q.drain();
+        assert_eq!(drained.close, Some(CloseReason::Overflow));
+        assert!(drained.items.is_empty(), "an overflowed connection is dropped; its frames wait in the outbox");
+    }
+}
