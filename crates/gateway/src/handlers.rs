@@ -598,25 +598,43 @@ async fn channel_set_default(shared: &Shared, header: &Header, origin: &Origin) 
     Ok(Reply::ViaOutbox)
 }
 
-async fn channel_delete(shared: &Shared, header: &Header, origin: &Origin) -> Result<Reply> {
+async fn channel_delete(shared: &Arc<Shared>, header: &Header, origin: &Origin) -> Result<Reply> {
     let chat_id = required_chat(header)?;
     // The chat "default" always exists, even after the default flag moved to another channel.
     if chat_id == "default" {
         return Err(WireError::bad_request("the default chat cannot be deleted"));
     }
     let origin = origin.clone();
-    let unused = shared
+    let target = chat_id.clone();
+    let silenced = shared
+        .agents
+        .silence_lanes(|l| l.chat_id == target || l.thread_id.as_deref() == Some(target.as_str()));
+    let result = shared
         .store
         .write(move |tx| {
             let deleted = tx.delete_channel(&chat_id)?;
             let unused = tx.detach_media(&deleted.message_ids)?;
-            let thread_ids = deleted.chat_ids.into_iter().filter(|c| c != &chat_id).collect();
+            let thread_ids = deleted.chat_ids.iter().filter(|c| **c != chat_id).cloned().collect();
             let frame = ServerFrame::ChannelDeleted(ChannelDeleted { chat_id: chat_id.clone(), thread_ids });
             append_frame(tx, &Header::default(), &frame, None, &origin)?;
-            Ok(unused)
+            Ok((deleted.chat_ids, unused))
         })
-        .await?;
+        .await;
+    let (gone, unused) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            for flag in silenced {
+                flag.store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+            return Err(e.into());
+        }
+    };
     crate::media::remove_unused(shared, unused).await;
+    // The deleted lanes' actors end; a turn still running there is cancelled.
+    shared
+        .agents
+        .delete_lanes(|l| gone.contains(&l.chat_id) || l.thread_id.as_ref().is_some_and(|t| gone.contains(t)))
+        .await;
     Ok(Reply::ViaOutbox)
 }
 

@@ -116,6 +116,10 @@ impl Gateway {
         )?;
         let head = store.outbox_head().await?;
         hub.set_head(head);
+        let cut_off = crate::agent::recovery::recover(&store).await?;
+        if cut_off > 0 {
+            tracing::warn!(turns = cut_off, "closed turns cut off by the previous shutdown");
+        }
         let shared = Shared::new(config, token, store, hub, agents);
         Ok(Gateway { shared, listener, addr, token_source, push })
     }

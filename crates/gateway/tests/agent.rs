@@ -527,3 +527,29 @@ async fn lanes_resume_their_session_after_a_gateway_restart() {
     assert!(system_texts(&fresh).iter().any(|t| t.contains("new session")));
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn deleting_a_channel_mid_turn_cancels_the_turn_and_leaves_nothing_behind() {
+    let gw = TestGateway::start_demo().await;
+    let (mut a, _) = gw.connect("a").await;
+    let created = a
+        .request(Header::default(), ClientFrame::ChannelCreate(ChannelCreate { name: "Doomed".into(), ..Default::default() }))
+        .await
+        .unwrap();
+    let chan = created.json()["payload"]["chat_id"].as_str().unwrap().to_owned();
+    send(&mut a, Header::lane(chan.clone(), None), "slow goodbye", false).await;
+    a.wait_for(|e| e.frame_type() == "message.update").await.unwrap();
+    let deleted = a.request(Header::lane(chan.clone(), None), ClientFrame::ChannelDelete(Empty {})).await.unwrap();
+    assert_eq!(deleted.frame_type(), "channel.deleted");
+    // What arrived before the response is history; after it, nothing more for that lane.
+    while a.try_next_event().is_some() {}
+    a.expect_quiet(Duration::from_millis(300)).await.expect("no frames for a deleted lane");
+    let (mut late, _) = gw.connect("late").await;
+    let replay = late.sync(0).await.unwrap();
+    let left: Vec<&str> = replay.frames.iter().filter(|e| e.frame_type() != "channel.deleted" && e.raw.contains(chan.as_str())).map(|e| e.raw.as_str()).collect();
+    assert!(left.is_empty(), "no trace of the lane: {left:?}");
+    // The rest of the gateway goes on.
+    let next = turn(&mut a, default_lane(), "still here").await;
+    assert_eq!(final_text(&next), "Echo: still here");
+    gw.stop().await;
+}

@@ -6,6 +6,7 @@
 //! agent's own `/steer` command, which the agent handles inside the running turn.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -118,10 +119,18 @@ pub(super) struct LaneActor {
     queue: VecDeque<Job>,
     pickers: HashMap<String, Pending>,
     closing: bool,
+    /// Set when the lane's channel was deleted: nothing more is written for it.
+    deleted: Arc<AtomicBool>,
 }
 
 impl LaneActor {
-    pub(super) fn new(shared: Arc<Shared>, agents: Arc<Agents>, lane: Lane, rx: mpsc::UnboundedReceiver<LaneCmd>) -> Self {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        agents: Arc<Agents>,
+        lane: Lane,
+        rx: mpsc::UnboundedReceiver<LaneCmd>,
+        deleted: Arc<AtomicBool>,
+    ) -> Self {
         let (ev_tx, ev_rx) = mpsc::unbounded_channel();
         let host = agents.host.clone();
         LaneActor {
@@ -138,6 +147,7 @@ impl LaneActor {
             queue: VecDeque::new(),
             pickers: HashMap::new(),
             closing: false,
+            deleted,
         }
     }
 
@@ -221,7 +231,7 @@ impl LaneActor {
 
     /// Appends durable frames of the turn (filed under `message_id`) in one transaction.
     async fn durable(&self, frames: Vec<ServerFrame>, message_id: Option<String>, final_message: Option<Message>) {
-        if frames.is_empty() {
+        if frames.is_empty() || self.is_deleted() {
             return;
         }
         let header = self.header();
@@ -230,9 +240,14 @@ impl LaneActor {
             .shared
             .store
             .write(move |tx| {
+                // A lane deleted meanwhile gets nothing more: checked in the same transaction.
+                if tx.get_channel(lane.thread_id.as_deref().unwrap_or(&lane.chat_id))?.is_none() {
+                    return Ok(());
+                }
                 if let Some(m) = &final_message {
                     tx.upsert_message(&to_stored(&lane.chat_id, lane.thread_id.as_deref(), m))?;
                 }
+                super::recovery::track(tx, &lane, &frames)?;
                 for f in &frames {
                     append_frame(tx, &header, f, message_id.as_deref(), &Origin::none())?;
                 }
@@ -244,7 +259,14 @@ impl LaneActor {
         }
     }
 
+    fn is_deleted(&self) -> bool {
+        self.deleted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     async fn emit(&self, outs: Vec<Out>, message_id: &str) {
+        if self.is_deleted() {
+            return;
+        }
         let mut batch = Vec::new();
         let mut final_message = None;
         for out in outs {

@@ -4,11 +4,13 @@
 
 pub mod host;
 pub mod lane;
+pub mod recovery;
 pub mod tools;
 pub mod turn;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -150,8 +152,8 @@ pub fn split_command(line: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-/// A lane actor's mailbox and task.
-type LaneHandle = (mpsc::UnboundedSender<LaneCmd>, JoinHandle<()>);
+/// A lane actor's mailbox, task, and the flag that silences it when its lane is deleted.
+type LaneHandle = (mpsc::UnboundedSender<LaneCmd>, JoinHandle<()>, Arc<AtomicBool>);
 
 /// Settings of the agent bridge.
 #[derive(Debug, Clone)]
@@ -221,7 +223,7 @@ impl Agents {
             return;
         }
         let mut lanes = self.lanes.lock().expect("lanes lock");
-        if let Some((tx, task)) = lanes.get(lane) {
+        if let Some((tx, task, _)) = lanes.get(lane) {
             if !task.is_finished() {
                 if let Err(mpsc::error::SendError(cmd)) = tx.send(cmd) {
                     drop(lanes);
@@ -231,10 +233,11 @@ impl Agents {
             }
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        let actor = LaneActor::new(shared.clone(), self.clone(), lane.clone(), rx);
+        let deleted = Arc::new(AtomicBool::new(false));
+        let actor = LaneActor::new(shared.clone(), self.clone(), lane.clone(), rx, deleted.clone());
         let task = tokio::spawn(actor.run());
         let _ = tx.send(cmd);
-        lanes.insert(lane.clone(), (tx, task));
+        lanes.insert(lane.clone(), (tx, task, deleted));
     }
 
     fn respawn(self: &Arc<Self>, shared: &Arc<Shared>, lane: &Lane, cmd: LaneCmd) {
@@ -267,14 +270,34 @@ impl Agents {
         self.host.info()
     }
 
-    /// Ends the actors of these lanes (their channel was deleted) and waits for them.
-    pub async fn close_lanes(&self, pred: impl Fn(&Lane) -> bool) {
+    /// Silences the lanes about to be deleted, so that nothing more is sent for them; returns
+    /// their flags so that a failed delete can give them their voice back.
+    pub fn silence_lanes(&self, pred: impl Fn(&Lane) -> bool) -> Vec<Arc<AtomicBool>> {
+        let lanes = self.lanes.lock().expect("lanes lock");
+        lanes
+            .iter()
+            .filter(|(l, _)| pred(l))
+            .map(|(_, (_, _, flag))| {
+                flag.store(true, Ordering::SeqCst);
+                flag.clone()
+            })
+            .collect()
+    }
+
+    /// Ends the actors of deleted lanes and waits for them. A turn still running there is
+    /// cancelled and leaves no frames: the lane no longer exists.
+    pub async fn delete_lanes(&self, pred: impl Fn(&Lane) -> bool) {
+        self.close_lanes(pred, true).await
+    }
+
+    async fn close_lanes(&self, pred: impl Fn(&Lane) -> bool, deleted: bool) {
         let closing: Vec<JoinHandle<()>> = {
             let mut lanes = self.lanes.lock().expect("lanes lock");
             let keys: Vec<Lane> = lanes.keys().filter(|l| pred(l)).cloned().collect();
             keys.into_iter()
                 .filter_map(|k| lanes.remove(&k))
-                .map(|(tx, task)| {
+                .map(|(tx, task, flag)| {
+                    flag.store(deleted, Ordering::SeqCst);
                     let _ = tx.send(LaneCmd::Close);
                     task
                 })
@@ -288,7 +311,7 @@ impl Agents {
     /// Ends every lane (running turns are cancelled and closed with `message.stop`), then the
     /// agent process.
     pub async fn shutdown(&self) {
-        self.close_lanes(|_| true).await;
+        self.close_lanes(|_| true, false).await;
         self.host.shutdown().await;
     }
 }

@@ -236,7 +236,8 @@ impl TurnMapper {
                             role: self.cfg.role,
                         })));
                     }
-                    self.text.push_str(&t.text);
+                    // Hermes opens the text after a tool with blank lines; a bubble never starts with them.
+                    self.text.push_str(if self.text.is_empty() { t.text.trim_start_matches(['\n', '\r']) } else { &t.text });
                     self.dirty = true;
                     out.extend(self.flush_due(now));
                 }

@@ -97,15 +97,22 @@ impl LaneActor {
         tokio::pin!(answer);
         let mut stopping = Stopping::default();
         let mut crashed: Option<String> = None;
+        let mut last_activity = Instant::now();
+        let mut timed_out = false;
         let result: Option<Result<PromptResponse, AcpError>> = loop {
             let cancel_deadline = stopping.since.map(|t| TokioInstant::from_std(t + self.agents.cancel_grace));
+            let idle_deadline =
+                stopping.since.is_none().then(|| TokioInstant::from_std(last_activity + self.agents.turn_idle_timeout));
             let expiry = self.next_picker_deadline();
             tokio::select! {
                 res = &mut answer => break Some(res),
                 Some(ev) = rx.recv() => match ev {
                     // Only the whole answer is delivered; the mapper keeps the text after the
                     // last tool call, like a normal turn's final message.
-                    LaneEvent::Update(update) => drop(mapper.on_update(&update, Instant::now())),
+                    LaneEvent::Update(update) => {
+                        last_activity = Instant::now();
+                        drop(mapper.on_update(&update, Instant::now()));
+                    }
                     LaneEvent::Permission(_, responder) => responder.cancel(),
                     LaneEvent::Exited { generation, detail } => {
                         if generation == instance.generation {
@@ -144,6 +151,11 @@ impl LaneActor {
                     tracing::warn!(lane = ?self.lane, "the agent did not end a cancelled scheduled run; restarting it");
                     self.host.kill(instance.generation).await;
                     stopping.since = None;
+                }
+                _ = sleep_until(idle_deadline) => {
+                    tracing::warn!(lane = ?self.lane, "the agent sent nothing for too long; cancelling the scheduled run");
+                    timed_out = true;
+                    self.cancel_turn(instance, session_id, &mut stopping, &[]);
                 }
                 _ = sleep_until(expiry) => self.expire_pickers().await,
             }
@@ -185,6 +197,10 @@ impl LaneActor {
                 let detail = crashed.unwrap_or_default();
                 return Some(Outcome::Failed(format!("the agent stopped unexpectedly ({})", short(&detail))));
             }
+        }
+        if timed_out {
+            let secs = self.agents.turn_idle_timeout.as_secs();
+            return Some(Outcome::Failed(format!("the agent sent nothing for {secs} s, so the run was cancelled")));
         }
         if cancelled {
             return Some(Outcome::Cancelled);

@@ -1,0 +1,108 @@
+//! Turns cut off by a crash of the gateway itself.
+//!
+//! Devices were told `agent.busy` (and maybe `message.start`) for a turn whose process then died
+//! with the gateway. Every lane with a running turn keeps a marker in the store, written in the
+//! same transaction as the frames that open and close the turn; at the next start, each marker
+//! left over is closed with `message.stop` (when a bubble was open), a system message and
+//! `agent.idle`, so no device shows a turn that runs forever.
+
+use std::collections::BTreeMap;
+
+use iris_protocol::{Empty, Header, Message, MessageStop, Role, ServerFrame};
+use iris_store::{Store, StoreError, WriteTx};
+use serde::{Deserialize, Serialize};
+
+use crate::handlers::{to_stored, Lane};
+use crate::ids::{new_id, now_ms};
+use crate::state::{append_frame, Origin};
+
+const KEY: &str = "open_turns";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct OpenTurn {
+    chat_id: String,
+    thread_id: Option<String>,
+    /// The answer bubble, once `message.start` was sent.
+    message_id: Option<String>,
+}
+
+fn lane_key(lane: &Lane) -> String {
+    format!("{}/{}", lane.chat_id, lane.thread_id.as_deref().unwrap_or(""))
+}
+
+fn load(tx: &WriteTx<'_>) -> Result<BTreeMap<String, OpenTurn>, StoreError> {
+    Ok(tx.get_meta(KEY)?.and_then(|v| serde_json::from_str(&v).ok()).unwrap_or_default())
+}
+
+fn save(tx: &mut WriteTx<'_>, turns: &BTreeMap<String, OpenTurn>) -> Result<(), StoreError> {
+    let text = serde_json::to_string(turns).map_err(|e| StoreError::Internal(e.to_string()))?;
+    tx.set_meta(KEY, &text)
+}
+
+/// Keeps the lane's marker in step with frames being appended in this transaction.
+pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[ServerFrame]) -> Result<(), StoreError> {
+    let relevant = frames.iter().any(|f| matches!(f, ServerFrame::AgentBusy(_) | ServerFrame::AgentIdle(_) | ServerFrame::MessageStart(_)));
+    if !relevant {
+        return Ok(());
+    }
+    let mut turns = load(tx)?;
+    let key = lane_key(lane);
+    for f in frames {
+        match f {
+            ServerFrame::AgentBusy(_) => {
+                turns.entry(key.clone()).or_insert_with(|| OpenTurn {
+                    chat_id: lane.chat_id.clone(),
+                    thread_id: lane.thread_id.clone(),
+                    message_id: None,
+                });
+            }
+            ServerFrame::MessageStart(m) => {
+                if let Some(t) = turns.get_mut(&key) {
+                    t.message_id = Some(m.message_id.clone());
+                }
+            }
+            ServerFrame::AgentIdle(_) => {
+                turns.remove(&key);
+            }
+            _ => {}
+        }
+    }
+    save(tx, &turns)
+}
+
+/// Closes every turn a previous run of the gateway left open. Returns how many.
+pub async fn recover(store: &Store) -> Result<usize, StoreError> {
+    store
+        .write(|tx| {
+            let turns = load(tx)?;
+            for turn in turns.values() {
+                // The lane may have been deleted since.
+                if tx.get_channel(turn.thread_id.as_deref().unwrap_or(&turn.chat_id))?.is_none() {
+                    continue;
+                }
+                let header = Header::lane(turn.chat_id.clone(), turn.thread_id.clone());
+                if let Some(id) = &turn.message_id {
+                    // The partial text was only ever sent live; the answer is kept, empty, so
+                    // that history and the outbox keep agreeing.
+                    let answer = Message { message_id: id.clone(), role: Role::Assistant, ts: now_ms(), ..Message::default() };
+                    tx.upsert_message(&to_stored(&turn.chat_id, turn.thread_id.as_deref(), &answer))?;
+                    let stop = ServerFrame::MessageStop(MessageStop { message_id: id.clone(), ..MessageStop::default() });
+                    append_frame(tx, &header, &stop, Some(id), &Origin::none())?;
+                }
+                let note = Message {
+                    message_id: new_id("m_"),
+                    role: Role::System,
+                    text: "The gateway restarted while the agent was working; that answer was cut off.".into(),
+                    ts: now_ms(),
+                    ..Message::default()
+                };
+                tx.upsert_message(&to_stored(&turn.chat_id, turn.thread_id.as_deref(), &note))?;
+                let id = note.message_id.clone();
+                append_frame(tx, &header, &ServerFrame::Message(note), Some(&id), &Origin::none())?;
+                append_frame(tx, &header, &ServerFrame::AgentIdle(Empty {}), None, &Origin::none())?;
+            }
+            save(tx, &BTreeMap::new())?;
+            Ok(turns.len())
+        })
+        .await
+}
