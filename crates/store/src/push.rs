@@ -152,7 +152,11 @@ impl WriteTx<'_> {
     /// Records that a push attempt for the device starts now and that the next one, should this
     /// one fail or never report back, may start at `next_at`. Returns the attempt's number (1 for
     /// the first).
-    pub fn record_push_attempt(&mut self, device_id: &str, next_at: i64) -> Result<u32, StoreError> {
+    pub fn record_push_attempt(
+        &mut self,
+        device_id: &str,
+        next_at: i64,
+    ) -> Result<u32, StoreError> {
         let attempts: u32 = self
             .conn
             .prepare_cached(
@@ -167,7 +171,9 @@ impl WriteTx<'_> {
     /// Moves the device's next attempt to `next_at` (a backend asked to wait longer).
     pub fn delay_push(&mut self, device_id: &str, next_at: i64) -> Result<(), StoreError> {
         self.conn
-            .prepare_cached("UPDATE push_retry SET next_at = max(next_at, ?2) WHERE device_id = ?1")?
+            .prepare_cached(
+                "UPDATE push_retry SET next_at = max(next_at, ?2) WHERE device_id = ?1",
+            )?
             .execute((device_id, next_at))?;
         Ok(())
     }
@@ -198,7 +204,9 @@ impl WriteTx<'_> {
     pub fn clear_fcm_token_if(&mut self, device_id: &str, token: &str) -> Result<bool, StoreError> {
         let n = self
             .conn
-            .prepare_cached("UPDATE devices SET fcm_token = NULL WHERE device_id = ?1 AND fcm_token = ?2")?
+            .prepare_cached(
+                "UPDATE devices SET fcm_token = NULL WHERE device_id = ?1 AND fcm_token = ?2",
+            )?
             .execute((device_id, token))?;
         Ok(n > 0)
     }
@@ -224,5 +232,136 @@ impl Store {
     pub async fn push_items(&self, device_id: &str) -> Result<Vec<PushItem>, StoreError> {
         let id = device_id.to_string();
         self.read(move |c| items(c, &id)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{NewFrame, StoreConfig};
+
+    fn item(device: &str, cursor: u64) -> PushItem {
+        PushItem {
+            device_id: device.into(),
+            cursor,
+            frame_type: "message.stop".into(),
+            kind: "reply".into(),
+            chat_id: Some("default".into()),
+            thread_id: None,
+            message_id: Some(format!("m_{cursor}")),
+            title: "replied".into(),
+            preview: "hi".into(),
+            queued_at: 1000 + cursor as i64,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_queue_keeps_each_frame_once_and_goes_with_its_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Store::open(StoreConfig::new(dir.path().join("t.db")), Arc::new(|_| {})).unwrap();
+        // A new database starts scanning at its (empty) outbox head.
+        assert_eq!(store.push_scan_position().await.unwrap(), 0);
+        store
+            .write(|tx| {
+                tx.append(NewFrame {
+                    frame_type: "message".into(),
+                    json: "{}".into(),
+                    ..NewFrame::default()
+                })?;
+                tx.upsert_device("phone", "Phone", "{}", 1)?;
+                tx.upsert_device("tablet", "Tablet", "{}", 1)?;
+                tx.set_push_tokens("phone", Some(Some("tok-1".into())), None)?;
+                assert!(tx.queue_push(&item("phone", 1))?);
+                assert!(!tx.queue_push(&item("phone", 1))?, "queued once");
+                assert!(
+                    !tx.queue_push(&item("ghost", 1))?,
+                    "unknown devices are skipped"
+                );
+                tx.queue_push(&item("phone", 3))?;
+                tx.queue_push(&item("tablet", 3))?;
+                tx.set_push_scan_position(3)?;
+                tx.set_push_scan_position(2)
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            store.push_scan_position().await.unwrap(),
+            3,
+            "the position never goes back"
+        );
+
+        let attempt = store
+            .write(|tx| tx.record_push_attempt("phone", 5000))
+            .await
+            .unwrap();
+        assert_eq!(attempt, 1);
+        let pending = store.push_pending().await.unwrap();
+        assert_eq!(pending.len(), 2);
+        let phone = pending.iter().find(|p| p.device_id == "phone").unwrap();
+        assert_eq!(
+            (
+                phone.first_queued_at,
+                phone.last_cursor,
+                phone.attempts,
+                phone.next_attempt_at
+            ),
+            (1001, 3, 1, Some(5000))
+        );
+
+        // Success: rows up to the pushed cursor go, the retry state too; later rows stay.
+        store
+            .write(|tx| {
+                tx.queue_push(&item("phone", 7))?;
+                tx.finish_push("phone", 3)?;
+                tx.set_last_pushed("phone", 3)
+            })
+            .await
+            .unwrap();
+        let left: Vec<u64> = store
+            .push_items("phone")
+            .await
+            .unwrap()
+            .iter()
+            .map(|i| i.cursor)
+            .collect();
+        assert_eq!(left, [7]);
+        let phone = store
+            .push_pending()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|p| p.device_id == "phone")
+            .unwrap();
+        assert_eq!((phone.attempts, phone.next_attempt_at), (0, None));
+        assert_eq!(
+            store
+                .get_device("phone")
+                .await
+                .unwrap()
+                .unwrap()
+                .last_pushed_cursor,
+            3
+        );
+
+        // A token is cleared only while it is still the one that was reported.
+        let cleared = store
+            .write(|tx| {
+                let stale = tx.clear_fcm_token_if("phone", "tok-0")?;
+                let current = tx.clear_fcm_token_if("phone", "tok-1")?;
+                Ok((stale, current))
+            })
+            .await
+            .unwrap();
+        assert_eq!(cleared, (false, true));
+
+        store.write(|tx| tx.delete_device("tablet")).await.unwrap();
+        assert!(
+            store.push_items("tablet").await.unwrap().is_empty(),
+            "rows go with the device"
+        );
+        store.close();
     }
 }

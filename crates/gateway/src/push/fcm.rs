@@ -75,7 +75,10 @@ pub struct Fcm {
 // The key and the cached token stay out of logs.
 impl fmt::Debug for Fcm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Fcm").field("send_url", &self.send_url).field("token_url", &self.token_url).finish_non_exhaustive()
+        f.debug_struct("Fcm")
+            .field("send_url", &self.send_url)
+            .field("token_url", &self.token_url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -114,7 +117,8 @@ impl Fcm {
             return Ok(t.value.clone());
         }
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        let claims = Claims { iss: &self.client_email, scope: SCOPE, aud: &self.token_url, iat: now, exp: now + ASSERTION_SECS };
+        let claims =
+            Claims { iss: &self.client_email, scope: SCOPE, aud: &self.token_url, iat: now, exp: now + ASSERTION_SECS };
         let mut header = Header::new(Algorithm::RS256);
         header.kid = self.key_id.clone();
         let assertion = jsonwebtoken::encode(&header, &claims, &self.key)
@@ -126,19 +130,26 @@ impl Fcm {
             .form(&[("grant_type", GRANT_TYPE), ("assertion", assertion.as_str())])
             .send()
             .await
-            .map_err(|e| Outcome::Retry { after: None, reason: format!("token endpoint unreachable: {}", without_url(e)) })?;
+            .map_err(|e| Outcome::Retry {
+                after: None,
+                reason: format!("token endpoint unreachable: {}", without_url(e)),
+            })?;
         let status = response.status();
         if !status.is_success() {
             let after = retry_after(response.headers());
             // Google's OAuth errors (`invalid_grant`, …) name the problem without secrets.
-            let error = response.json::<Value>().await.ok().and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned));
+            let error = response
+                .json::<Value>()
+                .await
+                .ok()
+                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned));
             let reason = format!("token endpoint answered {status} {}", error.unwrap_or_default());
             return Err(Outcome::Retry { after, reason });
         }
-        let token: TokenResponse = response
-            .json()
-            .await
-            .map_err(|e| Outcome::Retry { after: None, reason: format!("unreadable token response: {}", without_url(e)) })?;
+        let token: TokenResponse = response.json().await.map_err(|e| Outcome::Retry {
+            after: None,
+            reason: format!("unreadable token response: {}", without_url(e)),
+        })?;
         let lifetime = Duration::from_secs(token.expires_in.unwrap_or(ASSERTION_SECS));
         *cached = Some(CachedToken { value: token.access_token.clone(), renew_at: renew_at(obtained, lifetime) });
         tracing::debug!(expires_in = lifetime.as_secs(), "obtained an FCM access token");
@@ -151,10 +162,13 @@ impl Fcm {
             Ok(t) => t,
             Err(outcome) => return outcome,
         };
-        let response = match self.http.post(&self.send_url).bearer_auth(access).json(&message(registration, push)).send().await {
-            Ok(r) => r,
-            Err(e) => return Outcome::Retry { after: None, reason: format!("FCM unreachable: {}", without_url(e)) },
-        };
+        let response =
+            match self.http.post(&self.send_url).bearer_auth(access).json(&message(registration, push)).send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    return Outcome::Retry { after: None, reason: format!("FCM unreachable: {}", without_url(e)) }
+                }
+            };
         let status = response.status();
         if status.is_success() {
             return Outcome::Delivered;

@@ -215,7 +215,11 @@ impl PushConfig {
         Ok(PushConfig {
             previews: file.previews.unwrap_or(d.previews),
             coalesce: file.coalesce_ms.map(Duration::from_millis).unwrap_or(d.coalesce),
-            retry_initial: file.retry_initial_ms.map(Duration::from_millis).unwrap_or(d.retry_initial).max(Duration::from_millis(10)),
+            retry_initial: file
+                .retry_initial_ms
+                .map(Duration::from_millis)
+                .unwrap_or(d.retry_initial)
+                .max(Duration::from_millis(10)),
             retry_max: file.retry_max_secs.map(Duration::from_secs).unwrap_or(d.retry_max).max(Duration::from_secs(1)),
             max_attempts,
             fcm,
@@ -356,4 +360,40 @@ pub enum Outcome {
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     v.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(toml_text: &str) -> Result<PushConfig, String> {
+        let file: PushFileConfig = toml::from_str(toml_text).map_err(|e| e.message().to_owned())?;
+        PushConfig::resolve(file).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn push_is_off_until_a_backend_is_configured() {
+        let cfg = resolve("").expect("empty section");
+        assert_eq!((cfg.caps(), cfg.previews, cfg.coalesce), (None, true, Duration::from_secs(2)));
+        let cfg = resolve("[ntfy]\n").expect("ntfy with defaults");
+        assert_eq!(cfg.caps().as_deref(), Some("ntfy"));
+        assert_eq!(cfg.ntfy.expect("ntfy").server, NTFY_SERVER);
+        let both = "previews = false\ncoalesce_ms = 500\n\
+                    [fcm]\nservice_account = \"/sa.json\"\n\
+                    [ntfy]\nserver = \"https://push.example.com/\"\n";
+        let cfg = resolve(both).expect("both");
+        assert_eq!(cfg.caps().as_deref(), Some("fcm,ntfy"));
+        assert!(!cfg.previews);
+        assert_eq!(cfg.coalesce, Duration::from_millis(500));
+        assert_eq!(cfg.fcm.expect("fcm").base_url, FCM_BASE_URL);
+        assert_eq!(cfg.ntfy.expect("ntfy").server, "https://push.example.com");
+    }
+
+    #[test]
+    fn bad_push_settings_are_refused() {
+        assert!(resolve("preview = true\n").is_err(), "unknown keys are rejected");
+        let err = resolve("[ntfy]\nserver = \"ntfy.sh\"\n").expect_err("not a URL");
+        assert!(err.contains("push.ntfy.server"), "{err}");
+        assert!(resolve("max_attempts = 0\n").is_err());
+    }
 }

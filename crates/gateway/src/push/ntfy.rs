@@ -24,7 +24,10 @@ impl Ntfy {
     /// Publishes one push to a topic.
     pub(crate) async fn send(&self, topic: &str, push: &PushContent) -> Outcome {
         // ntfy topics are 1-64 of these characters; anything else is a bad registration.
-        if topic.is_empty() || topic.len() > 64 || !topic.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        if topic.is_empty()
+            || topic.len() > 64
+            || !topic.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
             return Outcome::Rejected("the ntfy topic is not a valid topic name".into());
         }
         let Ok(mut url) = Url::parse(&self.server) else {
@@ -48,7 +51,9 @@ impl Ntfy {
         let status = response.status();
         match status.as_u16() {
             200..=299 => Outcome::Delivered,
-            429 | 500..=599 => Outcome::Retry { after: retry_after(response.headers()), reason: format!("ntfy answered {status}") },
+            429 | 500..=599 => {
+                Outcome::Retry { after: retry_after(response.headers()), reason: format!("ntfy answered {status}") }
+            }
             _ => Outcome::Rejected(format!("ntfy answered {status}")),
         }
     }

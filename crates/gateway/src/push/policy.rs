@@ -73,7 +73,10 @@ impl Kind {
 
 /// Whether a frame of this type can want attention; the commit hook wakes the worker only then.
 pub fn may_want_attention(frame_type: &str) -> bool {
-    matches!(frame_type, "message" | "message.stop" | "notification" | "picker.approval" | "picker.clarify" | "picker.choice")
+    matches!(
+        frame_type,
+        "message" | "message.stop" | "notification" | "picker.approval" | "picker.clarify" | "picker.choice"
+    )
 }
 
 /// The kind of a frame that wants the user's attention; `None` for every other frame (streaming,
@@ -287,8 +290,12 @@ mod tests {
             item(9, Kind::Reply, "replied", "two"),
         ];
         let push = summarize(&items).expect("a push");
-        assert_eq!((push.cursor, push.count, push.title.as_str(), push.body.as_str()), (9, 3, "Approval needed", "rm -rf"));
-        let quiet = summarize(&[item(4, Kind::Reply, "replied", ""), item(6, Kind::Reply, "replied", "")]).expect("a push");
+        assert_eq!(
+            (push.cursor, push.count, push.title.as_str(), push.body.as_str()),
+            (9, 3, "Approval needed", "rm -rf")
+        );
+        let quiet =
+            summarize(&[item(4, Kind::Reply, "replied", ""), item(6, Kind::Reply, "replied", "")]).expect("a push");
         assert_eq!(quiet.body, "2 new updates. Open Iris to see them.");
     }
 

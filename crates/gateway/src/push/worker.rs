@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::policy::{self, Context};
 use super::{Backends, Outcome};
 use crate::ids::now_ms;
+use crate::metrics::Metrics;
 use crate::state::Shared;
 
 /// Outbox frames read per scan step.
@@ -51,7 +52,12 @@ impl Route {
 }
 
 impl Worker {
-    pub(crate) fn new(shared: Arc<Shared>, backends: Arc<Backends>, wake: Arc<Notify>, stop: CancellationToken) -> Worker {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        backends: Arc<Backends>,
+        wake: Arc<Notify>,
+        stop: CancellationToken,
+    ) -> Worker {
         Worker { ctx: Arc::new(Ctx { shared, backends }), wake, stop }
     }
 
@@ -194,7 +200,8 @@ impl Ctx {
             return Ok(Vec::new());
         }
         let store = &self.shared.store;
-        let devices: Vec<DeviceRow> = store.list_devices().await?.into_iter().filter(|d| self.route(d).is_some()).collect();
+        let devices: Vec<DeviceRow> =
+            store.list_devices().await?.into_iter().filter(|d| self.route(d).is_some()).collect();
         if devices.is_empty() {
             return Ok(Vec::new());
         }
@@ -209,7 +216,10 @@ impl Ctx {
             let (title, preview) = policy::describe(&decoded.body, kind, ctx);
             for d in &devices {
                 // Only a device that is not connected and has not confirmed the frame needs waking.
-                if d.confirmed_cursor >= cursor || d.last_pushed_cursor >= cursor || self.shared.hub.is_online(&d.device_id) {
+                if d.confirmed_cursor >= cursor
+                    || d.last_pushed_cursor >= cursor
+                    || self.shared.hub.is_online(&d.device_id)
+                {
                     continue;
                 }
                 items.push(PushItem {
@@ -280,6 +290,7 @@ impl Ctx {
         };
         if p.attempts >= self.backends.config.max_attempts {
             tracing::warn!(device_id, attempts = p.attempts, "push: giving up");
+            Metrics::inc(&self.shared.metrics.push_failed);
             return self.drop_queued(device_id, last).await;
         }
         // Recorded before the request: should the gateway die during it, the push is sent again
@@ -296,6 +307,7 @@ impl Ctx {
         let id = device_id.to_owned();
         match outcome {
             Outcome::Delivered => {
+                Metrics::inc(&self.shared.metrics.push_sent);
                 let cursor = content.cursor;
                 store
                     .write(move |tx| {
@@ -314,7 +326,11 @@ impl Ctx {
             }
             Outcome::Unregistered => {
                 tracing::info!(device_id, backend, "push registration no longer valid; removed");
-                let fallback = self.backends.ntfy.is_some() && device.ntfy_topic.as_deref().is_some_and(|t| !t.is_empty());
+                let fallback =
+                    self.backends.ntfy.is_some() && device.ntfy_topic.as_deref().is_some_and(|t| !t.is_empty());
+                if !fallback {
+                    Metrics::inc(&self.shared.metrics.push_failed);
+                }
                 let Route::Fcm(token) = route else { return self.drop_queued(device_id, last).await };
                 store
                     .write(move |tx| {
@@ -330,6 +346,7 @@ impl Ctx {
             }
             Outcome::Rejected(reason) => {
                 tracing::warn!(device_id, backend, %reason, "push refused; dropped");
+                Metrics::inc(&self.shared.metrics.push_failed);
                 self.drop_queued(device_id, last).await?;
             }
         }
