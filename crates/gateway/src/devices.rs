@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use iris_store::{DeviceRow, Store, StoreConfig, StoreError, WriteTx};
@@ -28,6 +28,9 @@ const REVOKED_PREFIX: &str = "revoked_device:";
 
 /// The admin socket's file name in the data dir.
 pub const ADMIN_SOCKET: &str = "admin.sock";
+
+/// Longest request or answer line on the admin socket.
+const MAX_LINE: u64 = 1024 * 1024;
 
 /// A device as `devices list` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -166,7 +169,7 @@ async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<(
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     // One short request per connection; a bounded read keeps a stray client from holding memory.
-    let n = tokio::time::timeout(std::time::Duration::from_secs(5), BufReader::new(read.take_limited()).read_line(&mut line))
+    let n = tokio::time::timeout(std::time::Duration::from_secs(5), BufReader::new(read.take(MAX_LINE)).read_line(&mut line))
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no request"))??;
     let response = match (n, serde_json::from_str::<AdminRequest>(line.trim())) {
@@ -189,13 +192,6 @@ async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<(
     write.write_all(out.as_bytes()).await?;
     write.shutdown().await
 }
-
-trait TakeLimited: tokio::io::AsyncRead + Sized {
-    fn take_limited(self) -> tokio::io::Take<Self> {
-        tokio::io::AsyncReadExt::take(self, 64 * 1024)
-    }
-}
-impl<T: tokio::io::AsyncRead> TakeLimited for T {}
 
 /// Revokes a device in a running gateway: the store first (so a reconnect is refused), then
 /// its live connection is closed.
@@ -228,7 +224,7 @@ async fn ask_gateway(data_dir: &Path, request: &AdminRequest) -> Result<Option<A
     line.push('\n');
     write.write_all(line.as_bytes()).await?;
     let mut answer = String::new();
-    BufReader::new(read.take_limited()).read_line(&mut answer).await?;
+    BufReader::new(read.take(MAX_LINE)).read_line(&mut answer).await?;
     let response: AdminResponse =
         serde_json::from_str(answer.trim()).map_err(|e| DevicesError::Admin(format!("{e}: {answer:?}")))?;
     if !response.ok {

@@ -124,6 +124,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    raise_nofile_limit();
     let over = Overrides {
         listen: args.listen,
         data_dir: args.data_dir,
@@ -174,6 +175,23 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// Raises the soft limit on open files to the hard limit. Every connected device holds a socket,
+/// and the usual soft limit (1024) would refuse connections long before memory or CPU run out;
+/// the hard limit is what the administrator allows, so taking all of it is safe.
+fn raise_nofile_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max {
+            return;
+        }
+        let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
+            tracing::warn!(soft = limit.rlim_cur, "could not raise the open-file limit");
+        }
+    }
 }
 
 fn pair(args: ConfigArgs) -> ExitCode {

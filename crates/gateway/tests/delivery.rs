@@ -325,3 +325,21 @@ async fn a_device_that_stops_reading_is_dropped_and_catches_up_by_sync() {
     assert_eq!(have, (1..=last).collect::<BTreeSet<u64>>());
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn without_an_agent_messages_are_kept_and_commands_say_why_they_cannot_run() {
+    let gw = TestGateway::start().await;
+    let (mut a, _) = gw.connect("a").await;
+    send_text(&mut a, "default", "just a note").await;
+    a.expect_quiet(QUIET).await.expect("nobody answers a plain message");
+    send_text(&mut a, "default", "/status").await;
+    let reply = a.next_event().await.unwrap();
+    match &reply.body {
+        ServerFrame::Message(m) => {
+            assert_eq!(m.role, iris_protocol::Role::System);
+            assert!(m.text.contains("--agent none"), "{}", m.text);
+        }
+        other => panic!("{other:?}"),
+    }
+    gw.stop().await;
+}

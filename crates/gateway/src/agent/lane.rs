@@ -556,6 +556,8 @@ impl LaneActor {
                 // queues every later prompt forever: start over with a fresh process.
                 tracing::warn!(error = %e, "cancelled turn failed; restarting the agent");
                 self.host.kill(instance.generation).await;
+                // Until the transport has ended, the host would hand the next turn this dying process.
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(5), instance.client.connection().closed()).await;
                 self.session = None;
             }
             Some(Err(e)) if e.is_closed() => {

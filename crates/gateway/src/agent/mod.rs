@@ -218,7 +218,11 @@ impl Agents {
                 LaneCmd::Stop(reply) => drop(reply.send(false)),
                 LaneCmd::Steer(_, reply) => drop(reply.send(Err(WireError::not_found("no agent is configured")))),
                 LaneCmd::Picker { reply, .. } => drop(reply.send(Err(WireError::not_found("picker unknown or expired")))),
-                LaneCmd::Prompt(_) | LaneCmd::Command(_) | LaneCmd::Cron(_) | LaneCmd::Close => {}
+                LaneCmd::Command(c) => {
+                    let text = format!("{} needs an agent, and this gateway runs without one (--agent none).", c.name);
+                    tokio::spawn(system_message(shared.clone(), lane.clone(), text));
+                }
+                LaneCmd::Prompt(_) | LaneCmd::Cron(_) | LaneCmd::Close => {}
             }
             return;
         }
@@ -313,6 +317,29 @@ impl Agents {
     pub async fn shutdown(&self) {
         self.close_lanes(|_| true, false).await;
         self.host.shutdown().await;
+    }
+}
+
+/// Appends a system message to a lane, outside any lane actor.
+async fn system_message(shared: Arc<Shared>, lane: Lane, text: String) {
+    let message = iris_protocol::Message {
+        message_id: crate::ids::new_id("m_"),
+        role: iris_protocol::Role::System,
+        text,
+        ts: crate::ids::now_ms(),
+        ..iris_protocol::Message::default()
+    };
+    let result = shared
+        .store
+        .write(move |tx| {
+            tx.upsert_message(&crate::handlers::to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message))?;
+            let id = message.message_id.clone();
+            let frame = iris_protocol::ServerFrame::Message(message);
+            crate::state::append_frame(tx, &lane.header(), &frame, Some(&id), &crate::state::Origin::none())
+        })
+        .await;
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "could not store a system message");
     }
 }
 

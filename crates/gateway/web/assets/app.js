@@ -683,13 +683,13 @@ function onTool(frame) {
   }
   const state = d.ok === undefined ? h('span', { class: 'tool-state', 'aria-label': 'running' }, '⏳')
     : h('span', { class: 'tool-state', 'aria-label': d.ok ? 'succeeded' : 'failed' }, d.ok ? '✓' : '✗');
-  card.summary.replaceChildren(
+  card.summary.replaceChildren(...[
     h('span', { class: 'tool-emoji', 'aria-hidden': 'true' }, d.emoji || '🔧'),
     h('span', { class: 'tool-name' }, d.name),
     d.preview ? h('code', { class: 'tool-preview' }, d.preview) : null,
     Number.isFinite(d.duration) ? h('span', { class: 'tool-dur' }, `${d.duration.toFixed(1)} s`) : null,
     state,
-  );
+  ].filter(Boolean));
   const body = [];
   if (d.args !== undefined && d.args !== null && app.settings.tools) body.push(h('div', { class: 'tool-label' }, 'Arguments'), h('pre', {}, JSON.stringify(d.args, null, 2)));
   if (d.note && d.ok === undefined) body.push(h('div', { class: 'tool-note' }, d.note));
@@ -956,7 +956,10 @@ input.addEventListener('keydown', (ev) => {
       input.setAttribute('aria-activedescendant', opts[next].id);
       return;
     }
-    if ((ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey)) && at >= 0) {
+    // Enter on a fully typed command sends it; otherwise Enter or Tab completes the highlighted one.
+    const typed = input.value.trim();
+    const complete = app.catalog.some((c) => c.name === typed || (c.aliases || []).includes(typed));
+    if ((ev.key === 'Tab' || (ev.key === 'Enter' && !ev.shiftKey && !complete)) && at >= 0) {
       ev.preventDefault();
       pickCommand(opts[at].dataset.name);
       return;
@@ -1370,6 +1373,11 @@ $('scrim').addEventListener('click', closeSidebar);
 $('new-channel').addEventListener('click', () => createChannel(null));
 document.addEventListener('keydown', (ev) => {
   if (ev.key === 'Escape' && document.body.classList.contains('sidebar-open')) closeSidebar();
+});
+
+// Opening a pairing link in a tab that already runs the client signs in with its token.
+window.addEventListener('hashchange', () => {
+  if (new URLSearchParams(location.hash.replace(/^#/, '')).has('token')) location.reload();
 });
 
 boot();

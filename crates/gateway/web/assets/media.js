@@ -7,8 +7,9 @@ import { RequestError } from './conn.js';
 import { Sha256 } from './sha256.js';
 import { mediaKind, randomId } from './util.js';
 
-const CHUNK = 256 * 1024;
-const HIGH_WATER = 1024 * 1024;
+// Small enough for a smooth progress bar, large enough that frame overhead does not matter.
+const CHUNK = 128 * 1024;
+const HIGH_WATER = 512 * 1024;
 
 const nextTick = (ms = 16) => new Promise((r) => setTimeout(r, ms));
 
@@ -64,7 +65,10 @@ export class Media {
     while (sent < file.size && !failure) {
       const chunk = new Uint8Array(await file.slice(sent, sent + CHUNK).arrayBuffer());
       hash.update(chunk);
-      while (conn.buffered > HIGH_WATER && !failure) await nextTick();
+      while (conn.buffered > HIGH_WATER && !failure) {
+        onProgress(Math.max(0, sent - conn.buffered) / file.size);
+        await nextTick();
+      }
       if (failure) break;
       conn.sendBinary(chunk);
       sent += chunk.length;

@@ -102,7 +102,7 @@ export function runtimeFooter(rt) {
   const parts = [];
   if (rt.model) parts.push(rt.model);
   if (Number.isFinite(rt.context_pct)) parts.push(`${rt.context_pct}% ctx`);
-  if (Number.isFinite(rt.latency)) parts.push(`${rt.latency < 10 ? rt.latency.toFixed(1) : Math.round(rt.latency)} s`);
+  if (Number.isFinite(rt.latency)) parts.push(`${rt.latency.toFixed(1)} s`);
   if (Number.isFinite(rt.cost)) parts.push(`$${rt.cost < 0.01 ? rt.cost.toFixed(4) : rt.cost.toFixed(2)}`);
   if (rt.cwd) parts.push(rt.cwd);
   return parts.join(' · ');

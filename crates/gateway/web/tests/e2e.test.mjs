@@ -1,0 +1,418 @@
+// End-to-end tests of Iris Web: Debian's headless Chromium (via playwright-core) against the
+// real gateway binary and its built-in demo agent, driven the way a person uses the page.
+// Screenshots of the main states land in artifacts/.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import {
+  DESKTOP, Gateway, PHONE, Proxy, TOKEN, launchBrowser, newDevice, noisePng, openSignedIn, send, shot, waitOnline,
+} from './harness.mjs';
+
+let browser;
+const cleanups = [];
+
+before(async () => {
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  for (const fn of cleanups.reverse()) await fn().catch(() => {});
+  if (browser) await browser.close();
+});
+
+async function gateway(opts) {
+  const gw = await new Gateway(opts).start();
+  cleanups.push(() => gw.dispose());
+  return gw;
+}
+
+async function device(viewport = DESKTOP) {
+  const d = await newDevice(browser, viewport);
+  cleanups.push(() => d.context.close());
+  return d;
+}
+
+/** Page errors, without the browser's own reports of refused connections (expected offline). */
+function pageErrors(page) {
+  return page.errors.filter((e) => !/WebSocket connection|ERR_CONNECTION|Failed to load resource/.test(e));
+}
+
+const assistant = (page, text) => page.locator('.msg.role-assistant:not(.streaming)', { hasText: text });
+const userMsg = (page, text) => page.locator('.msg.role-user', { hasText: text });
+const systemMsg = (page, text) => page.locator('.msg.role-system', { hasText: text });
+
+describe('Iris Web', { timeout: 240000 }, () => {
+  test('pairing by URL fragment signs in, drops the token from the address bar, and survives a reload', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(PHONE);
+
+    await page.goto(gw.url);
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await shot(page, 'signin-phone');
+
+    await page.goto(`${gw.url}#token=not-the-token-at-all`);
+    await page.locator('#signin-error', { hasText: 'refused' }).waitFor();
+
+    await page.goto(`${gw.url}#token=${encodeURIComponent(TOKEN)}`);
+    await waitOnline(page);
+    assert.equal(new URL(page.url()).hash, '', 'the token is removed from the address bar');
+    assert.equal(await page.locator('#lane-title').textContent(), 'Default');
+    const stored = await page.evaluate(() => ({ token: localStorage.getItem('iris.token'), device: localStorage.getItem('iris.device_id') }));
+    assert.equal(stored.token, TOKEN);
+    assert.match(stored.device, /^web_[0-9a-f]{18}$/);
+
+    await page.reload();
+    await waitOnline(page);
+    assert.equal(await page.locator('#signin').isHidden(), true, 'no sign-in after a reload');
+    assert.equal(await page.evaluate(() => localStorage.getItem('iris.device_id')), stored.device, 'the device id is stable');
+    await shot(page, 'empty-chat-phone');
+    assert.deepEqual(pageErrors(page), []);
+  });
+
+  test('a streamed answer shows its commentary, a tool card and reasoning above the text', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(DESKTOP);
+    await openSignedIn(page, gw.url);
+
+    await send(page, 'think tool slow please');
+    // While it streams: a growing bubble, the busy bar with Stop.
+    const streaming = page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' });
+    await streaming.waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Stop' }).isVisible(), true);
+    assert.match(await page.locator('#busy-text').textContent(), /Thinking|Running/);
+    await shot(page, 'streaming-desktop');
+
+    const answer = assistant(page, 'Echo: think tool slow please');
+    await answer.waitFor();
+    assert.match(await answer.locator('.body').textContent(), /tick 19/);
+    assert.equal(await page.locator('.msg.role-assistant').count(), 1, 'one bubble for the answer');
+
+    const tool = page.locator('details.tool.ok', { hasText: 'terminal' });
+    await tool.waitFor();
+    assert.match(await tool.locator('summary').textContent(), /💻\s*terminal\s*echo hello/);
+    await tool.locator('summary').click();
+    assert.match(await tool.locator('.tool-body').textContent(), /Output\s*hello/);
+    await page.locator('.commentary', { hasText: 'Let me run a command.' }).waitFor();
+
+    const reasoning = answer.locator('details.reasoning');
+    assert.equal(await answer.evaluate((el) => el.firstElementChild.matches('details.reasoning')), true, 'reasoning is above the text');
+    await reasoning.locator('summary').click();
+    assert.match(await reasoning.textContent(), /Thinking about what you said…/);
+    assert.match(await answer.locator('.runtime').textContent(), /echo · \d+% ctx · [\d.]+ s/);
+
+    await page.locator('#busy').waitFor({ state: 'hidden' });
+    await userMsg(page, 'think tool slow please').locator('.ticks', { hasText: '✓✓' }).waitFor();
+    await shot(page, 'answer-desktop');
+    assert.deepEqual(pageErrors(page), []);
+  });
+
+  test('agent text is shown as text: no markup from it ever reaches the page', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(DESKTOP);
+    await openSignedIn(page, gw.url);
+
+    const evil = '<img src=x onerror="window.pwned=1"> <script>window.pwned=2</script> **bold** [link](javascript:window.pwned=3) `code`';
+    await send(page, evil);
+    const answer = assistant(page, 'Echo: <img src=x');
+    await answer.waitFor();
+    assert.equal(await answer.locator('img, script').count(), 0);
+    assert.equal(await answer.locator('strong').textContent(), 'bold');
+    assert.equal(await answer.locator('code').textContent(), 'code');
+    assert.equal(await answer.locator('a').count(), 0, 'a javascript: link stays text');
+    assert.match(await answer.locator('.body').textContent(), /<script>window\.pwned=2<\/script>/);
+    assert.equal(await page.evaluate(() => window.pwned), undefined);
+  });
+
+  test('an approval is answered in the page', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(PHONE);
+    await openSignedIn(page, gw.url);
+
+    await send(page, 'approve this please');
+    const dialog = page.locator('dialog#picker[open]');
+    await dialog.waitFor();
+    await dialog.getByRole('heading').waitFor();
+    assert.match(await dialog.locator('pre.preview').textContent(), /\S/);
+    assert.match(await page.locator('#busy-text').textContent(), /Waiting for your answer/);
+    await shot(page, 'approval-phone');
+
+    await dialog.getByRole('button', { name: 'Allow once' }).click();
+    await assistant(page, 'Permission granted: allow_once.').waitFor();
+    assert.equal(await page.locator('dialog#picker[open]').count(), 0);
+    await page.locator('.picker-card.done', { hasText: 'you chose Allow once' }).waitFor();
+    assert.deepEqual(pageErrors(page), []);
+  });
+
+  test('an approval answered on another device closes the stale dialog here', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const a = await device(DESKTOP);
+    const b = await device(PHONE);
+    await openSignedIn(a.page, gw.url);
+    await openSignedIn(b.page, gw.url);
+
+    await send(a.page, 'permission to proceed?');
+    await a.page.locator('dialog#picker[open]').waitFor();
+    const onB = b.page.locator('dialog#picker[open]');
+    await onB.getByRole('button', { name: 'Deny' }).click();
+    await assistant(a.page, 'Permission denied.').waitFor();
+    await a.page.locator('dialog#picker[open]').waitFor({ state: 'detached' });
+    await a.page.locator('.picker-card.done', { hasText: 'answered elsewhere' }).waitFor();
+    assert.deepEqual(pageErrors(a.page), []);
+  });
+
+  test('the model picker switches the model, grouped by provider', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(DESKTOP);
+    await openSignedIn(page, gw.url);
+
+    await send(page, 'hello');
+    await assistant(page, 'Echo: hello').waitFor();
+    await send(page, '/model');
+    const dialog = page.locator('dialog#picker[open]');
+    await dialog.getByRole('heading', { name: 'Choose a model' }).waitFor();
+    assert.equal(await dialog.locator('fieldset legend').first().textContent(), 'demo');
+    await dialog.getByRole('button', { name: 'Demo Echo (current)' }).waitFor();
+    await shot(page, 'model-picker-desktop');
+
+    await dialog.getByRole('button', { name: 'Demo Verbose' }).click();
+    await systemMsg(page, 'Model switched to demo:verbose.').waitFor();
+    assert.equal(await page.locator('dialog#picker[open]').count(), 0);
+    await send(page, 'and now?');
+    await assistant(page, '(model: demo:verbose)').waitFor();
+    assert.deepEqual(pageErrors(page), []);
+  });
+
+  test('a slash command is picked from the drawer by fuzzy prefix', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(PHONE);
+    await openSignedIn(page, gw.url);
+
+    const box = page.getByRole('textbox', { name: 'Message' });
+    await box.fill('/st');
+    const drawer = page.getByRole('listbox', { name: 'Slash commands' });
+    await drawer.getByRole('option', { name: /\/status/ }).waitFor();
+    await drawer.getByRole('option', { name: /\/stop/ }).waitFor();
+    await box.fill('/sts');
+    assert.match(await drawer.getByRole('option').first().textContent(), /^\/status/);
+    await shot(page, 'drawer-phone');
+
+    await drawer.getByRole('option', { name: /\/status/ }).click();
+    assert.equal(await box.inputValue(), '/status ');
+    assert.equal(await drawer.isHidden(), true);
+    await box.press('Enter');
+    const reply = systemMsg(page, 'Agent:');
+    await reply.waitFor();
+    assert.match(await reply.textContent(), /Model:/);
+
+    // The / button opens the whole catalog.
+    await page.getByRole('button', { name: 'Slash commands' }).click();
+    await drawer.getByRole('option', { name: /\/help/ }).waitFor();
+    assert.deepEqual(pageErrors(page), []);
+  });
+
+  test('search finds an old message and jumps to it, loading older pages', { timeout: 120000 }, async () => {
+    const gw = await gateway({ agent: 'none', config: '[limits]\nsends_per_minute = 6000\n' });
+    const { page } = await device(DESKTOP);
+    await openSignedIn(page, gw.url);
+
+    await send(page, 'the haystack hides a needle');
+    await userMsg(page, 'needle').waitFor();
+    for (let i = 1; i <= 59; i++) {
+      await send(page, `filler message number ${i}`);
+      await page.locator('.msg.role-user').nth(i).waitFor();
+    }
+    await page.reload();
+    await waitOnline(page);
+    await userMsg(page, 'filler message number 59').waitFor();
+    assert.equal(await userMsg(page, 'needle').count(), 0, 'the old message is not on the first page');
+
+    await page.getByRole('button', { name: 'Search messages' }).click();
+    await page.getByRole('searchbox', { name: 'Search messages' }).fill('needle');
+    await page.getByRole('searchbox', { name: 'Search messages' }).press('Enter');
+    const hit = page.locator('#search-results .hit', { hasText: 'needle' });
+    await hit.waitFor();
+    assert.equal(await hit.locator('mark').textContent(), 'needle');
+    assert.match(await hit.locator('.hit-lane').textContent(), /^Default/);
+    await shot(page, 'search-desktop');
+
+    await hit.click();
+    const target = userMsg(page, 'needle');
+    await target.waitFor();
+    assert.equal(await target.evaluate((el) => el.classList.contains('flash')), true);
+    const box = await target.boundingBox();
+    assert.ok(box && box.y >= 0 && box.y < DESKTOP.height, 'the message is scrolled into view');
+    assert.equal(await page.locator('.msg.role-user').count(), 60, 'every page loaded once');
+    await shot(page, 'jumped-desktop');
+    assert.deepEqual(pageErrors(page), []);
+  });
+
+  test('channels and threads: create, auto-thread on send, rename, set default, delete', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const a = await device(DESKTOP);
+    const b = await device(PHONE);
+    await openSignedIn(a.page, gw.url);
+    await openSignedIn(b.page, gw.url);
+    const page = a.page;
+
+    await page.getByRole('button', { name: 'New channel' }).click();
+    const ask = page.locator('dialog#ask[open]');
+    await ask.getByRole('textbox').fill('Alpha');
+    await ask.getByRole('button', { name: 'OK' }).click();
+    await page.locator('#lane-title', { hasText: 'Alpha' }).waitFor();
+
+    await page.getByRole('button', { name: 'Send as a new thread' }).click();
+    await send(page, 'plan the trip to the coast');
+    await page.locator('#lane-title', { hasText: 'Alpha › plan the trip to the coast' }).waitFor();
+    await assistant(page, 'Echo: plan the trip to the coast').waitFor();
+    await page.locator('.threads .chan', { hasText: 'plan the trip to the coast' }).waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Send as a new thread' }).getAttribute('aria-pressed'), 'false');
+    await shot(page, 'threads-desktop');
+
+    await page.getByRole('button', { name: 'Actions for Alpha' }).click();
+    await page.getByRole('menuitem', { name: 'Rename' }).click();
+    await ask.getByRole('textbox').fill('Beta');
+    await ask.getByRole('button', { name: 'OK' }).click();
+    await page.locator('#lane-title', { hasText: 'Beta › plan the trip' }).waitFor();
+
+    await page.getByRole('button', { name: 'Actions for Beta' }).click();
+    await page.getByRole('menuitem', { name: 'Set as default' }).click();
+    await page.locator('li[data-chat] .chan', { hasText: 'Beta' }).locator('.chan-default').waitFor();
+
+    // The other device follows every change of the directory.
+    await b.page.getByRole('button', { name: 'Open the chat list' }).click();
+    await b.page.locator('.chan', { hasText: 'Beta' }).locator('.chan-default').waitFor();
+    await b.page.locator('.threads .chan', { hasText: 'plan the trip to the coast' }).waitFor();
+    await shot(b.page, 'sidebar-phone');
+
+    await page.getByRole('button', { name: 'Actions for plan the trip to the coast' }).click();
+    await page.getByRole('menuitem', { name: 'Delete' }).click();
+    await ask.getByRole('button', { name: 'Delete' }).click();
+    await page.locator('#lane-title', { hasText: /^Beta$/ }).waitFor();
+    await b.page.locator('.threads .chan', { hasText: 'plan the trip' }).waitFor({ state: 'detached' });
+    assert.deepEqual(pageErrors(page), []);
+    assert.deepEqual(pageErrors(b.page), []);
+  });
+
+  test('a delete on one device removes the message on another', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const a = await device(DESKTOP);
+    const b = await device(PHONE);
+    await openSignedIn(a.page, gw.url);
+    await openSignedIn(b.page, gw.url);
+
+    await send(a.page, 'please delete me');
+    await assistant(a.page, 'Echo: please delete me').waitFor();
+    await userMsg(b.page, 'please delete me').waitFor();
+    await assistant(b.page, 'Echo: please delete me').waitFor();
+
+    await userMsg(a.page, 'please delete me').getByRole('button', { name: 'Message actions' }).click();
+    await a.page.getByRole('menuitem', { name: 'Delete' }).click();
+    await a.page.locator('dialog#ask[open]').getByRole('button', { name: 'Delete' }).click();
+
+    await userMsg(a.page, 'please delete me').waitFor({ state: 'detached' });
+    await userMsg(b.page, 'please delete me').waitFor({ state: 'detached' });
+    assert.equal(await assistant(b.page, 'Echo: please delete me').count(), 1, 'only the chosen message goes');
+    await shot(b.page, 'deleted-on-second-device-phone');
+    assert.deepEqual(pageErrors(a.page), []);
+    assert.deepEqual(pageErrors(b.page), []);
+  });
+
+  test('after an offline gap the page syncs what it missed, without duplicate bubbles', { timeout: 90000 }, async () => {
+    const gw = await gateway();
+    const proxy = await new Proxy(gw.port).listen();
+    cleanups.push(() => proxy.close());
+    const a = await device(PHONE);
+    const b = await device(DESKTOP);
+    await openSignedIn(a.page, proxy.url);
+    await openSignedIn(b.page, gw.url);
+
+    await send(a.page, 'before the gap');
+    await assistant(a.page, 'Echo: before the gap').waitFor();
+
+    proxy.cut();
+    await a.page.locator('#banner', { hasText: 'Connection lost' }).waitFor();
+    await shot(a.page, 'offline-phone');
+
+    await send(b.page, 'sent while the phone was away');
+    await assistant(b.page, 'Echo: sent while the phone was away').waitFor();
+    await send(b.page, 'think about a second one');
+    await assistant(b.page, 'Echo: think about a second one').waitFor();
+
+    proxy.restore();
+    await waitOnline(a.page);
+    await assistant(a.page, 'Echo: think about a second one').waitFor();
+    const counts = async () => a.page.evaluate(() => {
+      const n = (sel, text) => [...document.querySelectorAll(sel)].filter((e) => e.dataset.text === text).length;
+      return [
+        n('.msg.role-user', 'before the gap'), n('.msg.role-assistant', 'Echo: before the gap'),
+        n('.msg.role-user', 'sent while the phone was away'), n('.msg.role-assistant', 'Echo: sent while the phone was away'),
+        n('.msg.role-user', 'think about a second one'), n('.msg.role-assistant', 'Echo: think about a second one'),
+      ];
+    });
+    assert.deepEqual(await counts(), [1, 1, 1, 1, 1, 1]);
+    assert.equal(await a.page.locator('#banner').isHidden(), true);
+    await shot(a.page, 'synced-phone');
+
+    // A reload starts from the stored cursor: the history page and the replay still agree.
+    await a.page.reload();
+    await waitOnline(a.page);
+    await assistant(a.page, 'Echo: think about a second one').waitFor();
+    assert.deepEqual(await counts(), [1, 1, 1, 1, 1, 1]);
+    assert.deepEqual(pageErrors(a.page), []);
+  });
+
+  test('a gateway restart shows the restarting notice, then the page reconnects', { timeout: 90000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(DESKTOP);
+    await openSignedIn(page, gw.url);
+    await send(page, 'before the restart');
+    await assistant(page, 'Echo: before the restart').waitFor();
+
+    await gw.stop();
+    await page.locator('#banner.restarting', { hasText: 'Gateway restarting' }).waitFor();
+    await page.locator('.notice', { hasText: 'Gateway restarting' }).waitFor();
+    await shot(page, 'restarting-desktop');
+
+    await gw.start();
+    await waitOnline(page);
+    assert.equal(await page.locator('#banner').isHidden(), true);
+    await send(page, 'after the restart');
+    await assistant(page, 'Echo: after the restart').waitFor();
+    assert.equal(await assistant(page, 'Echo: before the restart').count(), 1);
+    assert.deepEqual(pageErrors(page), []);
+  });
+
+  test('an image upload shows its progress, then the image inline on both devices', { timeout: 90000 }, async () => {
+    const gw = await gateway();
+    const a = await device(DESKTOP);
+    const b = await device(PHONE);
+    await openSignedIn(a.page, gw.url);
+    await openSignedIn(b.page, gw.url);
+
+    await a.page.evaluate(() => {
+      window.progressSeen = [];
+      new MutationObserver(() => {
+        for (const p of document.querySelectorAll('#tray progress')) window.progressSeen.push(Number(p.value));
+      }).observe(document.getElementById('tray'), { subtree: true, attributes: true, childList: true });
+    });
+    const png = noisePng(1200, 900);
+    await a.page.locator('#file-input').setInputFiles({ name: 'noise.png', mimeType: 'image/png', buffer: png });
+    await a.page.locator('#tray .attachment[data-state=done]').waitFor({ timeout: 30000 });
+    const seen = await a.page.evaluate(() => window.progressSeen);
+    assert.ok(seen.some((v) => v > 0 && v < 100), `a partial progress was shown (${JSON.stringify(seen)})`);
+    await shot(a.page, 'upload-ready-desktop');
+
+    await send(a.page, 'a picture of noise');
+    for (const page of [a.page, b.page]) {
+      const img = userMsg(page, 'a picture of noise').locator('img.inline-image');
+      await img.waitFor();
+      await page.waitForFunction((el) => el.complete && el.naturalWidth > 0, await img.elementHandle(), { timeout: 30000 });
+      assert.deepEqual(await img.evaluate((el) => [el.naturalWidth, el.naturalHeight]), [1200, 900]);
+    }
+    await shot(a.page, 'image-desktop');
+    await shot(b.page, 'image-phone');
+    assert.deepEqual(pageErrors(a.page), []);
+    assert.deepEqual(pageErrors(b.page), []);
+  });
+});
