@@ -111,11 +111,13 @@ pub struct Gate {
 impl Gate {
     pub async fn close(store: &Store) -> Gate {
         let (release, wait) = mpsc::channel::<()>();
+        let (entered, running) = tokio::sync::oneshot::channel::<()>();
         let mut done: Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>> = {
             let store = store.clone();
             Box::pin(async move {
                 store
                     .write(move |_tx| {
+                        let _ = entered.send(());
                         wait.recv().expect("gate released");
                         Ok(())
                     })
@@ -123,6 +125,9 @@ impl Gate {
             })
         };
         poll_once(&mut done).await;
+        // Once the gate job runs, the writer has formed its batch: every job queued from now on
+        // waits for the next one.
+        running.await.expect("the writer runs the gate job");
         Gate { release, done }
     }
 
