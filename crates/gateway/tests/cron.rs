@@ -355,10 +355,16 @@ async fn runs_missed_while_down_run_once_at_startup() {
     clock.advance(120 * MINUTE);
     let gw = TestGateway::start_in(dir.path(), tweak(&clock, true)).await;
     let (mut a, _) = gw.connect("a").await;
-    // The catch-up may run before the device connects: what it missed comes with sync, and
-    // what came live meanwhile comes twice (the app drops a cursor it has; so does this map).
+    // The catch-up may run before, while or after the device connects: what it missed comes with
+    // sync, the rest live; together they are each frame once, by cursor.
     let replay = a.sync(head).await.expect("sync");
     let mut frames: BTreeMap<u64, Event> = replay.frames.into_iter().filter_map(|e| Some((e.cursor?, e))).collect();
+    // Frames that arrived live before the sync finished wait in the client's buffer.
+    while let Some(e) = a.try_next_event() {
+        if let Some(cursor) = e.cursor {
+            frames.insert(cursor, e);
+        }
+    }
     while !frames.values().any(|e| e.frame_type() == "agent.idle") {
         let e = a.next_event_timeout(WAIT).await.expect("the catch-up run");
         if let Some(cursor) = e.cursor {

@@ -293,8 +293,11 @@ impl AgentHost {
 
     /// Kills the process of this generation (a wedged or hanging agent); lanes hear `Exited`.
     pub async fn kill(&self, generation: u64) {
-        let st = self.state.lock().await;
-        if let Some(current) = st.current.as_ref().filter(|c| c.generation == generation) {
+        let mut st = self.state.lock().await;
+        // Taken out first: a deliberate kill is no failure (no backoff), and no turn may be handed
+        // the dying process.
+        if st.current.as_ref().is_some_and(|c| c.generation == generation) {
+            let current = st.current.take().expect("checked above");
             tracing::warn!(agent = %self.label, generation, "killing the agent process");
             if let Some(p) = current.client.process() {
                 p.kill();

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{AcpError, ContentBlock, PermissionResponder, RequestPermissionRequest, SessionModelState, SessionUpdate, StopReason};
+use iris_acp::{ContentBlock, PermissionResponder, RequestPermissionRequest, SessionModelState, SessionUpdate};
 use iris_protocol::{
     AgentBusy, BusyReason, ChannelRenamed, Choice, Header, Message, ModelEntry, ModelProvider, Notification,
     PickerApproval, PickerChoice, PickerClarify, PickerModel, ReadReceiptEvent, Role, ServerFrame,
@@ -26,6 +26,8 @@ use crate::handlers::{to_stored, Lane, WireError};
 use crate::ids::{new_id, now_ms};
 use crate::state::{append_filed, append_frame, Origin, Shared};
 
+mod drive;
+use drive::{Driven, Ended, Mode, Stopping};
 mod scheduled;
 
 /// A user message for the agent.
@@ -98,12 +100,6 @@ struct Session {
     models: Option<SessionModelState>,
 }
 
-/// How the running turn is being ended.
-#[derive(Default)]
-struct Stopping {
-    /// `session/cancel` was sent at this time.
-    since: Option<Instant>,
-}
 
 pub(super) struct LaneActor {
     shared: Arc<Shared>,
@@ -415,166 +411,29 @@ impl LaneActor {
         };
         let images = instance.caps.prompt_capabilities.image;
         blocks.extend(crate::media::agent::prompt_blocks(&self.shared, job.blocks, images).await);
-        let client = instance.client.clone();
-        let sid = session_id.clone();
-        let prompt = async move { client.prompt(&sid, blocks).await };
-        tokio::pin!(prompt);
-        let mut stopping = Stopping::default();
-        let mut turn_pickers: Vec<String> = Vec::new();
-        let mut crashed: Option<String> = None;
-        let mut last_activity = Instant::now();
-        // Steering handed to the agent, and how many tool calls the turn had made by then.
-        let mut steered: Option<(String, usize)> = None;
-        let result: Option<Result<iris_acp::PromptResponse, AcpError>> = loop {
-            let flush_at = mapper.next_flush().map(TokioInstant::from_std);
-            let cancel_deadline = stopping.since.map(|t| TokioInstant::from_std(t + self.agents.cancel_grace));
-            // Waiting for the user is not the agent hanging.
-            let idle_deadline = (stopping.since.is_none() && !self.pickers.values().any(|p| matches!(p, Pending::Approval { .. })))
-                .then(|| TokioInstant::from_std(last_activity + self.agents.turn_idle_timeout));
-            let expiry = self.next_picker_deadline();
-            tokio::select! {
-                res = &mut prompt => break Some(res),
-                Some(ev) = self.ev_rx.recv() => match ev {
-                    LaneEvent::Update(SessionUpdate::SessionInfoUpdate(info)) => {
-                        if let Some(title) = info.title {
-                            self.agent_title(&title).await;
-                        }
-                    }
-                    LaneEvent::Update(update) => {
-                        last_activity = Instant::now();
-                        if steered.is_none() || !is_steer_ack(&update) {
-                            let outs = mapper.on_update(&update, Instant::now());
-                            self.emit(outs, &turn_id).await;
-                            crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
-                        }
-                    }
-                    LaneEvent::Permission(request, responder) => {
-                        if stopping.since.is_some() {
-                            responder.cancel();
-                        } else if let Some(id) = self.open_permission(request, responder).await {
-                            turn_pickers.push(id);
-                        }
-                    }
-                    LaneEvent::Exited { generation, detail } => {
-                        if generation == instance.generation {
-                            self.session = None;
-                            crashed = Some(detail);
-                            break None;
-                        }
-                    }
-                },
-                cmd = self.rx.recv() => match cmd {
-                    None | Some(LaneCmd::Close) => {
-                        self.closing = true;
-                        self.cancel_turn(&instance, &session_id, &mut stopping, &turn_pickers);
-                    }
-                    Some(LaneCmd::Stop(reply)) => {
-                        self.cancel_turn(&instance, &session_id, &mut stopping, &turn_pickers);
-                        let _ = reply.send(true);
-                    }
-                    Some(LaneCmd::Steer(text, reply)) => {
-                        let result = self.steer(&instance, &session_id, text, &mut stopping, &turn_pickers);
-                        if let Ok(Some(text)) = &result {
-                            steered = Some((text.clone(), mapper.tool_count()));
-                        }
-                        let _ = reply.send(result.map(|_| ()));
-                    }
-                    Some(LaneCmd::Prompt(p)) => self.queue.push_back(Job::Prompt(p)),
-                    Some(LaneCmd::Command(c)) if c.name == "/stop" => {
-                        self.read_receipt(c.origin_conn, &c.message_id);
-                        self.cancel_turn(&instance, &session_id, &mut stopping, &turn_pickers);
-                    }
-                    Some(LaneCmd::Command(c)) if matches!(c.name, "/status" | "/help" | "/reasoning" | "/title" | "/cron") => self.command(c).await,
-                    Some(LaneCmd::Command(c)) => self.queue.push_back(Job::Command(c)),
-                    Some(LaneCmd::Cron(c)) => self.queue.push_back(Job::Cron(c)),
-                    Some(LaneCmd::Picker { picker_id, value, reply }) => {
-                        let result = self.answer_picker(&picker_id, &value).await;
-                        if result.is_ok() && !self.pickers.values().any(|p| matches!(p, Pending::Approval { .. })) {
-                            let reason = if mapper.tool_open() { BusyReason::Tool } else { BusyReason::Processing };
-                            self.busy(reason).await;
-                        }
-                        let _ = reply.send(result);
-                    }
-                },
-                _ = sleep_until(flush_at) => {
-                    if let Some(out) = mapper.flush_due(Instant::now()) {
-                        self.emit(vec![out], &turn_id).await;
-                    }
-                }
-                _ = sleep_until(idle_deadline) => {
-                    tracing::warn!(lane = ?self.lane, "the agent sent nothing for too long; cancelling the turn");
-                    self.cancel_turn(&instance, &session_id, &mut stopping, &turn_pickers);
-                }
-                _ = sleep_until(cancel_deadline) => {
-                    tracing::warn!(lane = ?self.lane, "the agent did not end a cancelled turn; restarting it");
-                    self.host.kill(instance.generation).await;
-                    stopping.since = None;
-                }
-                _ = sleep_until(expiry) => self.expire_pickers().await,
+        let mut rx = std::mem::replace(&mut self.ev_rx, mpsc::unbounded_channel().1);
+        let Driven { ended, steered, .. } = self.drive(Mode::Live, &instance, &session_id, blocks, &mut mapper, &mut rx).await;
+        self.ev_rx = rx;
+        let mut ending = Ending::default();
+        let notice = match ended {
+            Ended::Answered { cancelled, tokens } => {
+                ending.cancelled = cancelled;
+                ending.tokens = tokens;
+                None
+            }
+            Ended::Stopped => {
+                ending.cancelled = true;
+                None
+            }
+            Ended::Crashed(detail) => {
+                ending.failed = true;
+                Some(format!("The agent stopped unexpectedly ({detail}). Your next message will restart it."))
+            }
+            Ended::Failed(detail) => {
+                ending.failed = true;
+                Some(format!("The agent reported an error: {detail}"))
             }
         };
-        // The agent's last updates may still be on their way to this lane when its answer to the
-        // prompt arrives: wait until everything it sent before has been routed, then take it.
-        if result.is_some() {
-            instance.fence().await;
-            while let Ok(ev) = self.ev_rx.try_recv() {
-                match ev {
-                    LaneEvent::Update(SessionUpdate::SessionInfoUpdate(info)) => {
-                        if let Some(title) = info.title {
-                            self.agent_title(&title).await;
-                        }
-                    }
-                    LaneEvent::Update(update) => {
-                        if steered.is_none() || !is_steer_ack(&update) {
-                            let outs = mapper.on_update(&update, Instant::now());
-                            self.emit(outs, &turn_id).await;
-                            crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
-                        }
-                    }
-                    other => self.idle_event(other).await,
-                }
-            }
-        }
-        // Whatever is still pending belongs to this turn and cannot be answered any more.
-        for id in turn_pickers {
-            if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(&id) {
-                responder.cancel();
-            }
-            self.agents.forget_pickers(std::iter::once(&id));
-        }
-        let cancelled = stopping.since.is_some();
-        let mut ending = Ending { cancelled, ..Ending::default() };
-        let mut notice = None;
-        match result {
-            Some(Ok(resp)) => {
-                self.host.mark_healthy(instance.generation).await;
-                ending.cancelled |= resp.stop_reason == StopReason::Cancelled;
-                ending.tokens = resp.usage.map(|u| instance.usage_delta(u.total_tokens)).filter(|t| *t > 0);
-            }
-            Some(Err(e)) if cancelled => {
-                // Hermes fails a prompt cancelled during a tool or a permission prompt and then
-                // queues every later prompt forever: start over with a fresh process.
-                tracing::warn!(error = %e, "cancelled turn failed; restarting the agent");
-                self.host.kill(instance.generation).await;
-                // Until the transport has ended, the host would hand the next turn this dying process.
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(5), instance.client.connection().closed()).await;
-                self.session = None;
-            }
-            Some(Err(e)) if e.is_closed() => {
-                ending.failed = true;
-                self.session = None;
-                notice = Some(format!("The agent stopped unexpectedly ({}). Your next message will restart it.", short(&e.to_string())));
-            }
-            Some(Err(e)) => {
-                ending.failed = true;
-                notice = Some(format!("The agent reported an error: {}", short(&e.to_string())));
-            }
-            None => {
-                ending.failed = true;
-                let detail = crashed.unwrap_or_default();
-                notice = Some(format!("The agent stopped unexpectedly ({}). Your next message will restart it.", short(&detail)));
-            }
-        }
         mapper.end_text();
         crate::media::agent::collect(&self.shared, &self.header(), &mut mapper).await;
         // Hermes applies steering at the next tool boundary; a turn that ended without one never

@@ -24,6 +24,9 @@ struct OpenTurn {
     thread_id: Option<String>,
     /// The answer bubble, once `message.start` was sent.
     message_id: Option<String>,
+    /// The turn's final answer was written; only `agent.idle` may be missing.
+    #[serde(default)]
+    answered: bool,
 }
 
 fn lane_key(lane: &Lane) -> String {
@@ -41,7 +44,12 @@ fn save(tx: &mut WriteTx<'_>, turns: &BTreeMap<String, OpenTurn>) -> Result<(), 
 
 /// Keeps the lane's marker in step with frames being appended in this transaction.
 pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[ServerFrame]) -> Result<(), StoreError> {
-    let relevant = frames.iter().any(|f| matches!(f, ServerFrame::AgentBusy(_) | ServerFrame::AgentIdle(_) | ServerFrame::MessageStart(_)));
+    let relevant = frames.iter().any(|f| {
+        matches!(
+            f,
+            ServerFrame::AgentBusy(_) | ServerFrame::AgentIdle(_) | ServerFrame::MessageStart(_) | ServerFrame::MessageStop(_)
+        ) || matches!(f, ServerFrame::Message(m) if matches!(m.role, Role::Assistant | Role::Cron))
+    });
     if !relevant {
         return Ok(());
     }
@@ -54,11 +62,22 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[ServerFrame]) -> Resul
                     chat_id: lane.chat_id.clone(),
                     thread_id: lane.thread_id.clone(),
                     message_id: None,
+                    answered: false,
                 });
             }
             ServerFrame::MessageStart(m) => {
                 if let Some(t) = turns.get_mut(&key) {
                     t.message_id = Some(m.message_id.clone());
+                }
+            }
+            ServerFrame::MessageStop(m) => {
+                if let Some(t) = turns.get_mut(&key).filter(|t| t.message_id.as_ref() == Some(&m.message_id)) {
+                    t.answered = true;
+                }
+            }
+            ServerFrame::Message(m) if matches!(m.role, Role::Assistant | Role::Cron) => {
+                if let Some(t) = turns.get_mut(&key) {
+                    t.answered = true;
                 }
             }
             ServerFrame::AgentIdle(_) => {
@@ -81,6 +100,11 @@ pub async fn recover(store: &Store) -> Result<usize, StoreError> {
                     continue;
                 }
                 let header = Header::lane(turn.chat_id.clone(), turn.thread_id.clone());
+                if turn.answered {
+                    // Only the closing agent.idle was lost.
+                    append_frame(tx, &header, &ServerFrame::AgentIdle(Empty {}), None, &Origin::none())?;
+                    continue;
+                }
                 if let Some(id) = &turn.message_id {
                     // The partial text was only ever sent live; the answer is kept, empty, so
                     // that history and the outbox keep agreeing.

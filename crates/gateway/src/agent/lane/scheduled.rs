@@ -9,16 +9,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{AcpError, ContentBlock, PromptResponse, SessionModelState, StopReason};
+use iris_acp::{ContentBlock, SessionModelState};
 use iris_protocol::{BusyReason, Role};
 use tokio::sync::mpsc;
-use tokio::time::Instant as TokioInstant;
 
 use super::super::host::{Instance, LaneEvent};
 use super::super::turn::{Ending, Out, TurnConfig, TurnMapper};
-use super::{short, sleep_until, Job, LaneActor, LaneCmd, Stopping};
+use super::drive::{Driven, Ended, Mode};
+use super::{short, LaneActor};
 use crate::cron::{CronRun, Outcome};
-use crate::handlers::WireError;
 use crate::ids::new_id;
 
 impl LaneActor {
@@ -90,114 +89,17 @@ impl LaneActor {
             show_reasoning: self.show_reasoning,
             update_interval: self.agents.update_interval,
         });
-        let client = instance.client.clone();
-        let sid = session_id.to_owned();
         let blocks = vec![ContentBlock::text(prompt.to_owned())];
-        let answer = async move { client.prompt(&sid, blocks).await };
-        tokio::pin!(answer);
-        let mut stopping = Stopping::default();
-        let mut crashed: Option<String> = None;
-        let mut last_activity = Instant::now();
-        let mut timed_out = false;
-        let result: Option<Result<PromptResponse, AcpError>> = loop {
-            let cancel_deadline = stopping.since.map(|t| TokioInstant::from_std(t + self.agents.cancel_grace));
-            let idle_deadline =
-                stopping.since.is_none().then(|| TokioInstant::from_std(last_activity + self.agents.turn_idle_timeout));
-            let expiry = self.next_picker_deadline();
-            tokio::select! {
-                res = &mut answer => break Some(res),
-                Some(ev) = rx.recv() => match ev {
-                    // Only the whole answer is delivered; the mapper keeps the text after the
-                    // last tool call, like a normal turn's final message.
-                    LaneEvent::Update(update) => {
-                        last_activity = Instant::now();
-                        drop(mapper.on_update(&update, Instant::now()));
-                    }
-                    LaneEvent::Permission(_, responder) => responder.cancel(),
-                    LaneEvent::Exited { generation, detail } => {
-                        if generation == instance.generation {
-                            crashed = Some(detail);
-                            break None;
-                        }
-                    }
-                },
-                Some(ev) = self.ev_rx.recv() => self.idle_event(ev).await,
-                cmd = self.rx.recv() => match cmd {
-                    None | Some(LaneCmd::Close) => {
-                        self.closing = true;
-                        self.cancel_turn(instance, session_id, &mut stopping, &[]);
-                    }
-                    Some(LaneCmd::Stop(reply)) => {
-                        self.cancel_turn(instance, session_id, &mut stopping, &[]);
-                        let _ = reply.send(true);
-                    }
-                    Some(LaneCmd::Steer(_, reply)) => {
-                        let _ = reply.send(Err(WireError::not_found("a scheduled job is running in this lane; stop it or wait for it")));
-                    }
-                    Some(LaneCmd::Prompt(p)) => self.queue.push_back(Job::Prompt(p)),
-                    Some(LaneCmd::Command(c)) if c.name == "/stop" => {
-                        self.read_receipt(c.origin_conn, &c.message_id);
-                        self.cancel_turn(instance, session_id, &mut stopping, &[]);
-                    }
-                    Some(LaneCmd::Command(c)) if matches!(c.name, "/status" | "/help" | "/reasoning" | "/title" | "/cron") => self.command(c).await,
-                    Some(LaneCmd::Command(c)) => self.queue.push_back(Job::Command(c)),
-                    Some(LaneCmd::Cron(c)) => self.queue.push_back(Job::Cron(c)),
-                    Some(LaneCmd::Picker { picker_id, value, reply }) => {
-                        let result = self.answer_picker(&picker_id, &value).await;
-                        let _ = reply.send(result);
-                    }
-                },
-                _ = sleep_until(cancel_deadline) => {
-                    tracing::warn!(lane = ?self.lane, "the agent did not end a cancelled scheduled run; restarting it");
-                    self.host.kill(instance.generation).await;
-                    stopping.since = None;
-                }
-                _ = sleep_until(idle_deadline) => {
-                    tracing::warn!(lane = ?self.lane, "the agent sent nothing for too long; cancelling the scheduled run");
-                    timed_out = true;
-                    self.cancel_turn(instance, session_id, &mut stopping, &[]);
-                }
-                _ = sleep_until(expiry) => self.expire_pickers().await,
-            }
-        };
-        if result.is_some() {
-            // Updates sent before the answer may still be on their way: take them first.
-            instance.fence().await;
-            while let Ok(ev) = rx.try_recv() {
-                if let LaneEvent::Update(update) = ev {
-                    drop(mapper.on_update(&update, Instant::now()));
-                }
-            }
-        }
+        let Driven { ended, timed_out, .. } = self.drive(Mode::Scheduled, instance, session_id, blocks, &mut mapper, rx).await;
         if self.closing {
             return None;
         }
-        let mut cancelled = stopping.since.is_some();
-        let mut tokens = None;
-        match result {
-            Some(Ok(resp)) => {
-                cancelled |= resp.stop_reason == StopReason::Cancelled;
-                tokens = resp.usage.map(|u| instance.usage_delta(u.total_tokens)).filter(|t| *t > 0);
-            }
-            Some(Err(e)) if cancelled => {
-                // As with a normal turn: an agent that fails a cancelled prompt may be wedged.
-                tracing::warn!(error = %e, "cancelled scheduled run failed; restarting the agent");
-                self.host.kill(instance.generation).await;
-                self.session = None;
-            }
-            Some(Err(e)) => {
-                if e.is_closed() {
-                    self.session = None;
-                    return Some(Outcome::Failed(format!("the agent stopped unexpectedly ({})", short(&e.to_string()))));
-                }
-                return Some(Outcome::Failed(format!("the agent reported an error: {}", short(&e.to_string()))));
-            }
-            None => {
-                self.session = None;
-                let detail = crashed.unwrap_or_default();
-                return Some(Outcome::Failed(format!("the agent stopped unexpectedly ({})", short(&detail))));
-            }
-        }
+        let (cancelled, tokens) = match ended {
+            Ended::Answered { cancelled, tokens } => (cancelled, tokens),
+            Ended::Stopped => (true, None),
+            Ended::Crashed(detail) => return Some(Outcome::Failed(format!("the agent stopped unexpectedly ({detail})"))),
+            Ended::Failed(detail) => return Some(Outcome::Failed(format!("the agent reported an error: {detail}"))),
+        };
         if timed_out {
             let secs = self.agents.turn_idle_timeout.as_secs();
             return Some(Outcome::Failed(format!("the agent sent nothing for {secs} s, so the run was cancelled")));
