@@ -23,6 +23,7 @@
 //! | `slow` | 20 chunks 50 ms apart; `session/cancel` stops it (`cancelled`, chunks already sent stay sent) |
 //! | `title` | a `session_info_update` with title "Demo title", sent just after the prompt's answer |
 //! | `silent` | answers exactly `[SILENT] nothing to report` (the marker of a scheduled job with nothing to say) and nothing else; the other keywords are ignored |
+//! | `bench <n> [<gap_us>]` | only as the whole prompt: `n` chunks (at most 100,000), each its send time in unix nanoseconds and a space, `gap_us` microseconds apart (default 0), and no echo; the load tool `iris-bench` measures chunk-to-device latency with them |
 //!
 //! An `image` block is acknowledged as `Received image <mime> (<n> bytes)`, a `resource_link` as
 //! `Received file <name>`, an embedded `resource` as `Received resource <uri>`. Prompt text that
@@ -527,6 +528,31 @@ fn base64_len(data: &str) -> usize {
     symbols * 3 / 4
 }
 
+/// Most chunks one `bench` turn streams, and the longest pause between two.
+const BENCH_MAX_CHUNKS: usize = 100_000;
+const BENCH_MAX_GAP_US: u64 = 1_000_000;
+
+/// `bench <n> [<gap_us>]` when it is the whole prompt. Matched only as the whole prompt so that
+/// ordinary text ("a benchmark of 3 runs") is never taken for it.
+fn bench_request(text: &str) -> Option<(usize, Duration)> {
+    let mut words = text.split_whitespace();
+    if words.next()? != "bench" {
+        return None;
+    }
+    let count: usize = words.next()?.parse().ok()?;
+    let gap_us: u64 = match words.next() {
+        Some(word) => word.parse().ok()?,
+        None => 0,
+    };
+    if words.next().is_some() {
+        return None;
+    }
+    Some((
+        count.min(BENCH_MAX_CHUNKS),
+        Duration::from_micros(gap_us.min(BENCH_MAX_GAP_US)),
+    ))
+}
+
 /// Splits `text` into `parts` pieces of roughly equal length, on character boundaries.
 fn split_chunks(text: &str, parts: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
@@ -614,6 +640,9 @@ impl Turn<'_> {
             self.slash_command(command, model_id);
             return Ok(());
         }
+        if let Some((count, gap)) = bench_request(text) {
+            return self.bench(count, gap).await;
+        }
         if has("silent") {
             self.say(SILENT_ANSWER);
             return Ok(());
@@ -662,6 +691,25 @@ impl Turn<'_> {
         }
         if model_id != DEFAULT_MODEL {
             self.say(&format!("\n\n(model: {model_id})"));
+        }
+        Ok(())
+    }
+
+    /// Streams `count` chunks `gap` apart, each carrying its send time (unix nanoseconds): the
+    /// load tool on the same machine subtracts it from the time a device receives the chunk.
+    async fn bench(&mut self, count: usize, gap: Duration) -> Result<(), Cancelled> {
+        for _ in 0..count {
+            if !gap.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(gap) => {}
+                    _ = self.wait_cancel() => return Err(Cancelled),
+                }
+            }
+            self.check()?;
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            self.say(&format!("{nanos} "));
         }
         Ok(())
     }
@@ -993,5 +1041,19 @@ mod tests {
         assert_eq!(split_chunks("Echo: héllo", 3).concat(), "Echo: héllo");
         assert_eq!(split_chunks("Echo: héllo", 3).len(), 3);
         assert_eq!(split_chunks("ab", 3), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn bench_is_recognised_only_as_the_whole_prompt() {
+        assert_eq!(bench_request("bench 5"), Some((5, Duration::ZERO)));
+        assert_eq!(
+            bench_request(" bench 3 2000 "),
+            Some((3, Duration::from_micros(2000)))
+        );
+        assert_eq!(bench_request("bench 999999999").map(|b| b.0), Some(BENCH_MAX_CHUNKS));
+        assert_eq!(bench_request("a bench 5"), None);
+        assert_eq!(bench_request("benchmark 5"), None);
+        assert_eq!(bench_request("bench five"), None);
+        assert_eq!(bench_request("bench 5 10 extra"), None);
     }
 }

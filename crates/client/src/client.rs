@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use iris_protocol::{
     encode, ClientCaps, ClientFrame, FrameBody, Header, Hello, HelloAck, RequestId, ServerFrame, Sync,
+    WebPushSubscription,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -35,6 +36,8 @@ pub struct ConnectOptions {
     pub fcm_token: Option<String>,
     /// ntfy topic to announce in `hello`.
     pub ntfy_topic: Option<String>,
+    /// Web Push subscription to announce in `hello`.
+    pub webpush: Option<WebPushSubscription>,
 }
 
 impl ConnectOptions {
@@ -47,6 +50,7 @@ impl ConnectOptions {
             device_name: None,
             fcm_token: None,
             ntfy_topic: None,
+            webpush: None,
         }
     }
 
@@ -56,6 +60,8 @@ impl ConnectOptions {
             Some("fcm".to_owned())
         } else if self.ntfy_topic.is_some() {
             Some("ntfy".to_owned())
+        } else if self.webpush.is_some() {
+            Some("webpush".to_owned())
         } else {
             None
         };
@@ -66,6 +72,7 @@ impl ConnectOptions {
             caps: Some(ClientCaps { min_protocol: Some(1), media: Some(true), push }),
             fcm_token: self.fcm_token.clone(),
             ntfy_topic: self.ntfy_topic.clone(),
+            webpush: self.webpush.clone().map(Some),
         }
     }
 }
@@ -80,6 +87,8 @@ impl fmt::Debug for ConnectOptions {
             .field("device_name", &self.device_name)
             .field("fcm_token", &self.fcm_token.as_ref().map(|_| "<redacted>"))
             .field("ntfy_topic", &self.ntfy_topic)
+            // The endpoint URL is a capability to push to the device.
+            .field("webpush", &self.webpush.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
@@ -192,7 +201,9 @@ impl Client {
     /// `status {state:"online"}`) are left for [`Client::next_event`].
     pub async fn connect(opts: ConnectOptions) -> Result<(Client, HelloAck), ClientError> {
         let deadline = Instant::now() + DEFAULT_TIMEOUT;
-        let ws = match tokio::time::timeout_at(deadline, tokio_tungstenite::connect_async(opts.url.as_str())).await {
+        // Small frames go out at once: no Nagle delay behind an unacknowledged Pong.
+        let connecting = tokio_tungstenite::connect_async_with_config(opts.url.as_str(), conn::ws_config(), true);
+        let ws = match tokio::time::timeout_at(deadline, connecting).await {
             Err(_) => return Err(ClientError::Timeout),
             Ok(Err(source)) => return Err(ClientError::Connect { url: opts.url.clone(), source }),
             Ok(Ok((ws, _response))) => ws,

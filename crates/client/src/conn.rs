@@ -17,6 +17,14 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 /// The socket type both the client and the raw connection use.
 pub(crate) type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
+/// The WebSocket settings of both connection types. tungstenite zero-fills its whole read buffer
+/// (128 KiB by default) before every read, which costs more than the frames themselves when one
+/// process runs hundreds of devices (tests, the load tool); 16 KiB holds any chat frame, and
+/// larger frames (media chunks) still arrive whole, in more reads.
+pub(crate) fn ws_config() -> Option<tokio_tungstenite::tungstenite::protocol::WebSocketConfig> {
+    Some(tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(16 * 1024))
+}
+
 /// What the task saw on the wire, in arrival order.
 pub(crate) enum Incoming {
     /// A text frame, already decoded (or the reason it could not be). Boxed: frames are large

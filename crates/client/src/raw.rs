@@ -48,7 +48,7 @@ impl fmt::Debug for RawConnection {
 impl RawConnection {
     /// Opens the WebSocket and nothing more.
     pub async fn connect(url: &str) -> Result<Self, ClientError> {
-        let ws = match tokio::time::timeout(DEFAULT_TIMEOUT, tokio_tungstenite::connect_async(url)).await {
+        let ws = match tokio::time::timeout(DEFAULT_TIMEOUT, tokio_tungstenite::connect_async_with_config(url, crate::conn::ws_config(), true)).await {
             Err(_) => return Err(ClientError::Timeout),
             Ok(Err(source)) => return Err(ClientError::Connect { url: url.to_owned(), source }),
             Ok(Ok((ws, _response))) => ws,

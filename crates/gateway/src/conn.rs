@@ -205,6 +205,7 @@ async fn attach(
             search: true,
             push: shared.config.push.caps(),
             pickers: true,
+            webpush_key: shared.config.push.webpush_key(),
         },
         sync_cursor: device.confirmed_cursor,
         last_pushed_cursor: device.last_pushed_cursor,

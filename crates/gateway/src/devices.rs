@@ -41,7 +41,7 @@ pub struct DeviceSummary {
     pub name: String,
     /// When it last connected or disconnected, unix milliseconds.
     pub last_seen: i64,
-    /// Push backends it is registered with (`fcm`, `ntfy`).
+    /// Push backends it is registered with (`fcm`, `ntfy`, `webpush`).
     pub push: Vec<String>,
     /// Whether it is connected now (only known when the gateway runs).
     pub online: Option<bool>,
@@ -55,6 +55,9 @@ impl DeviceSummary {
         }
         if row.ntfy_topic.as_deref().is_some_and(|t| !t.is_empty()) {
             push.push("ntfy".to_owned());
+        }
+        if row.webpush.is_some() {
+            push.push("webpush".to_owned());
         }
         DeviceSummary { device_id: row.device_id.clone(), name: row.name.clone(), last_seen: row.last_seen, push, online }
     }

@@ -98,12 +98,25 @@ pub async fn register_device(shared: &Shared, hello: &Hello) -> std::result::Res
     let caps = serde_json::to_string(&hello.caps).unwrap_or_else(|_| "{}".into());
     let fcm = hello.fcm_token.clone();
     let ntfy = hello.ntfy_topic.clone();
+    // A subscription that does not check out is left out rather than failing the connection.
+    let webpush = match hello.webpush.as_ref().map(|w| w.as_ref().map(crate::push::webpush::parse_subscription)) {
+        Some(Some(Err(reason))) => {
+            tracing::warn!(device_id = %device_id, %reason, "hello: ignoring an invalid webpush subscription");
+            None
+        }
+        Some(Some(Ok(row))) => Some(row),
+        Some(None) => Some(None),
+        None => None,
+    };
     shared
         .store
         .write(move |tx| {
             let row = tx.upsert_device(&device_id, &name, &caps, now_ms())?;
             if fcm.is_some() || ntfy.is_some() {
                 tx.set_push_tokens(&device_id, fcm.map(Some), ntfy.map(Some))?;
+            }
+            if let Some(webpush) = webpush {
+                tx.set_webpush(&device_id, webpush.as_ref())?;
             }
             Ok(row)
         })
@@ -643,7 +656,24 @@ async fn fcm_register(shared: &Shared, device_id: &str, header: &Header, req: ir
     // An empty string removes a registration; an absent field leaves it as it is.
     let norm = |v: Option<String>| v.map(|s| Some(s).filter(|s| !s.is_empty()));
     let (fcm, ntfy) = (norm(req.fcm_token), norm(req.ntfy_topic));
-    shared.store.write(move |tx| tx.set_push_tokens(&device, fcm, ntfy)).await?;
+    // `null` or an empty endpoint removes the Web Push subscription.
+    let webpush = match req.webpush {
+        Some(Some(sub)) => {
+            Some(crate::push::webpush::parse_subscription(&sub).map_err(|e| WireError::bad_request(format!("webpush: {e}")))?)
+        }
+        Some(None) => Some(None),
+        None => None,
+    };
+    shared
+        .store
+        .write(move |tx| {
+            tx.set_push_tokens(&device, fcm, ntfy)?;
+            match webpush {
+                Some(webpush) => tx.set_webpush(&device, webpush.as_ref()),
+                None => Ok(()),
+            }
+        })
+        .await?;
     Ok(match header.id {
         Some(_) => Reply::Direct(ServerFrame::Ack(iris_protocol::Ack { ok: true }), Header::default()),
         None => Reply::Nothing,

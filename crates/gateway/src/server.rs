@@ -104,7 +104,7 @@ impl Gateway {
         );
         let hub = Hub::new(0);
         let publish_to = hub.clone();
-        let push = crate::push::Push::new(&config.push)?;
+        let push = crate::push::Push::new(&config.push, &dir)?;
         let push_waker = push.waker();
         let store = Store::open(
             StoreConfig { path: dir.join("iris.db"), group_commit: config.group_commit, readers: 3 },
@@ -119,6 +119,11 @@ impl Gateway {
         let cut_off = crate::agent::recovery::recover(&store).await?;
         if cut_off > 0 {
             tracing::warn!(turns = cut_off, "closed turns cut off by the previous shutdown");
+        }
+        let mut config = config;
+        // `hello.ack` offers the VAPID key that was loaded (or made) in the data dir.
+        if let Some(webpush) = config.push.webpush.as_mut() {
+            webpush.public_key = push.webpush_key();
         }
         let shared = Shared::new(config, token, store, hub, agents);
         Ok(Gateway { shared, listener, addr, token_source, push })
@@ -150,7 +155,15 @@ impl Gateway {
         let push = self.push.spawn(shared.clone());
         let app = app(shared.clone());
         let stop = shared.shutdown.clone();
-        let server = axum::serve(self.listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        // Frames are small and written as soon as they are ready: without TCP_NODELAY, Nagle's
+        // algorithm holds a frame back until the previous one is acknowledged, which with the
+        // device's delayed ACKs adds up to 40 ms to streamed chunks (see BENCHMARKS.md).
+        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp: &mut tokio::net::TcpStream| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
+        let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
             .with_graceful_shutdown(async move { stop.cancelled().await });
         let server = tokio::spawn(async move { server.await });
         tokio::select! {
@@ -203,6 +216,16 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], shared.metrics.render(gauges))
 }
 
+/// Bytes the WebSocket layer reads from a socket at once. tungstenite's default (128 KiB) is
+/// zero-filled on a connection's first read, so every idle device would cost over 128 KiB of
+/// resident memory; 4 KiB holds any chat frame, and larger frames (media chunks) still arrive
+/// whole, in more reads (see BENCHMARKS.md: idle memory per connection).
+const WS_READ_BUFFER: usize = 4 * 1024;
+/// Bytes of outgoing frames gathered before they are written to the socket. The buffer keeps the
+/// largest size it ever reached, so a burst (a `sync` replay) would otherwise leave 128 KiB behind
+/// on every connection that ever replayed; frames are written after every batch anyway.
+const WS_WRITE_BUFFER: usize = 16 * 1024;
+
 async fn ws_upgrade(
     State(shared): State<Arc<Shared>>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
@@ -211,9 +234,13 @@ async fn ws_upgrade(
     // Binary media chunks are at most 1 MiB; larger frames are refused by the WebSocket layer,
     // text frames above the configured limit by the connection with a `bad_request`.
     let max = (shared.config.limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
-    ws.max_message_size(max).max_frame_size(max).on_upgrade(move |socket| {
-        shared.tasks.track_future(crate::conn::serve(shared.clone(), socket, addr))
-    })
+    ws.max_message_size(max)
+        .max_frame_size(max)
+        .read_buffer_size(WS_READ_BUFFER)
+        .write_buffer_size(WS_WRITE_BUFFER)
+        .on_upgrade(move |socket| {
+            shared.tasks.track_future(crate::conn::serve(shared.clone(), socket, addr))
+        })
 }
 
 /// Prunes outbox frames older than the retention period, hourly.

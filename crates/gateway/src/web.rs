@@ -50,6 +50,7 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "media.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "sha256.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "util.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "webpush.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "icon.svg", "image/svg+xml"),
     asset!("assets/", "manifest.webmanifest", "application/manifest+json"),
 ];

@@ -75,6 +75,34 @@ pub struct Hello {
     /// ntfy topic to push to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ntfy_topic: Option<String>,
+    /// Web Push subscription (an Iris extension): absent leaves the stored one as it is, `null`
+    /// or an empty `endpoint` removes it.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub webpush: Option<Option<WebPushSubscription>>,
+}
+
+/// A browser's Web Push subscription, flattened from `PushSubscription.toJSON()`: the push
+/// service URL and the keys the payload is encrypted for (RFC 8291).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebPushSubscription {
+    /// The push resource URL the gateway POSTs to.
+    #[serde(default)]
+    pub endpoint: String,
+    /// The subscriber's P-256 public key: an uncompressed point, base64url.
+    #[serde(default)]
+    pub p256dh: String,
+    /// The subscriber's 16-byte authentication secret, base64url.
+    #[serde(default)]
+    pub auth: String,
+}
+
+/// Tells a present `null` (`Some(None)`) from an absent field (`None`, by `default`).
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// Capabilities a client announces in `hello`.
@@ -253,6 +281,9 @@ pub struct FcmRegister {
     /// New ntfy topic (empty string removes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ntfy_topic: Option<String>,
+    /// New Web Push subscription (an Iris extension; `null` or an empty `endpoint` removes it).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub webpush: Option<Option<WebPushSubscription>>,
 }
 
 /// `ping` (application keepalive).
@@ -261,4 +292,37 @@ pub struct Ping {
     /// Client timestamp, echoed in `pong`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ts: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{decode, encode, Header};
+
+    fn register(payload: &str) -> FcmRegister {
+        let text = format!(r#"{{"v":1,"type":"fcm.register","payload":{payload}}}"#);
+        match decode::<ClientFrame>(&text).expect("decodes").body {
+            ClientFrame::FcmRegister(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_webpush_subscription_is_set_removed_or_left_alone() {
+        let sub = WebPushSubscription { endpoint: "https://push.example/abc".into(), p256dh: "BK".into(), auth: "x".into() };
+        let set = register(r#"{"webpush":{"endpoint":"https://push.example/abc","p256dh":"BK","auth":"x","extra":1}}"#);
+        assert_eq!(set.webpush, Some(Some(sub.clone())));
+        assert_eq!(register(r#"{"webpush":null}"#).webpush, Some(None), "null removes");
+        assert_eq!(register(r#"{"fcm_token":"t"}"#).webpush, None, "absent leaves it alone");
+
+        // Encoding keeps the three cases apart.
+        for value in [None, Some(None), Some(Some(sub))] {
+            let frame = ClientFrame::FcmRegister(FcmRegister { webpush: value.clone(), ..FcmRegister::default() });
+            let text = encode(&Header::default(), &frame);
+            match decode::<ClientFrame>(&text).expect("round trip").body {
+                ClientFrame::FcmRegister(r) => assert_eq!(r.webpush, value, "{text}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 }

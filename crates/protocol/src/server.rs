@@ -144,6 +144,11 @@ pub struct ServerCaps {
     pub push: Option<String>,
     /// Interactive pickers.
     pub pickers: bool,
+    /// The gateway's VAPID public key (an uncompressed P-256 point, base64url without padding),
+    /// when it sends Web Push: the `applicationServerKey` a browser subscribes with. An Iris
+    /// extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webpush_key: Option<String>,
 }
 
 /// One entry of the channel directory.

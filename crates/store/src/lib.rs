@@ -37,7 +37,7 @@ mod writer;
 pub use cron::{CronJobRow, CronRunRecord, NewCronJob};
 pub use error::StoreError;
 pub use media::MediaRow;
-pub use push::{PushItem, PushPending};
+pub use push::{PushItem, PushPending, WebPushRow};
 pub use store::Store;
 pub use tx::WriteTx;
 pub use types::{

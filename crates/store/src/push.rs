@@ -5,7 +5,8 @@
 //! the outbox from [`WriteTx::push_scan_position`], queues the frames it picked together with
 //! the new scan position in one job (so a frame is queued exactly once, even across crashes),
 //! and removes them again with [`WriteTx::finish_push`] in the same job that raises the device's
-//! `last_pushed_cursor`. Queue and retry rows go with their device when it is deleted.
+//! `last_pushed_cursor`. Queue and retry rows go with their device when it is deleted, and so does
+//! its Web Push subscription, which lives in the device row.
 
 use rusqlite::{Connection, OptionalExtension, Row};
 
@@ -51,6 +52,18 @@ pub struct PushPending {
     pub attempts: u32,
     /// Not before this time, unix ms, when an attempt was made.
     pub next_attempt_at: Option<i64>,
+}
+
+/// A device's Web Push subscription (RFC 8030 push resource and RFC 8291 keys), opaque text to
+/// the store; kept in the device's row, so it goes when the device is deleted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebPushRow {
+    /// The push resource URL.
+    pub endpoint: String,
+    /// The subscriber's P-256 public key, base64url.
+    pub p256dh: String,
+    /// The subscriber's authentication secret, base64url.
+    pub auth: String,
 }
 
 const ITEM_COLUMNS: &str =
@@ -211,6 +224,48 @@ impl WriteTx<'_> {
         Ok(n > 0)
     }
 
+    /// Sets (`Some`) or removes (`None`) the device's Web Push subscription.
+    pub fn set_webpush(
+        &mut self,
+        device_id: &str,
+        sub: Option<&WebPushRow>,
+    ) -> Result<(), StoreError> {
+        let n = self
+            .conn
+            .prepare_cached(
+                "UPDATE devices SET webpush_endpoint = ?2, webpush_p256dh = ?3, webpush_auth = ?4 \
+                 WHERE device_id = ?1",
+            )?
+            .execute((
+                device_id,
+                sub.map(|s| s.endpoint.as_str()),
+                sub.map(|s| s.p256dh.as_str()),
+                sub.map(|s| s.auth.as_str()),
+            ))?;
+        if n == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    /// Removes the device's Web Push subscription if its endpoint is still `endpoint` (the push
+    /// service reported it gone; a subscription registered since then is kept). Returns whether
+    /// it was removed.
+    pub fn clear_webpush_if(
+        &mut self,
+        device_id: &str,
+        endpoint: &str,
+    ) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .prepare_cached(
+                "UPDATE devices SET webpush_endpoint = NULL, webpush_p256dh = NULL, webpush_auth = NULL \
+                 WHERE device_id = ?1 AND webpush_endpoint = ?2",
+            )?
+            .execute((device_id, endpoint))?;
+        Ok(n > 0)
+    }
+
     /// The device's queued frames, oldest cursor first, as seen inside this transaction.
     pub fn push_items(&self, device_id: &str) -> Result<Vec<PushItem>, StoreError> {
         items(self.conn, device_id)
@@ -356,6 +411,42 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(cleared, (false, true));
+
+        // A Web Push subscription is stored with the device and cleared only while unchanged.
+        let sub = WebPushRow {
+            endpoint: "https://push.example/1".into(),
+            p256dh: "BK".into(),
+            auth: "au".into(),
+        };
+        store
+            .write({
+                let sub = sub.clone();
+                move |tx| tx.set_webpush("phone", Some(&sub))
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            store.get_device("phone").await.unwrap().unwrap().webpush,
+            Some(sub)
+        );
+        let cleared = store
+            .write(|tx| {
+                Ok((
+                    tx.clear_webpush_if("phone", "https://push.example/0")?,
+                    tx.clear_webpush_if("phone", "https://push.example/1")?,
+                ))
+            })
+            .await
+            .unwrap();
+        assert_eq!(cleared, (false, true));
+        assert_eq!(
+            store.get_device("phone").await.unwrap().unwrap().webpush,
+            None
+        );
+        assert!(matches!(
+            store.write(|tx| tx.set_webpush("ghost", None)).await,
+            Err(StoreError::NotFound)
+        ));
 
         store.write(|tx| tx.delete_device("tablet")).await.unwrap();
         assert!(

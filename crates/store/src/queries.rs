@@ -169,7 +169,7 @@ pub(crate) fn list_channels(conn: &Connection) -> Result<Vec<ChannelRow>, StoreE
 }
 
 const DEVICE_COLUMNS: &str = "device_id, name, caps, fcm_token, ntfy_topic, confirmed_cursor, \
-     last_pushed_cursor, created_at, last_seen";
+     last_pushed_cursor, created_at, last_seen, webpush_endpoint, webpush_p256dh, webpush_auth";
 
 fn device_from_row(row: &Row<'_>) -> rusqlite::Result<DeviceRow> {
     Ok(DeviceRow {
@@ -182,6 +182,14 @@ fn device_from_row(row: &Row<'_>) -> rusqlite::Result<DeviceRow> {
         last_pushed_cursor: to_u64(row.get(6)?),
         created_at: row.get(7)?,
         last_seen: row.get(8)?,
+        webpush: match row.get::<_, Option<String>>(9)? {
+            Some(endpoint) => Some(crate::WebPushRow {
+                endpoint,
+                p256dh: row.get::<_, Option<String>>(10)?.unwrap_or_default(),
+                auth: row.get::<_, Option<String>>(11)?.unwrap_or_default(),
+            }),
+            None => None,
+        },
     })
 }
 

@@ -184,6 +184,13 @@ CREATE TABLE push_retry (
     next_at   INTEGER NOT NULL
 ) WITHOUT ROWID;
 "#,
+    // 5: a device's Web Push subscription (push resource URL and the keys its payloads are
+    // encrypted for); it lives in the device row, so it goes when the device is revoked.
+    r#"
+ALTER TABLE devices ADD COLUMN webpush_endpoint TEXT;
+ALTER TABLE devices ADD COLUMN webpush_p256dh TEXT;
+ALTER TABLE devices ADD COLUMN webpush_auth TEXT;
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.

@@ -127,4 +127,6 @@ pub struct DeviceRow {
     pub last_pushed_cursor: u64,
     pub created_at: i64,
     pub last_seen: i64,
+    /// The device's Web Push subscription, if it registered one.
+    pub webpush: Option<crate::WebPushRow>,
 }

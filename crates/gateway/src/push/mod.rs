@@ -1,4 +1,4 @@
-//! Push notifications to devices without a live connection: FCM HTTP v1 and ntfy.
+//! Push notifications to devices without a live connection: FCM HTTP v1, ntfy and Web Push.
 //!
 //! # How a frame becomes a push
 //!
@@ -24,10 +24,11 @@
 //! of the next attempt). A crash before the request leaves the rows queued: they are pushed after
 //! the restart. A crash after the backend accepted the push but before the success was recorded
 //! makes the restarted gateway send the same push again; that resend is idempotent on the device:
-//! every push of a lane carries the same FCM `collapse_key` and Android notification `tag`, and
-//! the same ntfy sequence id, so the phone replaces the notification it shows instead of adding a
-//! second one, and the `cursor` in the push lets the app drop a push it has already handled. So a
-//! frame wakes the user exactly once; at the transport level delivery is at least once.
+//! every push of a lane carries the same FCM `collapse_key` and Android notification `tag`, the
+//! same ntfy sequence id, and the same Web Push `Topic` and notification `tag`, so the device
+//! replaces the notification it shows instead of adding a second one, and the `cursor` in the push
+//! lets the app drop a push it has already handled. So a frame wakes the user exactly once; at the
+//! transport level delivery is at least once.
 //!
 //! # Failures
 //!
@@ -35,16 +36,19 @@
 //! (honouring `Retry-After`), up to `max_attempts`; then the queued frames are dropped (the app
 //! still gets them by `sync`). A token FCM reports as unregistered (404 `UNREGISTERED`, or 400
 //! `INVALID_ARGUMENT` about the token) is removed from the device, and the push falls back to its
-//! ntfy topic when it has one. Other 4xx answers drop the push. A dead backend only delays pushes:
-//! every request has a timeout, and sends to different devices run concurrently.
+//! next registration (ntfy, then Web Push) when the device has one; a Web Push subscription the
+//! push service answers 404 or 410 for is removed likewise. Other 4xx answers drop the push. A
+//! dead backend only delays pushes: every request has a timeout, and sends to different devices
+//! run concurrently.
 
 pub mod fcm;
 pub mod ntfy;
 pub mod policy;
+pub mod webpush;
 mod worker;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -83,6 +87,22 @@ pub struct PushFileConfig {
     pub fcm: Option<FcmFileConfig>,
     /// `[push.ntfy]`: an ntfy server.
     pub ntfy: Option<NtfyFileConfig>,
+    /// `[push.webpush]`: Web Push to browsers. On without this table too.
+    pub webpush: Option<WebPushFileConfig>,
+}
+
+/// `[push.webpush]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebPushFileConfig {
+    /// `false` turns Web Push off (default on: it needs no account).
+    pub enabled: Option<bool>,
+    /// The contact push services see in the VAPID token, a `mailto:` or `https:` URI (default
+    /// `mailto:admin@localhost`, which Apple's push service refuses).
+    pub subject: Option<String>,
+    /// How long a push service keeps a push for a browser that is offline, in seconds (default
+    /// 86400, at most 2419200).
+    pub ttl_secs: Option<u64>,
 }
 
 /// `[push.fcm]`.
@@ -135,6 +155,9 @@ pub struct PushConfig {
     pub fcm: Option<FcmConfig>,
     /// ntfy, when configured.
     pub ntfy: Option<NtfyConfig>,
+    /// Web Push, when on. The config file turns it on unless `[push.webpush] enabled = false`;
+    /// [`PushConfig::default`] leaves it off.
+    pub webpush: Option<WebPushConfig>,
 }
 
 impl Default for PushConfig {
@@ -147,7 +170,26 @@ impl Default for PushConfig {
             max_attempts: 12,
             fcm: None,
             ntfy: None,
+            webpush: None,
         }
+    }
+}
+
+/// Web Push settings, resolved.
+#[derive(Debug, Clone)]
+pub struct WebPushConfig {
+    /// The VAPID `sub` claim.
+    pub subject: String,
+    /// The `TTL` of each push.
+    pub ttl: Duration,
+    /// The VAPID public key offered in `hello.ack`: not a setting, filled in at start from
+    /// `<data-dir>/vapid.pem`.
+    pub public_key: Option<String>,
+}
+
+impl Default for WebPushConfig {
+    fn default() -> Self {
+        WebPushConfig { subject: webpush::DEFAULT_SUBJECT.into(), ttl: Duration::from_secs(86_400), public_key: None }
     }
 }
 
@@ -208,6 +250,33 @@ impl PushConfig {
             }),
             None => None,
         };
+        let webpush = match file.webpush.unwrap_or_default() {
+            WebPushFileConfig { enabled: Some(false), .. } => None,
+            w => {
+                let d = WebPushConfig::default();
+                let subject = w.subject.map(|s| s.trim().to_owned()).unwrap_or(d.subject);
+                let lower = subject.to_ascii_lowercase();
+                let contact = match lower.split_once(':') {
+                    Some(("mailto", rest)) => rest.contains('@'),
+                    Some(("https", _)) => reqwest::Url::parse(&subject).is_ok_and(|u| u.host_str().is_some()),
+                    _ => false,
+                };
+                if !contact {
+                    return Err(ConfigError::Invalid {
+                        key: "push.webpush.subject",
+                        message: format!("{subject:?} is not a mailto: or https: contact"),
+                    });
+                }
+                let ttl = w.ttl_secs.map(Duration::from_secs).unwrap_or(d.ttl);
+                if ttl > Duration::from_secs(2_419_200) {
+                    return Err(ConfigError::Invalid {
+                        key: "push.webpush.ttl_secs",
+                        message: "at most 2419200 (four weeks)".into(),
+                    });
+                }
+                Some(WebPushConfig { subject, ttl, public_key: None })
+            }
+        };
         let max_attempts = file.max_attempts.unwrap_or(d.max_attempts);
         if max_attempts == 0 {
             return Err(ConfigError::Invalid { key: "push.max_attempts", message: "must be at least 1".into() });
@@ -224,18 +293,21 @@ impl PushConfig {
             max_attempts,
             fcm,
             ntfy,
+            webpush,
         })
     }
 
-    /// What `hello.ack` announces as `server_caps.push`: the configured backends (`fcm`, `ntfy`
-    /// or `fcm,ntfy`), `None` when push is off.
+    /// What `hello.ack` announces as `server_caps.push`: the configured backends, comma-separated
+    /// in the order `fcm`, `ntfy`, `webpush`; `None` when push is off.
     pub fn caps(&self) -> Option<String> {
-        match (self.fcm.is_some(), self.ntfy.is_some()) {
-            (true, true) => Some("fcm,ntfy".into()),
-            (true, false) => Some("fcm".into()),
-            (false, true) => Some("ntfy".into()),
-            (false, false) => None,
-        }
+        let on = [("fcm", self.fcm.is_some()), ("ntfy", self.ntfy.is_some()), ("webpush", self.webpush.is_some())];
+        let names: Vec<&str> = on.iter().filter(|(_, on)| *on).map(|(name, _)| *name).collect();
+        (!names.is_empty()).then(|| names.join(","))
+    }
+
+    /// What `hello.ack` announces as `server_caps.webpush_key`.
+    pub fn webpush_key(&self) -> Option<String> {
+        self.webpush.as_ref().and_then(|w| w.public_key.clone())
     }
 }
 
@@ -261,6 +333,15 @@ pub enum PushError {
     /// The HTTP client cannot be built.
     #[error("cannot set up the HTTP client: {0}")]
     Http(String),
+    /// The VAPID key file cannot be read, made or understood (it is never replaced: browsers'
+    /// subscriptions are bound to it).
+    #[error("Web Push key {path}: {message}")]
+    VapidKey {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
 }
 
 /// The configured backends and settings; cheap to share.
@@ -268,6 +349,7 @@ pub(crate) struct Backends {
     pub(crate) config: PushConfig,
     pub(crate) fcm: Option<fcm::Fcm>,
     pub(crate) ntfy: Option<ntfy::Ntfy>,
+    pub(crate) webpush: Option<webpush::WebPush>,
 }
 
 /// The push service of one gateway: its backends and its wake-up signal. Built before the store
@@ -278,8 +360,9 @@ pub struct Push {
 }
 
 impl Push {
-    /// Loads the backends (reads the FCM service account).
-    pub fn new(config: &PushConfig) -> Result<Push, PushError> {
+    /// Loads the backends: reads the FCM service account, and the VAPID key in `data_dir` (made
+    /// there on the first start).
+    pub fn new(config: &PushConfig, data_dir: &Path) -> Result<Push, PushError> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(30))
@@ -288,7 +371,17 @@ impl Push {
             .map_err(|e| PushError::Http(e.to_string()))?;
         let fcm = config.fcm.as_ref().map(|c| fcm::Fcm::load(c, http.clone())).transpose()?;
         let ntfy = config.ntfy.as_ref().map(|c| ntfy::Ntfy::new(c, http.clone()));
-        Ok(Push { backends: Arc::new(Backends { config: config.clone(), fcm, ntfy }), wake: Arc::new(Notify::new()) })
+        let webpush = config.webpush.as_ref().map(|c| webpush::WebPush::load(c, data_dir, http.clone())).transpose()?;
+        let mut config = config.clone();
+        if let (Some(cfg), Some(backend)) = (config.webpush.as_mut(), &webpush) {
+            cfg.public_key = Some(backend.public_key().to_owned());
+        }
+        Ok(Push { backends: Arc::new(Backends { config, fcm, ntfy, webpush }), wake: Arc::new(Notify::new()) })
+    }
+
+    /// The VAPID public key, when Web Push is on.
+    pub fn webpush_key(&self) -> Option<String> {
+        self.backends.config.webpush_key()
     }
 
     /// The handle the commit hook pokes.
@@ -372,17 +465,25 @@ mod tests {
     }
 
     #[test]
-    fn push_is_off_until_a_backend_is_configured() {
+    fn web_push_is_on_by_default_and_other_backends_once_configured() {
         let cfg = resolve("").expect("empty section");
-        assert_eq!((cfg.caps(), cfg.previews, cfg.coalesce), (None, true, Duration::from_secs(2)));
-        let cfg = resolve("[ntfy]\n").expect("ntfy with defaults");
+        assert_eq!((cfg.caps().as_deref(), cfg.previews, cfg.coalesce), (Some("webpush"), true, Duration::from_secs(2)));
+        let webpush = cfg.webpush.expect("on by default");
+        assert_eq!((webpush.subject.as_str(), webpush.ttl), ("mailto:admin@localhost", Duration::from_secs(86_400)));
+        assert_eq!(PushConfig::default().caps(), None, "built in code, push starts off");
+        let cfg = resolve("[webpush]\nenabled = false\n").expect("off");
+        assert_eq!(cfg.caps(), None);
+        let cfg = resolve("[webpush]\nsubject = \"https://iris.example.com\"\nttl_secs = 60\n").expect("set");
+        let webpush = cfg.webpush.expect("on");
+        assert_eq!((webpush.subject.as_str(), webpush.ttl), ("https://iris.example.com", Duration::from_secs(60)));
+        let cfg = resolve("[ntfy]\n[webpush]\nenabled = false\n").expect("ntfy with defaults");
         assert_eq!(cfg.caps().as_deref(), Some("ntfy"));
         assert_eq!(cfg.ntfy.expect("ntfy").server, NTFY_SERVER);
         let both = "previews = false\ncoalesce_ms = 500\n\
                     [fcm]\nservice_account = \"/sa.json\"\n\
                     [ntfy]\nserver = \"https://push.example.com/\"\n";
         let cfg = resolve(both).expect("both");
-        assert_eq!(cfg.caps().as_deref(), Some("fcm,ntfy"));
+        assert_eq!(cfg.caps().as_deref(), Some("fcm,ntfy,webpush"));
         assert!(!cfg.previews);
         assert_eq!(cfg.coalesce, Duration::from_millis(500));
         assert_eq!(cfg.fcm.expect("fcm").base_url, FCM_BASE_URL);
@@ -395,5 +496,9 @@ mod tests {
         let err = resolve("[ntfy]\nserver = \"ntfy.sh\"\n").expect_err("not a URL");
         assert!(err.contains("push.ntfy.server"), "{err}");
         assert!(resolve("max_attempts = 0\n").is_err());
+        let err = resolve("[webpush]\nsubject = \"admin@example.com\"\n").expect_err("no scheme");
+        assert!(err.contains("push.webpush.subject"), "{err}");
+        assert!(resolve("[webpush]\nttl_secs = 9999999\n").is_err());
+        assert!(resolve("[webpush]\nsubjet = \"mailto:a@b.c\"\n").is_err(), "unknown keys are rejected");
     }
 }

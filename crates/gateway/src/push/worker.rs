@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iris_protocol::{decode, FrameBody, ServerFrame};
-use iris_store::{DeviceRow, PushItem, PushPending, StoreError};
+use iris_store::{DeviceRow, PushItem, PushPending, StoreError, WebPushRow};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -40,6 +40,7 @@ struct Ctx {
 enum Route {
     Fcm(String),
     Ntfy(String),
+    WebPush(WebPushRow),
 }
 
 impl Route {
@@ -47,6 +48,7 @@ impl Route {
         match self {
             Route::Fcm(_) => "fcm",
             Route::Ntfy(_) => "ntfy",
+            Route::WebPush(_) => "webpush",
         }
     }
 }
@@ -186,7 +188,7 @@ impl Ctx {
 
     /// The queue rows for one page of outbox frames.
     async fn pick(&self, rows: &[(u64, Arc<str>)]) -> Result<Vec<PushItem>, StoreError> {
-        if self.backends.fcm.is_none() && self.backends.ntfy.is_none() {
+        if self.backends.fcm.is_none() && self.backends.ntfy.is_none() && self.backends.webpush.is_none() {
             return Ok(Vec::new());
         }
         let frames: Vec<_> = rows
@@ -240,18 +242,21 @@ impl Ctx {
     }
 
     /// The backend a device is reached through: the one its `hello` caps name when it has that
-    /// registration, else FCM, else ntfy; `None` when no configured backend knows it.
+    /// registration, else FCM, else ntfy, else Web Push; `None` when no configured backend knows
+    /// it.
     fn route(&self, d: &DeviceRow) -> Option<Route> {
         let fcm = d.fcm_token.as_deref().filter(|t| !t.is_empty() && self.backends.fcm.is_some());
         let ntfy = d.ntfy_topic.as_deref().filter(|t| !t.is_empty() && self.backends.ntfy.is_some());
-        let prefers_ntfy = serde_json::from_str::<serde_json::Value>(&d.caps)
-            .ok()
-            .is_some_and(|caps| caps["push"].as_str() == Some("ntfy"));
-        match (fcm, ntfy) {
-            (Some(_), Some(topic)) if prefers_ntfy => Some(Route::Ntfy(topic.to_owned())),
-            (Some(token), _) => Some(Route::Fcm(token.to_owned())),
-            (None, Some(topic)) => Some(Route::Ntfy(topic.to_owned())),
-            (None, None) => None,
+        let webpush = d.webpush.as_ref().filter(|_| self.backends.webpush.is_some());
+        let caps = serde_json::from_str::<serde_json::Value>(&d.caps).unwrap_or_default();
+        let fcm = fcm.map(|t| Route::Fcm(t.to_owned()));
+        let ntfy = ntfy.map(|t| Route::Ntfy(t.to_owned()));
+        let webpush = webpush.map(|w| Route::WebPush(w.clone()));
+        let mut routes = [fcm, ntfy, webpush];
+        let preferred = routes.iter().position(|r| r.as_ref().is_some_and(|r| caps["push"].as_str() == Some(r.backend())));
+        match preferred {
+            Some(i) => routes[i].take(),
+            None => routes.into_iter().flatten().next(),
         }
     }
 
@@ -298,9 +303,11 @@ impl Ctx {
         let next_at = now_ms() + self.backoff(p.attempts + 1).as_millis() as i64;
         let id = device_id.to_owned();
         let attempt = store.write(move |tx| tx.record_push_attempt(&id, next_at)).await?;
-        let outcome = match (&route, &self.backends.fcm, &self.backends.ntfy) {
-            (Route::Fcm(token), Some(fcm), _) => fcm.send(token, &content).await,
-            (Route::Ntfy(topic), _, Some(ntfy)) => ntfy.send(topic, &content).await,
+        let backends = &self.backends;
+        let outcome = match (&route, &backends.fcm, &backends.ntfy, &backends.webpush) {
+            (Route::Fcm(token), Some(fcm), _, _) => fcm.send(token, &content).await,
+            (Route::Ntfy(topic), _, Some(ntfy), _) => ntfy.send(topic, &content).await,
+            (Route::WebPush(sub), _, _, Some(webpush)) => webpush.send(sub, &content).await,
             _ => Outcome::Rejected("backend not configured".into()),
         };
         let backend = route.backend();
@@ -326,17 +333,27 @@ impl Ctx {
             }
             Outcome::Unregistered => {
                 tracing::info!(device_id, backend, "push registration no longer valid; removed");
-                let fallback =
-                    self.backends.ntfy.is_some() && device.ntfy_topic.as_deref().is_some_and(|t| !t.is_empty());
+                // Another registration of the device, if any, takes over.
+                let mut rest = device.clone();
+                match &route {
+                    Route::Fcm(_) => rest.fcm_token = None,
+                    Route::WebPush(_) => rest.webpush = None,
+                    // ntfy has no registrations to lose; never retry it in a loop.
+                    Route::Ntfy(_) => return self.drop_queued(device_id, last).await,
+                }
+                let fallback = self.route(&rest).is_some();
                 if !fallback {
                     Metrics::inc(&self.shared.metrics.push_failed);
                 }
-                let Route::Fcm(token) = route else { return self.drop_queued(device_id, last).await };
                 store
                     .write(move |tx| {
-                        tx.clear_fcm_token_if(&id, &token)?;
+                        match &route {
+                            Route::Fcm(token) => tx.clear_fcm_token_if(&id, token)?,
+                            Route::WebPush(sub) => tx.clear_webpush_if(&id, &sub.endpoint)?,
+                            Route::Ntfy(_) => false,
+                        };
                         if fallback {
-                            // The same push goes out through ntfy right away.
+                            // The same push goes out through the next backend right away.
                             tx.reset_push_attempts(&id)
                         } else {
                             tx.finish_push(&id, last).map(|_| ())

@@ -8,6 +8,7 @@ import { Media } from './media.js';
 import {
   defaultDeviceName, formatBytes, formatTime, h, laneKey, matchCommands, randomId, runtimeFooter, snippetParts,
 } from './util.js';
+import { dropSubscription, ensureSubscription, subscriptionPayload, webPushAvailable } from './webpush.js';
 
 const store = window.localStorage;
 const $ = (id) => document.getElementById(id);
@@ -62,6 +63,7 @@ const app = {
   attachments: [],
   settings: { footer: store.getItem('iris.footer') !== 'off', tools: store.getItem('iris.tools') !== 'off' },
   toastBudget: 3,
+  webpushKey: null,
 };
 
 // ----- start ---------------------------------------------------------------------------------
@@ -85,7 +87,17 @@ function tokenFromFragment() {
   return token;
 }
 
+/** A notification click opens the client at `#chat_id=…&thread_id=…` (see sw.js). */
+function laneFromFragment() {
+  const params = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const chatId = params.get('chat_id');
+  if (!chatId) return;
+  store.setItem('iris.lane', JSON.stringify({ chat_id: chatId, thread_id: params.get('thread_id') || null }));
+  if (!params.has('token')) history.replaceState(null, '', location.pathname + location.search);
+}
+
 function boot() {
+  laneFromFragment();
   const fromFragment = tokenFromFragment();
   if (fromFragment) {
     if (store.getItem('iris.token') !== fromFragment) store.removeItem('iris.cursor');
@@ -153,10 +165,12 @@ function onHello(ack) {
     showLane(def.chat_id, null);
   }
   app.toastBudget = 3;
+  app.webpushKey = (ack.server_caps && ack.server_caps.webpush_key) || null;
 }
 
 function onSynced(done) {
   if (!app.catalogLoaded) loadCatalog();
+  refreshWebPush();
   const lane = currentLane();
   if (done.gap || !lane.historyLoaded) {
     if (done.gap) for (const l of app.lanes.values()) resetLane(l);
@@ -845,6 +859,68 @@ function onNotification(frame) {
   }
 }
 
+// Web Push (notifications while no Iris tab is connected): on only after the user turns it on
+// in the menu. Each connection re-sends the subscription, so the gateway learns of a renewed
+// one, and a subscription made with a replaced gateway key is made again.
+async function refreshWebPush() {
+  if (store.getItem('iris.webpush') !== 'on' || !webPushAvailable(window, app.webpushKey)) return;
+  try {
+    if (Notification.permission !== 'granted') {
+      // Revoked in the browser's settings: stop asking the gateway to push here.
+      store.setItem('iris.webpush', 'off');
+      await app.conn.request('fcm.register', { webpush: null });
+      return;
+    }
+    const sub = await ensureSubscription(app.webpushKey);
+    await app.conn.request('fcm.register', { webpush: subscriptionPayload(sub) });
+  } catch (e) {
+    console.warn('web push unavailable', e);
+  }
+}
+
+async function toggleNotifications() {
+  if (!('Notification' in window)) {
+    toast('This browser cannot show notifications.');
+    return;
+  }
+  if (store.getItem('iris.webpush') === 'on') {
+    store.setItem('iris.webpush', 'off');
+    try {
+      await dropSubscription();
+      await app.conn.request('fcm.register', { webpush: null });
+    } catch (e) {
+      console.warn('web push', e);
+    }
+    toast('Notifications are off while Iris is closed.');
+    return;
+  }
+  const permission = await Notification.requestPermission();
+  if (permission !== 'granted') {
+    toast('Notifications stay off.');
+    return;
+  }
+  if (!webPushAvailable(window, app.webpushKey)) {
+    toast('Notifications are on while Iris is open in a tab.');
+    return;
+  }
+  try {
+    const sub = await ensureSubscription(app.webpushKey);
+    await app.conn.request('fcm.register', { webpush: subscriptionPayload(sub) });
+    store.setItem('iris.webpush', 'on');
+    toast('Notifications are on, also while Iris is closed.');
+  } catch (e) {
+    toast(`Notifications are on while Iris is open in a tab; push is unavailable here (${e.message || e}).`);
+  }
+}
+
+// A click on a pushed notification while a tab is open shows its chat in that tab.
+if ('serviceWorker' in navigator) {
+  navigator.serviceWorker.addEventListener('message', (ev) => {
+    const d = ev.data || {};
+    if (d.type === 'iris.open' && d.chat_id && app.conn) showLane(d.chat_id, d.thread_id || null);
+  });
+}
+
 function onStatus(frame) {
   if (frame.payload.state === 'restarting') {
     const lane = currentLane();
@@ -1319,6 +1395,8 @@ $('open-menu').addEventListener('click', () => {
   $('open-menu').setAttribute('aria-expanded', String(!menu.hidden));
   menu.querySelector('[data-action=footer]').setAttribute('aria-checked', String(app.settings.footer));
   menu.querySelector('[data-action=tools]').setAttribute('aria-checked', String(app.settings.tools));
+  menu.querySelector('[data-action=notify]').textContent =
+    store.getItem('iris.webpush') === 'on' ? 'Turn off notifications' : 'Enable notifications';
   if (!menu.hidden) menu.querySelector('button').focus();
 });
 
@@ -1340,7 +1418,7 @@ $('menu').addEventListener('click', (ev) => {
       document.body.classList.toggle('no-tools', !app.settings.tools);
       break;
     case 'notify':
-      if ('Notification' in window) Notification.requestPermission().then((p) => toast(p === 'granted' ? 'Notifications are on while Iris is open in a tab.' : 'Notifications stay off.'));
+      toggleNotifications();
       break;
     case 'signout':
       confirmDialog('Sign out?', 'This browser forgets the token. Your chats stay on the gateway.', 'Sign out').then((ok) => ok && signOut());

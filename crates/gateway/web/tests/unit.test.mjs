@@ -1,4 +1,5 @@
-// Unit tests of the page's pure modules (Markdown parsing, SHA-256, command matching). The
+// Unit tests of the page's pure modules (Markdown parsing, SHA-256, command matching, the Web Push
+// subscription the gateway is sent). The
 // behaviour a person sees is covered end to end in e2e.test.mjs.
 
 import assert from 'node:assert/strict';
@@ -8,6 +9,7 @@ import { test } from 'node:test';
 import { inline, parse, safeUrl } from '../assets/markdown.js';
 import { Sha256 } from '../assets/sha256.js';
 import { fuzzyScore, matchCommands, runtimeFooter, snippetParts } from '../assets/util.js';
+import { base64UrlToBytes, subscriptionPayload, webPushAvailable } from '../assets/webpush.js';
 
 test('markdown keeps HTML as text and only links safe URLs', () => {
   const nodes = inline('<b>hi</b> [x](javascript:alert(1)) [ok](https://example.com/a?b=1) see https://iris.example.com/x.');
@@ -63,4 +65,28 @@ test('snippets and runtime footers', () => {
     { text: '…the ', mark: false }, { text: 'needle', mark: true }, { text: ' and ', mark: false }, { text: 'more', mark: true },
   ]);
   assert.equal(runtimeFooter({ model: 'gpt-5', context_pct: 38, latency: 22.5, cost: 0.0012, cwd: '~' }), 'gpt-5 · 38% ctx · 22.5 s · $0.0012 · ~');
+});
+
+test('a push subscription is sent flat, and the gateway key is read as bytes', () => {
+  // What PushSubscription.toJSON() returns in browsers.
+  const subscription = {
+    toJSON: () => ({
+      endpoint: 'https://push.example.com/wpush/v2/abc',
+      expirationTime: null,
+      keys: { p256dh: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM', auth: 'tBHItJI5svbpez7KI4CCXg' },
+    }),
+  };
+  assert.deepEqual(subscriptionPayload(subscription), {
+    endpoint: 'https://push.example.com/wpush/v2/abc',
+    p256dh: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM',
+    auth: 'tBHItJI5svbpez7KI4CCXg',
+  });
+  const key = randomBytes(65);
+  const text = key.toString('base64url');
+  assert.deepEqual(Buffer.from(base64UrlToBytes(text)), key);
+  assert.deepEqual(Buffer.from(base64UrlToBytes(key.toString('base64'))), key, 'padding and + / are tolerated');
+  const secure = { isSecureContext: true, navigator: { serviceWorker: {} }, PushManager() {}, Notification() {} };
+  assert.equal(webPushAvailable(secure, text), true);
+  assert.equal(webPushAvailable(secure, null), false, 'the gateway offers no key');
+  assert.equal(webPushAvailable({ ...secure, isSecureContext: false }, text), false, 'plain http on another host');
 });
