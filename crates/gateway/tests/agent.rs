@@ -9,61 +9,9 @@ use std::time::Duration;
 use common::*;
 use iris_client::{Client, ClientError, Event};
 use iris_protocol::{
-    AgentSteer, BusyReason, ChannelCreate, ClientFrame, Empty, ErrorCode, Header, MessageSend, PickerSelect, Role,
+    AgentSteer, BusyReason, ChannelCreate, ClientFrame, Empty, ErrorCode, Header, MessageSend, Role,
     ServerFrame,
 };
-
-/// Sends a message and returns every frame up to and including the lane's `agent.idle`.
-async fn turn(client: &mut Client, lane: Header, text: &str) -> Vec<Event> {
-    send(client, lane.clone(), text, false).await;
-    until_idle(client).await
-}
-
-async fn send(client: &mut Client, lane: Header, text: &str, auto_thread: bool) -> Event {
-    let frame = ClientFrame::MessageSend(MessageSend { text: text.into(), auto_thread, ..Default::default() });
-    client.request(lane, frame).await.expect("message.send answered")
-}
-
-async fn until_idle(client: &mut Client) -> Vec<Event> {
-    let mut out = Vec::new();
-    loop {
-        let e = client.next_event_timeout(Duration::from_secs(20)).await.expect("turn frames");
-        let idle = e.frame_type() == "agent.idle";
-        out.push(e);
-        if idle {
-            return out;
-        }
-    }
-}
-
-fn types(events: &[Event]) -> Vec<&str> {
-    events.iter().map(|e| e.frame_type()).collect()
-}
-
-fn final_text(events: &[Event]) -> String {
-    events
-        .iter()
-        .find_map(|e| match &e.body {
-            ServerFrame::MessageStop(s) => Some(s.final_text.clone()),
-            ServerFrame::Message(m) if m.role == Role::Assistant => Some(m.text.clone()),
-            _ => None,
-        })
-        .expect("a final message")
-}
-
-fn system_texts(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match &e.body {
-            ServerFrame::Message(m) if m.role == Role::System => Some(m.text.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn default_lane() -> Header {
-    Header::lane("default", None)
-}
 
 #[tokio::test]
 async fn a_streamed_answer_arrives_in_order_on_every_device() {
@@ -219,11 +167,6 @@ async fn picker_id(client: &mut Client, ty: &str) -> (String, Event) {
     let e = client.wait_for(|e| e.frame_type() == ty).await.expect("picker");
     let id = e.json()["payload"]["picker_id"].as_str().unwrap().to_owned();
     (id, e)
-}
-
-async fn select(client: &mut Client, picker_id: &str, value: &str) -> Result<Event, ClientError> {
-    let frame = ClientFrame::PickerSelect(PickerSelect { picker_id: picker_id.into(), value: value.into() });
-    client.request(Header::default(), frame).await
 }
 
 #[tokio::test]

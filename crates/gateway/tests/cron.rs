@@ -101,10 +101,6 @@ async fn cron_run(c: &mut Client) -> Vec<Event> {
     }
 }
 
-fn types(events: &[Event]) -> Vec<&str> {
-    events.iter().map(|e| e.frame_type()).collect()
-}
-
 /// The `cron` message and the notification of a delivered run.
 fn delivered(run: &[Event]) -> (iris_protocol::Message, iris_protocol::Notification) {
     assert_eq!(types(run), ["agent.busy", "message", "notification", "agent.idle"], "{run:?}");

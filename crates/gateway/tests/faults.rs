@@ -7,42 +7,11 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use iris_client::{Client, Event};
-use iris_protocol::{ClientFrame, Empty, Header, MessageSend, Role, ServerFrame};
+use iris_client::Client;
+use iris_protocol::{ClientFrame, Empty, Header, ServerFrame};
 
-async fn send(client: &mut Client, text: &str) {
-    let frame = ClientFrame::MessageSend(MessageSend { text: text.into(), ..Default::default() });
-    client.request(Header::lane("default", None), frame).await.expect("message.send answered");
-}
-
-async fn until_idle(client: &mut Client) -> Vec<Event> {
-    let mut out = Vec::new();
-    loop {
-        let e = client.next_event_timeout(Duration::from_secs(20)).await.expect("turn frames");
-        let idle = e.frame_type() == "agent.idle";
-        out.push(e);
-        if idle {
-            return out;
-        }
-    }
-}
-
-fn answer(events: &[Event]) -> Option<String> {
-    events.iter().find_map(|e| match &e.body {
-        ServerFrame::MessageStop(s) => Some(s.final_text.clone()),
-        ServerFrame::Message(m) if m.role == Role::Assistant => Some(m.text.clone()),
-        _ => None,
-    })
-}
-
-fn system(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match &e.body {
-            ServerFrame::Message(m) if m.role == Role::System => Some(m.text.clone()),
-            _ => None,
-        })
-        .collect()
+async fn send_default(client: &mut Client, text: &str) {
+    send(client, default_lane(), text, false).await;
 }
 
 async fn stop(client: &mut Client) {
@@ -67,24 +36,24 @@ async fn the_lane_recovers_from_every_agent_fault() {
             eprintln!("round {round}: {fault}");
             match fault {
                 "crash" => {
-                    send(&mut a, "crash now").await;
+                    send_default(&mut a, "crash now").await;
                     let frames = until_idle(&mut a).await;
-                    assert!(system(&frames).iter().any(|s| s.contains("stopped unexpectedly")), "{:?}", system(&frames));
+                    assert!(system_texts(&frames).iter().any(|s| s.contains("stopped unexpectedly")), "{:?}", system_texts(&frames));
                 }
                 "freeze" => {
                     // No output at all: the idle timeout cancels, the agent ignores the cancel,
                     // and the gateway kills it.
-                    send(&mut a, "freeze").await;
+                    send_default(&mut a, "freeze").await;
                     let frames = until_idle(&mut a).await;
                     assert!(frames.iter().any(|e| e.frame_type() == "agent.busy"));
                 }
                 "garbage" => {
-                    send(&mut a, "garbage first").await;
+                    send_default(&mut a, "garbage first").await;
                     let frames = until_idle(&mut a).await;
                     assert_eq!(answer(&frames).as_deref(), Some("Echo: garbage first"));
                 }
                 "wedge" => {
-                    send(&mut a, "wedge it").await;
+                    send_default(&mut a, "wedge it").await;
                     a.wait_for(|e| e.frame_type() == "tool.start").await.unwrap();
                     stop(&mut a).await;
                     let frames = until_idle(&mut a).await;
@@ -95,7 +64,7 @@ async fn the_lane_recovers_from_every_agent_fault() {
                     assert_eq!(end, Some(false), "the interrupted tool is closed");
                 }
                 "hang" => {
-                    send(&mut a, "hang there").await;
+                    send_default(&mut a, "hang there").await;
                     a.wait_for(|e| e.frame_type() == "agent.busy").await.unwrap();
                     stop(&mut a).await;
                     until_idle(&mut a).await;
@@ -104,7 +73,7 @@ async fn the_lane_recovers_from_every_agent_fault() {
             }
             // The probe must not contain a keyword of the demo agent.
             let probe = format!("probe {round} {}", fault.len());
-            send(&mut a, &probe).await;
+            send_default(&mut a, &probe).await;
             let frames = until_idle(&mut a).await;
             assert_eq!(answer(&frames), Some(format!("Echo: {probe}")), "recovered from {fault} in round {round}");
             recoveries += 1;

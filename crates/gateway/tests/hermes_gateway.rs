@@ -20,7 +20,7 @@ use hermes::HermesEnv;
 use iris_client::{Client, ClientError, Event};
 use iris_protocol::{
     AgentSteer, BusyReason, ClientFrame, Empty, ErrorCode, Header, MediaUploadEnd, MediaUploadStart, MessageSend,
-    MessageStop, PickerSelect, Role, RequestId, ServerFrame, ToolEnd, ToolStart,
+    MessageStop, Role, RequestId, ServerFrame, ToolEnd, ToolStart,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -28,7 +28,6 @@ use sha2::{Digest, Sha256};
 /// Every test finishes well inside a minute; this bound turns a hang into a failure.
 const TEST_BUDGET: Duration = Duration::from_secs(55);
 /// Longest wait for the next frame of a turn (the first one includes starting Hermes).
-const FRAME_WAIT: Duration = Duration::from_secs(30);
 /// Steering text, unique enough to find in the fake LLM's request log.
 const STEER: &str = "STEER-7f3a use the word banana";
 /// A 2×2 RGB PNG: a real image, so that nothing on the way rejects it.
@@ -94,47 +93,6 @@ async fn gateway(env: &HermesEnv) -> TestGateway {
     .await
 }
 
-fn default_lane() -> Header {
-    Header::lane("default", None)
-}
-
-/// Sends a message; returns the echo.
-async fn send(client: &mut Client, lane: Header, text: &str, auto_thread: bool) -> Event {
-    let frame = ClientFrame::MessageSend(MessageSend { text: text.into(), auto_thread, ..Default::default() });
-    client.request(lane, frame).await.expect("message.send answered")
-}
-
-/// Every frame up to and including the first one matching `pred`.
-async fn until(client: &mut Client, mut pred: impl FnMut(&Event) -> bool) -> Vec<Event> {
-    let mut out = Vec::new();
-    loop {
-        let e = match client.next_event_timeout(FRAME_WAIT).await {
-            Ok(e) => e,
-            Err(e) => panic!("waiting for a frame: {e}; so far: {:?}", types(&out)),
-        };
-        let done = pred(&e);
-        out.push(e);
-        if done {
-            return out;
-        }
-    }
-}
-
-/// Every frame up to and including the lane's next `agent.idle`.
-async fn until_idle(client: &mut Client) -> Vec<Event> {
-    until(client, |e| e.frame_type() == "agent.idle").await
-}
-
-/// Sends a message and returns every frame of its turn.
-async fn turn(client: &mut Client, lane: Header, text: &str) -> Vec<Event> {
-    send(client, lane, text, false).await;
-    until_idle(client).await
-}
-
-fn types(events: &[Event]) -> Vec<&str> {
-    events.iter().map(|e| e.frame_type()).collect()
-}
-
 fn stop_of(events: &[Event]) -> MessageStop {
     events
         .iter()
@@ -155,16 +113,6 @@ fn update_texts(events: &[Event]) -> Vec<String> {
         .iter()
         .filter_map(|e| match &e.body {
             ServerFrame::MessageUpdate(u) => Some(u.text.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn system_texts(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match &e.body {
-            ServerFrame::Message(m) if m.role == Role::System => Some(m.text.clone()),
             _ => None,
         })
         .collect()
@@ -202,11 +150,6 @@ fn busy_reasons(events: &[Event]) -> Vec<BusyReason> {
 
 fn position(events: &[Event], ty: &str) -> usize {
     events.iter().position(|e| e.frame_type() == ty).unwrap_or_else(|| panic!("no {ty} in {:?}", types(events)))
-}
-
-async fn select(client: &mut Client, picker_id: &str, value: &str) -> Result<Event, ClientError> {
-    let frame = ClientFrame::PickerSelect(PickerSelect { picker_id: picker_id.into(), value: value.into() });
-    client.request(Header::default(), frame).await
 }
 
 /// The fake LLM's turn requests (not title or other side calls) whose last user text is `text`.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use iris_client::{Client, ConnectOptions, Event};
 use iris_gateway::state::Shared;
 use iris_gateway::{Config, Gateway};
-use iris_protocol::{ClientFrame, Header, HelloAck, MessageSend, ServerFrame};
+use iris_protocol::{ClientFrame, Header, HelloAck, MessageSend, Role, ServerFrame};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -120,6 +120,83 @@ pub fn message_text(event: &Event) -> String {
 /// The command line of the built-in demo agent (the gateway binary's hidden subcommand).
 pub fn demo_agent() -> String {
     format!("'{}' demo-agent", env!("CARGO_BIN_EXE_iris-gateway"))
+}
+
+/// How long a turn's frames may take to arrive.
+pub const FRAME_WAIT: Duration = Duration::from_secs(30);
+
+/// The default channel's flat lane.
+pub fn default_lane() -> Header {
+    Header::lane("default", None)
+}
+
+/// Sends a message to a lane; returns the echo.
+pub async fn send(client: &mut Client, lane: Header, text: &str, auto_thread: bool) -> Event {
+    let frame = ClientFrame::MessageSend(MessageSend { text: text.into(), auto_thread, ..Default::default() });
+    client.request(lane, frame).await.expect("message.send answered")
+}
+
+/// Every frame up to and including the first one matching `pred`.
+pub async fn until(client: &mut Client, mut pred: impl FnMut(&Event) -> bool) -> Vec<Event> {
+    let mut out = Vec::new();
+    loop {
+        let e = match client.next_event_timeout(FRAME_WAIT).await {
+            Ok(e) => e,
+            Err(e) => panic!("waiting for a frame: {e}; so far: {:?}", types(&out)),
+        };
+        let done = pred(&e);
+        out.push(e);
+        if done {
+            return out;
+        }
+    }
+}
+
+/// Every frame up to and including the next `agent.idle`.
+pub async fn until_idle(client: &mut Client) -> Vec<Event> {
+    until(client, |e| e.frame_type() == "agent.idle").await
+}
+
+/// Sends a message and returns every frame of its turn.
+pub async fn turn(client: &mut Client, lane: Header, text: &str) -> Vec<Event> {
+    send(client, lane, text, false).await;
+    until_idle(client).await
+}
+
+/// The frame types, in order.
+pub fn types(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.frame_type()).collect()
+}
+
+/// The turn's answer: `message.stop`'s final text, or an assistant `message`'s text.
+pub fn answer(events: &[Event]) -> Option<String> {
+    events.iter().find_map(|e| match &e.body {
+        ServerFrame::MessageStop(s) => Some(s.final_text.clone()),
+        ServerFrame::Message(m) if m.role == Role::Assistant => Some(m.text.clone()),
+        _ => None,
+    })
+}
+
+/// The turn's answer; panics when there is none.
+pub fn final_text(events: &[Event]) -> String {
+    answer(events).unwrap_or_else(|| panic!("no final message in {:?}", types(events)))
+}
+
+/// The texts of system messages, in order.
+pub fn system_texts(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            ServerFrame::Message(m) if m.role == Role::System => Some(m.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Answers a picker.
+pub async fn select(client: &mut Client, picker_id: &str, value: &str) -> Result<Event, iris_client::ClientError> {
+    let frame = ClientFrame::PickerSelect(iris_protocol::PickerSelect { picker_id: picker_id.into(), value: value.into() });
+    client.request(Header::default(), frame).await
 }
 
 pub const QUIET: Duration = Duration::from_millis(200);
