@@ -33,27 +33,14 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// Address to listen on [default: 127.0.0.1:8765].
-    #[arg(long, env = "IRIS_LISTEN")]
-    listen: Option<String>,
-    /// Directory for the database, the token and media [default: ~/.local/share/iris-gateway].
-    #[arg(long, env = "IRIS_DATA_DIR")]
-    data_dir: Option<PathBuf>,
-    /// Token devices authenticate with [default: generated on first start and kept in the data dir].
-    #[arg(long, env = "IRIS_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-    /// TOML config file; flags and IRIS_* variables override it.
-    #[arg(long, env = "IRIS_CONFIG")]
-    config: Option<PathBuf>,
-    /// Agent command line (`demo` for the built-in demo agent).
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Agent command line (`demo` for the built-in demo agent, `none` for no agent).
     #[arg(long, env = "IRIS_AGENT")]
     agent: Option<String>,
-    /// Base URL devices reach the gateway at, e.g. https://iris.example.com [default: from --listen].
-    #[arg(long, env = "IRIS_PUBLIC_URL")]
-    public_url: Option<String>,
 }
 
-/// The settings `pair` and `devices` read: where the data dir and token are, and the address.
+/// The settings every subcommand reads: where the data dir and token are, and the addresses.
 #[derive(clap::Args)]
 struct ConfigArgs {
     /// Address the gateway listens on [default: 127.0.0.1:8765].
@@ -62,7 +49,7 @@ struct ConfigArgs {
     /// The gateway's data directory [default: ~/.local/share/iris-gateway].
     #[arg(long, env = "IRIS_DATA_DIR")]
     data_dir: Option<PathBuf>,
-    /// The token, when it is configured rather than kept in the data dir.
+    /// Token devices authenticate with [default: generated on first start, kept in the data dir].
     #[arg(long, env = "IRIS_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// TOML config file; flags and IRIS_* variables override it.
@@ -75,13 +62,17 @@ struct ConfigArgs {
 
 impl ConfigArgs {
     fn resolve(self) -> Result<Config, ExitCode> {
+        self.resolve_with(None)
+    }
+
+    fn resolve_with(self, agent: Option<String>) -> Result<Config, ExitCode> {
         let over = Overrides {
             listen: self.listen,
             data_dir: self.data_dir,
             token: self.token,
             config: self.config,
             public_url: self.public_url,
-            ..Overrides::default()
+            agent,
         };
         Config::resolve(over).map_err(|e| {
             eprintln!("iris-gateway: {e}");
@@ -125,20 +116,9 @@ fn serve(args: ServeArgs) -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     raise_nofile_limit();
-    let over = Overrides {
-        listen: args.listen,
-        data_dir: args.data_dir,
-        token: args.token,
-        agent: args.agent,
-        config: args.config,
-        public_url: args.public_url,
-    };
-    let config = match Config::resolve(over) {
+    let config = match args.config.resolve_with(args.agent) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("iris-gateway: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     runtime().block_on(async move {
         let data_dir = config.data_dir.clone();
