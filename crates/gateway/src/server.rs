@@ -184,7 +184,9 @@ impl Gateway {
         let result = server.await.unwrap_or_else(|e| Err(std::io::Error::other(e)));
         // Pushes still queued are sent after the next start.
         push.stop().await;
-        shared.store.close();
+        // Closing joins the store's threads: not on the runtime's workers.
+        let store = shared.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.close()).await;
         result
     }
 }

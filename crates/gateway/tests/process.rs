@@ -195,13 +195,15 @@ async fn startup_names_the_url_and_data_dir_and_health_answers() {
     let echo = client
         .request(
             Header::lane("default", None),
-            ClientFrame::MessageSend(MessageSend { text: "hi".into(), ..Default::default() }),
+            ClientFrame::MessageSend(MessageSend { text: "a secret note about tulips".into(), ..Default::default() }),
         )
         .await
         .expect("echo");
     assert!(matches!(echo.body, ServerFrame::Message(_)), "{}", echo.raw);
     let stderr = gw.stop().await;
     assert!(!stderr.contains(TOKEN), "the log never shows the token");
+    assert!(stderr.contains("device connected"), "the log says what happened: {stderr}");
+    assert!(!stderr.contains("tulips"), "the log never shows message text: {stderr}");
 }
 
 #[tokio::test]
