@@ -80,7 +80,9 @@ pub const DEMO_PNG_BASE64: &str =
 
 /// The contents of [`DEMO_FILE_NAME`].
 pub fn demo_file_text() -> String {
-    (1..=200).map(|i| format!("Iris demo file, line {i}\n")).collect()
+    (1..=200)
+        .map(|i| format!("Iris demo file, line {i}\n"))
+        .collect()
 }
 
 /// Chunks of a `slow` turn and the pause before each.
@@ -348,7 +350,10 @@ impl Demo {
         let request = parse::<NewSessionRequest>(params).map_err(|e| (INVALID_PARAMS, e))?;
         let mut state = self.state();
         let session_id = state.fresh_id("session");
-        let session = Session { cwd: request.cwd, ..Session::new() };
+        let session = Session {
+            cwd: request.cwd,
+            ..Session::new()
+        };
         state.sessions.insert(session_id.clone(), session);
         let response = NewSessionResponse {
             session_id: session_id.clone(),
@@ -586,9 +591,17 @@ impl Turn<'_> {
         let text = prompt_text(prompt);
         let lower = text.to_lowercase();
         let has = |word: &str| lower.contains(word);
-        if self.demo.with_session(self.session_id, |s| s.wedged).unwrap_or(false) {
+        if self
+            .demo
+            .with_session(self.session_id, |s| s.wedged)
+            .unwrap_or(false)
+        {
             self.say("Queued for the next turn.");
-            return Ending { stop_reason: StopReason::EndTurn, title: false, error: None };
+            return Ending {
+                stop_reason: StopReason::EndTurn,
+                title: false,
+                error: None,
+            };
         }
         if has("freeze") {
             // A hung agent: no output, and cancel is ignored.
@@ -600,7 +613,11 @@ impl Turn<'_> {
             self.wait_cancel().await;
             let _ = self.demo.with_session(self.session_id, |s| s.wedged = true);
             let error = Some((crate::rpc::INTERNAL_ERROR, "Internal error".to_owned()));
-            return Ending { stop_reason: StopReason::Cancelled, title: false, error };
+            return Ending {
+                stop_reason: StopReason::Cancelled,
+                title: false,
+                error,
+            };
         }
         let stop_reason = match self.script(prompt, &text, &has, model_id).await {
             Ok(()) => StopReason::EndTurn,
@@ -675,7 +692,9 @@ impl Turn<'_> {
         if has("mkimage") {
             self.say("Here is an image.\n\n");
             let image = ContentBlock::image(DEMO_PNG_BASE64, "image/png");
-            self.update(SessionUpdate::AgentMessageChunk(ContentChunk { content: image }));
+            self.update(SessionUpdate::AgentMessageChunk(ContentChunk {
+                content: image,
+            }));
         }
         if has("slow") {
             for i in 0..SLOW_CHUNKS {
@@ -1050,7 +1069,10 @@ mod tests {
             bench_request(" bench 3 2000 "),
             Some((3, Duration::from_micros(2000)))
         );
-        assert_eq!(bench_request("bench 999999999").map(|b| b.0), Some(BENCH_MAX_CHUNKS));
+        assert_eq!(
+            bench_request("bench 999999999").map(|b| b.0),
+            Some(BENCH_MAX_CHUNKS)
+        );
         assert_eq!(bench_request("a bench 5"), None);
         assert_eq!(bench_request("benchmark 5"), None);
         assert_eq!(bench_request("bench five"), None);

@@ -5,8 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 use iris_protocol::{
-    encode, ClientCaps, ClientFrame, FrameBody, Header, Hello, HelloAck, RequestId, ServerFrame, Sync,
-    WebPushSubscription,
+    encode, ClientCaps, ClientFrame, FrameBody, Header, Hello, HelloAck, RequestId, ServerFrame,
+    Sync, WebPushSubscription,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -42,7 +42,11 @@ pub struct ConnectOptions {
 
 impl ConnectOptions {
     /// Options with no device name and no push registration.
-    pub fn new(url: impl Into<String>, token: impl Into<String>, device_id: impl Into<String>) -> Self {
+    pub fn new(
+        url: impl Into<String>,
+        token: impl Into<String>,
+        device_id: impl Into<String>,
+    ) -> Self {
         ConnectOptions {
             url: url.into(),
             token: token.into(),
@@ -69,7 +73,11 @@ impl ConnectOptions {
             token: self.token.clone(),
             device_id: self.device_id.clone(),
             device_name: self.device_name.clone(),
-            caps: Some(ClientCaps { min_protocol: Some(1), media: Some(true), push }),
+            caps: Some(ClientCaps {
+                min_protocol: Some(1),
+                media: Some(true),
+                push,
+            }),
             fcm_token: self.fcm_token.clone(),
             ntfy_topic: self.ntfy_topic.clone(),
             webpush: self.webpush.clone().map(Some),
@@ -153,7 +161,9 @@ impl Item {
     fn into_result(self) -> Result<Event, ClientError> {
         match self {
             Item::Event(event) => Ok(*event),
-            Item::Bad { raw, error } => Err(ClientError::Protocol(format!("undecodable frame {raw:?}: {error}"))),
+            Item::Bad { raw, error } => Err(ClientError::Protocol(format!(
+                "undecodable frame {raw:?}: {error}"
+            ))),
         }
     }
 }
@@ -202,10 +212,19 @@ impl Client {
     pub async fn connect(opts: ConnectOptions) -> Result<(Client, HelloAck), ClientError> {
         let deadline = Instant::now() + DEFAULT_TIMEOUT;
         // Small frames go out at once: no Nagle delay behind an unacknowledged Pong.
-        let connecting = tokio_tungstenite::connect_async_with_config(opts.url.as_str(), conn::ws_config(), true);
+        let connecting = tokio_tungstenite::connect_async_with_config(
+            opts.url.as_str(),
+            conn::ws_config(),
+            true,
+        );
         let ws = match tokio::time::timeout_at(deadline, connecting).await {
             Err(_) => return Err(ClientError::Timeout),
-            Ok(Err(source)) => return Err(ClientError::Connect { url: opts.url.clone(), source }),
+            Ok(Err(source)) => {
+                return Err(ClientError::Connect {
+                    url: opts.url.clone(),
+                    source,
+                })
+            }
             Ok(Ok((ws, _response))) => ws,
         };
         let (commands, incoming) = conn::spawn(ws);
@@ -224,8 +243,13 @@ impl Client {
             closed: None,
             ended: false,
         };
-        let header = Header { id: Some(RequestId::from(HELLO_ID)), ..Header::default() };
-        client.send_text(&encode(&header, &ClientFrame::Hello(opts.hello()))).await?;
+        let header = Header {
+            id: Some(RequestId::from(HELLO_ID)),
+            ..Header::default()
+        };
+        client
+            .send_text(&encode(&header, &ClientFrame::Hello(opts.hello())))
+            .await?;
         loop {
             match client.pull(deadline).await? {
                 // A gateway that rejects the hello before reading its id may answer without one.
@@ -236,9 +260,17 @@ impl Client {
                             client.hello_ack = ack.clone();
                             return Ok((client, ack));
                         }
-                        ServerFrame::Error(e) => return Err(ClientError::Server { code: e.code, message: e.message }),
+                        ServerFrame::Error(e) => {
+                            return Err(ClientError::Server {
+                                code: e.code,
+                                message: e.message,
+                            })
+                        }
                         _ if answers_hello => {
-                            return Err(ClientError::Protocol(format!("hello answered by {}", event.raw)))
+                            return Err(ClientError::Protocol(format!(
+                                "hello answered by {}",
+                                event.raw
+                            )))
                         }
                         _ => client.events.push_back(Item::Event(event)),
                     }
@@ -267,7 +299,11 @@ impl Client {
     /// Sends a request under the next request id (overriding `header.id`) and waits up to the
     /// default timeout for the frame carrying that id. An `error` answer becomes
     /// [`ClientError::Server`]. Other frames arriving meanwhile are kept as events, in order.
-    pub async fn request(&mut self, header: Header, frame: ClientFrame) -> Result<Event, ClientError> {
+    pub async fn request(
+        &mut self,
+        header: Header,
+        frame: ClientFrame,
+    ) -> Result<Event, ClientError> {
         let timeout = self.timeout;
         self.request_timeout(header, frame, timeout).await
     }
@@ -328,7 +364,10 @@ impl Client {
 
     /// Waits for the first event matching `pred`; the events skipped on the way are appended to
     /// [`Client::seen`] so that a test can still inspect them.
-    pub async fn wait_for<F: FnMut(&Event) -> bool>(&mut self, pred: F) -> Result<Event, ClientError> {
+    pub async fn wait_for<F: FnMut(&Event) -> bool>(
+        &mut self,
+        pred: F,
+    ) -> Result<Event, ClientError> {
         let timeout = self.timeout;
         self.wait_for_timeout(pred, timeout).await
     }
@@ -382,7 +421,10 @@ impl Client {
                 return Err(ClientError::Unexpected(Box::new(item.into_result()?)));
             }
             if let Some(bytes) = self.binaries.pop_front() {
-                return Err(ClientError::Protocol(format!("unexpected binary frame of {} bytes", bytes.len())));
+                return Err(ClientError::Protocol(format!(
+                    "unexpected binary frame of {} bytes",
+                    bytes.len()
+                )));
             }
             match self.pull(deadline).await {
                 Err(ClientError::Timeout) => return Ok(()),
@@ -403,10 +445,18 @@ impl Client {
     }
 
     /// [`Client::sync`] with an explicit inactivity timeout.
-    pub async fn sync_timeout(&mut self, cursor: u64, idle: Duration) -> Result<SyncOutcome, ClientError> {
+    pub async fn sync_timeout(
+        &mut self,
+        cursor: u64,
+        idle: Duration,
+    ) -> Result<SyncOutcome, ClientError> {
         let id = self.take_id();
-        let header = Header { id: Some(RequestId::from(id)), ..Header::default() };
-        self.send_text(&encode(&header, &ClientFrame::Sync(Sync { cursor }))).await?;
+        let header = Header {
+            id: Some(RequestId::from(id)),
+            ..Header::default()
+        };
+        self.send_text(&encode(&header, &ClientFrame::Sync(Sync { cursor })))
+            .await?;
         let mut frames = Vec::new();
         loop {
             let item = self.pull(Instant::now() + idle).await?;
@@ -414,8 +464,15 @@ impl Client {
                 Some(Item::Event(event)) if event.id() == Some(id) => {
                     let event = response(*event)?;
                     return match event.body {
-                        ServerFrame::SyncDone(done) => Ok(SyncOutcome { frames, cursor: done.cursor, gap: done.gap }),
-                        _ => Err(ClientError::Protocol(format!("sync answered by {}", event.raw))),
+                        ServerFrame::SyncDone(done) => Ok(SyncOutcome {
+                            frames,
+                            cursor: done.cursor,
+                            gap: done.gap,
+                        }),
+                        _ => Err(ClientError::Protocol(format!(
+                            "sync answered by {}",
+                            event.raw
+                        ))),
                     };
                 }
                 Some(Item::Event(event)) if event.replayed => frames.push(*event),
@@ -482,7 +539,10 @@ impl Client {
     }
 
     /// [`Client::closed`] with an explicit timeout.
-    pub async fn closed_timeout(&mut self, timeout: Duration) -> Result<Option<(u16, String)>, ClientError> {
+    pub async fn closed_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<(u16, String)>, ClientError> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(close) = &self.closed {
@@ -570,7 +630,12 @@ impl Client {
             Incoming::Text { raw, decoded } => {
                 let decoded = match *decoded {
                     Ok(decoded) => decoded,
-                    Err(e) => return Ok(Some(Item::Bad { raw, error: e.message })),
+                    Err(e) => {
+                        return Ok(Some(Item::Bad {
+                            raw,
+                            error: e.message,
+                        }))
+                    }
                 };
                 let frame_type = decoded.body.frame_type().to_owned();
                 let durable = decoded.body.is_durable();
@@ -596,7 +661,13 @@ impl Client {
                     ServerFrame::SyncDone(done) => self.next_live = done.cursor + 1,
                     _ => {}
                 }
-                let event = Event { header: decoded.header, body: decoded.body, cursor, replayed, raw };
+                let event = Event {
+                    header: decoded.header,
+                    body: decoded.body,
+                    cursor,
+                    replayed,
+                    raw,
+                };
                 Ok(Some(Item::Event(Box::new(event))))
             }
             Incoming::Binary(bytes) => {
@@ -632,12 +703,20 @@ pub(crate) fn numeric_id(id: &Option<RequestId>) -> Option<u64> {
 /// A response, or the gateway's error for it.
 fn response(event: Event) -> Result<Event, ClientError> {
     match event.body {
-        ServerFrame::Error(e) => Err(ClientError::Server { code: e.code, message: e.message }),
+        ServerFrame::Error(e) => Err(ClientError::Server {
+            code: e.code,
+            message: e.message,
+        }),
         _ => Ok(event),
     }
 }
 
 fn is_closed_error(e: &WsError) -> bool {
     use tokio_tungstenite::tungstenite::error::ProtocolError;
-    matches!(e, WsError::ConnectionClosed | WsError::AlreadyClosed | WsError::Protocol(ProtocolError::SendAfterClosing))
+    matches!(
+        e,
+        WsError::ConnectionClosed
+            | WsError::AlreadyClosed
+            | WsError::Protocol(ProtocolError::SendAfterClosing)
+    )
 }

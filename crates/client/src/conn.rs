@@ -22,14 +22,20 @@ pub(crate) type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// process runs hundreds of devices (tests, the load tool); 16 KiB holds any chat frame, and
 /// larger frames (media chunks) still arrive whole, in more reads.
 pub(crate) fn ws_config() -> Option<tokio_tungstenite::tungstenite::protocol::WebSocketConfig> {
-    Some(tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(16 * 1024))
+    Some(
+        tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+            .read_buffer_size(16 * 1024),
+    )
 }
 
 /// What the task saw on the wire, in arrival order.
 pub(crate) enum Incoming {
     /// A text frame, already decoded (or the reason it could not be). Boxed: frames are large
     /// and the other variants small.
-    Text { raw: String, decoded: Box<Result<Decoded<ServerFrame>, DecodeError>> },
+    Text {
+        raw: String,
+        decoded: Box<Result<Decoded<ServerFrame>, DecodeError>>,
+    },
     /// A binary frame (media bytes).
     Binary(Vec<u8>),
     /// The server's Close frame.
@@ -50,14 +56,23 @@ pub(crate) fn close_info(frame: Option<CloseFrame>) -> Option<(u16, String)> {
 }
 
 /// Starts the task for an open socket.
-pub(crate) fn spawn(ws: Ws) -> (mpsc::UnboundedSender<Command>, mpsc::UnboundedReceiver<Incoming>) {
+pub(crate) fn spawn(
+    ws: Ws,
+) -> (
+    mpsc::UnboundedSender<Command>,
+    mpsc::UnboundedReceiver<Incoming>,
+) {
     let (command_tx, command_rx) = mpsc::unbounded_channel();
     let (incoming_tx, incoming_rx) = mpsc::unbounded_channel();
     tokio::spawn(run(ws, command_rx, incoming_tx));
     (command_tx, incoming_rx)
 }
 
-async fn run(mut ws: Ws, mut commands: mpsc::UnboundedReceiver<Command>, incoming: mpsc::UnboundedSender<Incoming>) {
+async fn run(
+    mut ws: Ws,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    incoming: mpsc::UnboundedSender<Incoming>,
+) {
     loop {
         tokio::select! {
             message = ws.next() => match message {
@@ -93,7 +108,11 @@ async fn run(mut ws: Ws, mut commands: mpsc::UnboundedReceiver<Command>, incomin
 }
 
 /// Hands one message to the client. Returns false when the client is gone.
-async fn forward(ws: &mut Ws, message: Message, incoming: &mpsc::UnboundedSender<Incoming>) -> bool {
+async fn forward(
+    ws: &mut Ws,
+    message: Message,
+    incoming: &mpsc::UnboundedSender<Incoming>,
+) -> bool {
     let item = match message {
         Message::Text(text) => {
             let raw = text.to_string();

@@ -48,12 +48,26 @@ impl fmt::Debug for RawConnection {
 impl RawConnection {
     /// Opens the WebSocket and nothing more.
     pub async fn connect(url: &str) -> Result<Self, ClientError> {
-        let ws = match tokio::time::timeout(DEFAULT_TIMEOUT, tokio_tungstenite::connect_async_with_config(url, crate::conn::ws_config(), true)).await {
+        let ws = match tokio::time::timeout(
+            DEFAULT_TIMEOUT,
+            tokio_tungstenite::connect_async_with_config(url, crate::conn::ws_config(), true),
+        )
+        .await
+        {
             Err(_) => return Err(ClientError::Timeout),
-            Ok(Err(source)) => return Err(ClientError::Connect { url: url.to_owned(), source }),
+            Ok(Err(source)) => {
+                return Err(ClientError::Connect {
+                    url: url.to_owned(),
+                    source,
+                })
+            }
             Ok(Ok((ws, _response))) => ws,
         };
-        Ok(RawConnection { ws, pending: VecDeque::new(), closed: None })
+        Ok(RawConnection {
+            ws,
+            pending: VecDeque::new(),
+            closed: None,
+        })
     }
 
     /// Sends a text frame as is.
@@ -117,24 +131,38 @@ impl RawConnection {
     /// Sends `hello` (id 0) and reads until its answer. Frames read before it are kept for
     /// [`RawConnection::recv`]; an `error` answer becomes [`ClientError::Server`].
     pub async fn hello(&mut self, token: &str, device_id: &str) -> Result<HelloAck, ClientError> {
-        let hello = Hello { token: token.to_owned(), device_id: device_id.to_owned(), ..Hello::default() };
-        let header = Header { id: Some(RequestId::from(0)), ..Header::default() };
+        let hello = Hello {
+            token: token.to_owned(),
+            device_id: device_id.to_owned(),
+            ..Hello::default()
+        };
+        let header = Header {
+            id: Some(RequestId::from(0)),
+            ..Header::default()
+        };
         self.send(&header, &ClientFrame::Hello(hello)).await?;
         let deadline = Instant::now() + DEFAULT_TIMEOUT;
         let mut read = VecDeque::new();
         let result = loop {
-            let frame = match self.recv_timeout(deadline.saturating_duration_since(Instant::now())).await {
+            let frame = match self
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .await
+            {
                 Ok(frame) => frame,
                 Err(e) => break Err(e),
             };
             if let RawFrame::Text(text) = &frame {
                 if let Ok(decoded) = decode::<ServerFrame>(text) {
                     // A gateway that rejects the hello before reading its id may answer without one.
-                    let answers = decoded.header.id.is_none() || numeric_id(&decoded.header.id) == Some(0);
+                    let answers =
+                        decoded.header.id.is_none() || numeric_id(&decoded.header.id) == Some(0);
                     match decoded.body {
                         ServerFrame::HelloAck(ack) if answers => break Ok(ack),
                         ServerFrame::Error(e) if answers => {
-                            break Err(ClientError::Server { code: e.code, message: e.message })
+                            break Err(ClientError::Server {
+                                code: e.code,
+                                message: e.message,
+                            })
                         }
                         _ => {}
                     }

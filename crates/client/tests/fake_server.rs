@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use iris_client::protocol::{
-    ClientFrame, ErrorCode, GatewayState, Header, HistoryRequest, MediaPull, MessageSend, ServerFrame,
+    ClientFrame, ErrorCode, GatewayState, Header, HistoryRequest, MediaPull, MessageSend,
+    ServerFrame,
 };
 use iris_client::{Client, ClientError, ConnectOptions, RawConnection, RawFrame};
 use serde_json::{json, Value};
@@ -35,13 +36,18 @@ impl Peer {
     /// The next text frame as JSON; control frames are not expected here.
     async fn recv_json(&mut self) -> Value {
         match self.recv().await {
-            Message::Text(text) => serde_json::from_str(&text).expect("the client sent invalid JSON"),
+            Message::Text(text) => {
+                serde_json::from_str(&text).expect("the client sent invalid JSON")
+            }
             other => panic!("expected a text frame, got {other:?}"),
         }
     }
 
     async fn send_json(&mut self, frame: Value) {
-        self.ws.send(Message::text(frame.to_string())).await.expect("server send");
+        self.ws
+            .send(Message::text(frame.to_string()))
+            .await
+            .expect("server send");
     }
 
     /// Reads `hello` and accepts it with the given outbox head.
@@ -60,7 +66,10 @@ impl Peer {
     /// Waits for the client's Close and lets the handshake finish.
     async fn expect_client_close(&mut self) {
         loop {
-            match tokio::time::timeout(STEP, self.ws.next()).await.expect("no close from the client") {
+            match tokio::time::timeout(STEP, self.ws.next())
+                .await
+                .expect("no close from the client")
+            {
                 Some(Ok(Message::Close(_))) | None => break,
                 Some(Ok(_)) => {}
                 Some(Err(e)) => panic!("websocket error while waiting for close: {e}"),
@@ -106,7 +115,8 @@ async fn connect_sends_hello_and_returns_the_ack() {
         assert_eq!(hello["payload"]["device_id"], "dev_a");
         assert_eq!(hello["payload"]["device_name"], "Test phone");
         assert_eq!(hello["payload"]["caps"]["min_protocol"], 1);
-        peer.send_json(json!({"v":1,"type":"status","payload":{"state":"online"}})).await;
+        peer.send_json(json!({"v":1,"type":"status","payload":{"state":"online"}}))
+            .await;
         peer.expect_client_close().await;
     })
     .await;
@@ -129,14 +139,23 @@ async fn connect_sends_hello_and_returns_the_ack() {
 async fn rejected_hello_is_a_server_error() {
     let (url, server) = fake_gateway(|mut peer| async move {
         peer.recv_json().await;
-        peer.send_json(json!({"v":1,"id":0,"type":"error","payload":{"code":"auth","message":"bad token"}})).await;
-        let close = CloseFrame { code: CloseCode::from(4401), reason: "auth".into() };
+        peer.send_json(
+            json!({"v":1,"id":0,"type":"error","payload":{"code":"auth","message":"bad token"}}),
+        )
+        .await;
+        let close = CloseFrame {
+            code: CloseCode::from(4401),
+            reason: "auth".into(),
+        };
         peer.ws.close(Some(close)).await.unwrap();
     })
     .await;
 
     match Client::connect(options(&url)).await {
-        Err(ClientError::Server { code: ErrorCode::Auth, message }) => assert_eq!(message, "bad token"),
+        Err(ClientError::Server {
+            code: ErrorCode::Auth,
+            message,
+        }) => assert_eq!(message, "bad token"),
         other => panic!("expected an auth error, got {other:?}"),
     }
     server.await.unwrap();
@@ -166,22 +185,38 @@ async fn live_durable_frames_get_counted_cursors() {
     .await;
 
     let (mut client, _) = Client::connect(options(&url)).await.unwrap();
-    let send = MessageSend { text: "hello".into(), ..MessageSend::default() };
-    let echo = client.request(Header::lane("default", None), ClientFrame::MessageSend(send)).await.unwrap();
+    let send = MessageSend {
+        text: "hello".into(),
+        ..MessageSend::default()
+    };
+    let echo = client
+        .request(
+            Header::lane("default", None),
+            ClientFrame::MessageSend(send),
+        )
+        .await
+        .unwrap();
     assert_eq!(echo.cursor, Some(13));
     assert!(!echo.replayed);
 
     let first = client.next_event().await.unwrap();
     assert_eq!((first.frame_type(), first.cursor), ("message", Some(11)));
     let update = client.next_event().await.unwrap();
-    assert_eq!((update.frame_type(), update.cursor), ("message.update", None));
+    assert_eq!(
+        (update.frame_type(), update.cursor),
+        ("message.update", None)
+    );
     let tool = client.next_event().await.unwrap();
     assert_eq!((tool.frame_type(), tool.cursor), ("tool.start", Some(12)));
     let busy = client.next_event().await.unwrap();
     assert_eq!((busy.frame_type(), busy.cursor), ("agent.busy", Some(14)));
 
-    let expected: Vec<(u64, String)> =
-        vec![(11, "message".into()), (12, "tool.start".into()), (13, "message".into()), (14, "agent.busy".into())];
+    let expected: Vec<(u64, String)> = vec![
+        (11, "message".into()),
+        (12, "tool.start".into()),
+        (13, "message".into()),
+        (14, "agent.busy".into()),
+    ];
     assert_eq!(client.durable_log(), expected.as_slice());
     assert_eq!(client.next_live_cursor(), 15);
     client.close().await.unwrap();
@@ -226,9 +261,15 @@ async fn sync_collects_replays_and_resets_the_live_counter() {
     assert_eq!(client.next_live_cursor(), 12);
 
     let busy = client.next_event().await.unwrap();
-    assert_eq!((busy.frame_type(), busy.cursor, busy.replayed), ("agent.busy", Some(11), false));
+    assert_eq!(
+        (busy.frame_type(), busy.cursor, busy.replayed),
+        ("agent.busy", Some(11), false)
+    );
     let live = client.next_event().await.unwrap();
-    assert_eq!((live.frame_type(), live.cursor, live.replayed), ("message", Some(12), false));
+    assert_eq!(
+        (live.frame_type(), live.cursor, live.replayed),
+        ("message", Some(12), false)
+    );
 
     let outcome = client.sync(12).await.unwrap();
     assert_eq!(outcome.frames.len(), 1);
@@ -269,19 +310,41 @@ async fn responses_are_matched_by_id_and_events_keep_their_order() {
 
     let (mut client, _) = Client::connect(options(&url)).await.unwrap();
     // The caller's id is replaced by the client's counter.
-    let header = Header { id: Some(77u64.into()), ..Header::lane("default", None) };
-    let history = client.request(header, ClientFrame::History(HistoryRequest::default())).await.unwrap();
+    let header = Header {
+        id: Some(77u64.into()),
+        ..Header::lane("default", None)
+    };
+    let history = client
+        .request(header, ClientFrame::History(HistoryRequest::default()))
+        .await
+        .unwrap();
     assert_eq!((history.frame_type(), history.id()), ("history", Some(1)));
 
-    let err =
-        client.request(Header::lane("nope", None), ClientFrame::History(HistoryRequest::default())).await.unwrap_err();
+    let err = client
+        .request(
+            Header::lane("nope", None),
+            ClientFrame::History(HistoryRequest::default()),
+        )
+        .await
+        .unwrap_err();
     match err {
-        ClientError::Server { code: ErrorCode::NotFound, message } => assert_eq!(message, "chat_id unknown"),
+        ClientError::Server {
+            code: ErrorCode::NotFound,
+            message,
+        } => assert_eq!(message, "chat_id unknown"),
         other => panic!("expected not_found, got {other:?}"),
     }
 
-    let order: Vec<String> =
-        [0; 4].iter().map(|_| client.try_next_event().expect("buffered").frame_type().to_owned()).collect();
+    let order: Vec<String> = [0; 4]
+        .iter()
+        .map(|_| {
+            client
+                .try_next_event()
+                .expect("buffered")
+                .frame_type()
+                .to_owned()
+        })
+        .collect();
     assert_eq!(order, ["typing", "message.update", "error", "status"]);
     assert!(client.try_next_event().is_none());
     client.close().await.unwrap();
@@ -294,7 +357,10 @@ async fn pings_are_answered_while_the_client_only_reads() {
         peer.accept_hello(0).await;
         // The first Ping lands while the client is idle, the second while it waits on next_event.
         for probe in [&b"confirm-7"[..], &b"confirm-8"[..]] {
-            peer.ws.send(Message::Ping(probe.to_vec().into())).await.unwrap();
+            peer.ws
+                .send(Message::Ping(probe.to_vec().into()))
+                .await
+                .unwrap();
             // The client writes nothing of its own, so the very next frame must be the Pong.
             match peer.recv().await {
                 Message::Pong(payload) => assert_eq!(&payload[..], probe),
@@ -302,7 +368,8 @@ async fn pings_are_answered_while_the_client_only_reads() {
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
-        peer.send_json(json!({"v":1,"type":"status","payload":{"state":"online"}})).await;
+        peer.send_json(json!({"v":1,"type":"status","payload":{"state":"online"}}))
+            .await;
         peer.expect_client_close().await;
     })
     .await;
@@ -320,7 +387,10 @@ async fn server_close_code_is_reported() {
     let (url, server) = fake_gateway(|mut peer| async move {
         peer.accept_hello(0).await;
         peer.send_json(message_frame("m_1")).await;
-        let close = CloseFrame { code: CloseCode::from(4409), reason: "replaced".into() };
+        let close = CloseFrame {
+            code: CloseCode::from(4409),
+            reason: "replaced".into(),
+        };
         peer.ws.close(Some(close)).await.unwrap();
         // The client answers the close handshake on its own.
         while let Ok(Some(Ok(_))) = tokio::time::timeout(STEP, peer.ws.next()).await {}
@@ -328,14 +398,20 @@ async fn server_close_code_is_reported() {
     .await;
 
     let (mut client, _) = Client::connect(options(&url)).await.unwrap();
-    assert_eq!(client.closed().await.unwrap(), Some((4409, "replaced".to_owned())));
+    assert_eq!(
+        client.closed().await.unwrap(),
+        Some((4409, "replaced".to_owned()))
+    );
     // The frame sent before the close is still there, then the close is the end.
     assert_eq!(client.next_event().await.unwrap().frame_type(), "message");
     match client.next_event().await {
         Err(ClientError::Closed(Some((4409, reason)))) => assert_eq!(reason, "replaced"),
         other => panic!("expected the close, got {other:?}"),
     }
-    assert!(matches!(client.send_text("{}").await, Err(ClientError::Closed(_))));
+    assert!(matches!(
+        client.send_text("{}").await,
+        Err(ClientError::Closed(_))
+    ));
     server.await.unwrap();
 }
 
@@ -357,14 +433,24 @@ async fn binary_frames_are_queued_apart_from_events() {
     .await;
 
     let (mut client, _) = Client::connect(options(&url)).await.unwrap();
-    let header =
-        client.request(Header::default(), ClientFrame::MediaPull(MediaPull { media_id: "md_1".into() })).await.unwrap();
+    let header = client
+        .request(
+            Header::default(),
+            ClientFrame::MediaPull(MediaPull {
+                media_id: "md_1".into(),
+            }),
+        )
+        .await
+        .unwrap();
     assert!(matches!(header.body, ServerFrame::MediaPullHeader(ref h) if h.size == 6));
     let mut bytes = client.binary().await.unwrap();
     bytes.extend(client.binary().await.unwrap());
     assert_eq!(bytes, b"abcdef");
     assert_eq!(client.next_event().await.unwrap().frame_type(), "typing");
-    assert_eq!(client.next_event().await.unwrap().frame_type(), "media.pull.end");
+    assert_eq!(
+        client.next_event().await.unwrap().frame_type(),
+        "media.pull.end"
+    );
     client.close().await.unwrap();
     server.await.unwrap();
 }
@@ -385,19 +471,29 @@ async fn wait_for_keeps_skipped_events_and_expect_quiet_catches_stragglers() {
         // Stay quiet until the client asks for more, then send a straggler.
         let poke = peer.recv_json().await;
         assert_eq!(poke["type"], "ping");
-        peer.send_json(json!({"v":1,"type":"agent.idle","chat_id":"default","payload":{}})).await;
+        peer.send_json(json!({"v":1,"type":"agent.idle","chat_id":"default","payload":{}}))
+            .await;
         peer.expect_client_close().await;
     })
     .await;
 
     let (mut client, _) = Client::connect(options(&url)).await.unwrap();
-    let stop = client.wait_for(|e| e.frame_type() == "message.stop").await.unwrap();
+    let stop = client
+        .wait_for(|e| e.frame_type() == "message.stop")
+        .await
+        .unwrap();
     assert_eq!(stop.cursor, Some(2));
     let skipped: Vec<&str> = client.seen().iter().map(|e| e.frame_type()).collect();
     assert_eq!(skipped, ["message.start", "message.update"]);
 
-    client.expect_quiet(Duration::from_millis(200)).await.unwrap();
-    client.send(Header::default(), ClientFrame::Ping(Default::default())).await.unwrap();
+    client
+        .expect_quiet(Duration::from_millis(200))
+        .await
+        .unwrap();
+    client
+        .send(Header::default(), ClientFrame::Ping(Default::default()))
+        .await
+        .unwrap();
     match client.expect_quiet(Duration::from_secs(5)).await {
         Err(ClientError::Unexpected(event)) => assert_eq!(event.frame_type(), "agent.idle"),
         other => panic!("expected the straggler, got {other:?}"),
@@ -411,13 +507,17 @@ async fn undecodable_text_is_a_protocol_error() {
     let (url, server) = fake_gateway(|mut peer| async move {
         peer.accept_hello(0).await;
         peer.ws.send(Message::text("{not json")).await.unwrap();
-        peer.send_json(json!({"v":1,"type":"status","payload":{"state":"online"}})).await;
+        peer.send_json(json!({"v":1,"type":"status","payload":{"state":"online"}}))
+            .await;
         peer.expect_client_close().await;
     })
     .await;
 
     let (mut client, _) = Client::connect(options(&url)).await.unwrap();
-    assert!(matches!(client.next_event().await, Err(ClientError::Protocol(_))));
+    assert!(matches!(
+        client.next_event().await,
+        Err(ClientError::Protocol(_))
+    ));
     assert_eq!(client.next_event().await.unwrap().frame_type(), "status");
     client.close().await.unwrap();
     server.await.unwrap();
@@ -428,7 +528,10 @@ async fn raw_connection_reads_only_when_asked() {
     let (url, server) = fake_gateway(|mut peer| async move {
         peer.accept_hello(4).await;
         peer.send_json(message_frame("m_1")).await;
-        peer.ws.send(Message::Ping(b"p".to_vec().into())).await.unwrap();
+        peer.ws
+            .send(Message::Ping(b"p".to_vec().into()))
+            .await
+            .unwrap();
         peer.ws.send(Message::binary(vec![1, 2, 3])).await.unwrap();
         match peer.recv().await {
             Message::Pong(payload) => assert_eq!(&payload[..], b"p"),
@@ -436,7 +539,10 @@ async fn raw_connection_reads_only_when_asked() {
         }
         let text = peer.recv_json().await;
         assert_eq!(text, json!({"garbage": true}));
-        let close = CloseFrame { code: CloseCode::from(4401), reason: "auth".into() };
+        let close = CloseFrame {
+            code: CloseCode::from(4401),
+            reason: "auth".into(),
+        };
         peer.ws.close(Some(close)).await.unwrap();
         while let Ok(Some(Ok(_))) = tokio::time::timeout(STEP, peer.ws.next()).await {}
     })
@@ -451,7 +557,13 @@ async fn raw_connection_reads_only_when_asked() {
     }
     assert_eq!(raw.recv().await.unwrap(), RawFrame::Binary(vec![1, 2, 3]));
     raw.send_text(r#"{"garbage":true}"#).await.unwrap();
-    assert_eq!(raw.recv().await.unwrap(), RawFrame::Close(Some((4401, "auth".into()))));
-    assert!(matches!(raw.recv().await, Err(ClientError::Closed(Some((4401, _))))));
+    assert_eq!(
+        raw.recv().await.unwrap(),
+        RawFrame::Close(Some((4401, "auth".into())))
+    );
+    assert!(matches!(
+        raw.recv().await,
+        Err(ClientError::Closed(Some((4401, _))))
+    ));
     server.await.unwrap();
 }

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use iris_client::{Client, ConnectOptions, RawConnection, RawFrame};
 use iris_gateway::{Config, Gateway};
 use iris_protocol::{
-    decode, encode, ClientFrame, Header, MediaPull, MediaUploadEnd, MediaUploadStart, MessageSend, RequestId,
-    ServerFrame,
+    decode, encode, ClientFrame, Header, MediaPull, MediaUploadEnd, MediaUploadStart, MessageSend,
+    RequestId, ServerFrame,
 };
 use sha2::{Digest, Sha256};
 
@@ -25,7 +25,14 @@ fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix(field)?.trim().trim_end_matches("kB").trim().parse().ok())
+        .find_map(|l| {
+            l.strip_prefix(field)?
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok()
+        })
         .unwrap_or(0)
 }
 
@@ -48,7 +55,10 @@ fn chunk(i: usize) -> Vec<u8> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let mib: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
+    let mib: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(50);
     let dir = tempfile::tempdir()?;
     let mut config = Config::for_tests(dir.path(), TOKEN);
     config.agent_command = Some("none".into());
@@ -59,7 +69,8 @@ async fn main() -> anyhow::Result<()> {
         let _ = stopped.await;
     }));
 
-    let (mut phone, _) = Client::connect(ConnectOptions::new(url.clone(), TOKEN, "bench-phone")).await?;
+    let (mut phone, _) =
+        Client::connect(ConnectOptions::new(url.clone(), TOKEN, "bench-phone")).await?;
     let baseline = status_kib("VmRSS:");
     reset_peak();
 
@@ -73,7 +84,9 @@ async fn main() -> anyhow::Result<()> {
         size,
         filename: "bench.bin".into(),
     };
-    phone.send(Header::default(), ClientFrame::MediaUploadStart(start)).await?;
+    phone
+        .send(Header::default(), ClientFrame::MediaUploadStart(start))
+        .await?;
     let mut hasher = Sha256::new();
     for i in 0..mib {
         let bytes = chunk(i);
@@ -81,12 +94,32 @@ async fn main() -> anyhow::Result<()> {
         phone.send_binary(bytes).await?;
     }
     let sha = hex::encode(hasher.finalize());
-    let end = MediaUploadEnd { media_ref: "mu_bench".into(), sha256: sha.clone() };
-    phone.request_timeout(Header::default(), ClientFrame::MediaUploadEnd(end), Duration::from_secs(120)).await?;
+    let end = MediaUploadEnd {
+        media_ref: "mu_bench".into(),
+        sha256: sha.clone(),
+    };
+    phone
+        .request_timeout(
+            Header::default(),
+            ClientFrame::MediaUploadEnd(end),
+            Duration::from_secs(120),
+        )
+        .await?;
     let upload = started.elapsed();
-    let send = MessageSend { text: "bench".into(), media_refs: vec!["mu_bench".into()], ..Default::default() };
-    let echo = phone.request(Header::lane("default", None), ClientFrame::MessageSend(send)).await?;
-    let ServerFrame::Message(message) = echo.body else { anyhow::bail!("unexpected echo {}", echo.raw) };
+    let send = MessageSend {
+        text: "bench".into(),
+        media_refs: vec!["mu_bench".into()],
+        ..Default::default()
+    };
+    let echo = phone
+        .request(
+            Header::lane("default", None),
+            ClientFrame::MessageSend(send),
+        )
+        .await?;
+    let ServerFrame::Message(message) = echo.body else {
+        anyhow::bail!("unexpected echo {}", echo.raw)
+    };
     let media_id = message.media[0].media_id.clone();
 
     // Pull by a device that reads one frame at a time, slowly.
@@ -94,7 +127,14 @@ async fn main() -> anyhow::Result<()> {
     let mut raw = RawConnection::connect(&url).await?;
     raw.hello(TOKEN, "bench-laptop").await?;
     let pull = ClientFrame::MediaPull(MediaPull { media_id });
-    raw.send_text(&encode(&Header { id: Some(RequestId::from(1)), ..Header::default() }, &pull)).await?;
+    raw.send_text(&encode(
+        &Header {
+            id: Some(RequestId::from(1)),
+            ..Header::default()
+        },
+        &pull,
+    ))
+    .await?;
     let mut hasher = Sha256::new();
     let mut received = 0u64;
     let mut frames = 0u64;
@@ -123,12 +163,22 @@ async fn main() -> anyhow::Result<()> {
 
     let peak = status_kib("VmHWM:");
     let growth_mib = peak.saturating_sub(baseline) as f64 / 1024.0;
-    println!("upload {mib} MiB: {:.2} s ({:.0} MiB/s)", upload.as_secs_f64(), mib as f64 / upload.as_secs_f64());
-    println!("slow pull {mib} MiB in {frames} frames: {:.2} s", pulled.as_secs_f64());
+    println!(
+        "upload {mib} MiB: {:.2} s ({:.0} MiB/s)",
+        upload.as_secs_f64(),
+        mib as f64 / upload.as_secs_f64()
+    );
+    println!(
+        "slow pull {mib} MiB in {frames} frames: {:.2} s",
+        pulled.as_secs_f64()
+    );
     println!("peak resident growth: {growth_mib:.1} MiB (file: {mib} MiB)");
     let _ = stop.send(());
     server.await??;
     // The gateway streams both ways: its memory must not grow with the file.
-    anyhow::ensure!(growth_mib < (mib as f64 / 2.0).max(24.0), "memory grew with the file size");
+    anyhow::ensure!(
+        growth_mib < (mib as f64 / 2.0).max(24.0),
+        "memory grew with the file size"
+    );
     Ok(())
 }

@@ -251,8 +251,10 @@ impl Config {
     pub fn resolve(over: Overrides) -> Result<Config, ConfigError> {
         let file = match &over.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
                 toml::from_str::<FileConfig>(&text).map_err(|e| ConfigError::Parse {
                     path: path.clone(),
                     message: e.message().to_owned(),
@@ -260,7 +262,10 @@ impl Config {
             }
             None => FileConfig::default(),
         };
-        let listen_text = over.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8765".into());
+        let listen_text = over
+            .listen
+            .or(file.listen)
+            .unwrap_or_else(|| "127.0.0.1:8765".into());
         let listen = listen_text.parse().map_err(|e| ConfigError::Invalid {
             key: "listen",
             message: format!("{listen_text:?} is not an address like 127.0.0.1:8765 ({e})"),
@@ -268,46 +273,78 @@ impl Config {
         let token = over.token.or(file.token);
         if let Some(t) = &token {
             if t.trim().len() < 8 {
-                return Err(ConfigError::Invalid { key: "token", message: "must be at least 8 characters".into() });
+                return Err(ConfigError::Invalid {
+                    key: "token",
+                    message: "must be at least 8 characters".into(),
+                });
             }
         }
         let defaults = Limits::default();
         let limits = Limits {
-            max_frame_bytes: file.limits.max_frame_bytes.unwrap_or(defaults.max_frame_bytes),
-            sends_per_minute: file.limits.sends_per_minute.unwrap_or(defaults.sends_per_minute),
-            max_queued_frames: file.limits.max_queued_frames.unwrap_or(defaults.max_queued_frames),
+            max_frame_bytes: file
+                .limits
+                .max_frame_bytes
+                .unwrap_or(defaults.max_frame_bytes),
+            sends_per_minute: file
+                .limits
+                .sends_per_minute
+                .unwrap_or(defaults.sends_per_minute),
+            max_queued_frames: file
+                .limits
+                .max_queued_frames
+                .unwrap_or(defaults.max_queued_frames),
             auth_failures_per_minute: file
                 .limits
                 .auth_failures_per_minute
                 .unwrap_or(defaults.auth_failures_per_minute),
             ..defaults
         };
-        let public_url = over.public_url.or(file.public_url).map(|u| parse_public_url(&u)).transpose()?;
-        let mut cron = crate::cron::CronConfig { catch_up: file.cron.catch_up.unwrap_or(true), ..Default::default() };
+        let public_url = over
+            .public_url
+            .or(file.public_url)
+            .map(|u| parse_public_url(&u))
+            .transpose()?;
+        let mut cron = crate::cron::CronConfig {
+            catch_up: file.cron.catch_up.unwrap_or(true),
+            ..Default::default()
+        };
         if let Some(tz) = &file.cron.timezone {
             cron.timezone = tz.parse().map_err(|_| ConfigError::Invalid {
                 key: "cron.timezone",
-                message: format!("{tz:?} is not an IANA time zone like \"Europe/Berlin\" or \"UTC\""),
+                message: format!(
+                    "{tz:?} is not an IANA time zone like \"Europe/Berlin\" or \"UTC\""
+                ),
             })?;
         }
         if limits.max_queued_frames < 16 {
-            return Err(ConfigError::Invalid { key: "limits.max_queued_frames", message: "must be at least 16".into() });
+            return Err(ConfigError::Invalid {
+                key: "limits.max_queued_frames",
+                message: "must be at least 16".into(),
+            });
         }
         Ok(Config {
             listen,
-            data_dir: over.data_dir.or(file.data_dir).unwrap_or_else(default_data_dir),
+            data_dir: over
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(default_data_dir),
             token,
             agent_command: over.agent.or(file.agent.command),
             agent_cwd: file.agent.cwd,
             approval_timeout: Duration::from_secs(file.agent.approval_timeout_secs.unwrap_or(55)),
-            turn_idle_timeout: Duration::from_secs(file.agent.turn_idle_timeout_secs.unwrap_or(600)),
+            turn_idle_timeout: Duration::from_secs(
+                file.agent.turn_idle_timeout_secs.unwrap_or(600),
+            ),
             cancel_grace: Duration::from_secs(file.agent.cancel_grace_secs.unwrap_or(5)),
             update_interval: Duration::from_millis(50),
             limits,
             retention: Duration::from_secs(file.outbox.retention_days.unwrap_or(30) * 86_400),
             group_commit: file.outbox.group_commit.unwrap_or(true),
             media: MediaConfig {
-                max_upload_bytes: file.media.max_upload_bytes.unwrap_or(MediaConfig::default().max_upload_bytes),
+                max_upload_bytes: file
+                    .media
+                    .max_upload_bytes
+                    .unwrap_or(MediaConfig::default().max_upload_bytes),
                 allowed_dirs: file.media.allowed_dirs.unwrap_or_default(),
                 ..MediaConfig::default()
             },
@@ -327,7 +364,10 @@ impl Config {
         }
         let port = self.listen.port();
         match self.listen.ip() {
-            ip if ip.is_unspecified() => format!("http://{}:{port}", host_name().unwrap_or_else(|| "localhost".into())),
+            ip if ip.is_unspecified() => format!(
+                "http://{}:{port}",
+                host_name().unwrap_or_else(|| "localhost".into())
+            ),
             std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{port}"),
             ip => format!("http://{ip}:{port}"),
         }
@@ -337,7 +377,8 @@ impl Config {
     pub fn public_ws_url(&self) -> String {
         let base = self.public_url();
         let rest = base.strip_prefix("https://").map(|r| format!("wss://{r}"));
-        let ws = rest.unwrap_or_else(|| format!("ws://{}", base.strip_prefix("http://").unwrap_or(&base)));
+        let ws = rest
+            .unwrap_or_else(|| format!("ws://{}", base.strip_prefix("http://").unwrap_or(&base)));
         format!("{ws}/ws")
     }
 
@@ -366,7 +407,10 @@ impl Config {
 
 /// Checks a configured `public_url`: `http://` or `https://`, a host, no query or fragment.
 fn parse_public_url(url: &str) -> Result<String, ConfigError> {
-    let invalid = |message: &str| ConfigError::Invalid { key: "public_url", message: format!("{url:?}: {message}") };
+    let invalid = |message: &str| ConfigError::Invalid {
+        key: "public_url",
+        message: format!("{url:?}: {message}"),
+    };
     let trimmed = url.trim().trim_end_matches('/');
     let rest = trimmed
         .strip_prefix("https://")
@@ -377,7 +421,9 @@ fn parse_public_url(url: &str) -> Result<String, ConfigError> {
         return Err(invalid("has no host"));
     }
     if rest.contains(['?', '#']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(invalid("must be a plain base URL (no query, fragment or spaces)"));
+        return Err(invalid(
+            "must be a plain base URL (no query, fragment or spaces)",
+        ));
     }
     Ok(trimmed.to_owned())
 }
@@ -400,14 +446,22 @@ fn host_name() -> Option<String> {
 fn demo_agent_program() -> String {
     let exe = std::env::current_exe().unwrap_or_default();
     // Test binaries live in target/<profile>/deps; the gateway binary one level up.
-    let dir = exe.parent().map(|d| if d.ends_with("deps") { d.parent().unwrap_or(d) } else { d });
+    let dir = exe.parent().map(|d| {
+        if d.ends_with("deps") {
+            d.parent().unwrap_or(d)
+        } else {
+            d
+        }
+    });
     let bin = dir.map(|d| d.join("iris-gateway")).unwrap_or_default();
     format!("'{}'", bin.display())
 }
 
 /// The user's home directory.
 pub fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from)
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
 }
 
 /// A path relative to the home directory for display (`~/work`), else the full path.

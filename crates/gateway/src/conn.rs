@@ -17,8 +17,8 @@ use std::time::Instant;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::SinkExt;
 use iris_protocol::{
-    decode, encode, splice_cursor, ClientFrame, DecodeError, ErrorCode, ErrorPayload, GatewayState, Header, Hello,
-    HelloAck, RequestId, ServerCaps, ServerFrame, Status, SyncDone,
+    decode, encode, splice_cursor, ClientFrame, DecodeError, ErrorCode, ErrorPayload, GatewayState,
+    Header, Hello, HelloAck, RequestId, ServerCaps, ServerFrame, Status, SyncDone,
 };
 use iris_store::Committed;
 use subtle::ConstantTimeEq;
@@ -66,11 +66,20 @@ pub struct Conn {
 
 /// Serves one upgraded socket until it closes.
 pub async fn serve(shared: Arc<Shared>, mut socket: WebSocket, addr: SocketAddr) {
-    let Some((hello_id, hello)) = await_hello(&shared, &mut socket, addr).await else { return };
+    let Some((hello_id, hello)) = await_hello(&shared, &mut socket, addr).await else {
+        return;
+    };
     if shared.shutdown.is_cancelled() {
-        let status = ServerFrame::Status(Status { state: GatewayState::Restarting });
-        let _ = socket.send(Message::Text(encode(&Header::default(), &status).into())).await;
-        let frame = CloseFrame { code: close_code::GOING_AWAY, reason: Utf8Bytes::from("gateway restarting") };
+        let status = ServerFrame::Status(Status {
+            state: GatewayState::Restarting,
+        });
+        let _ = socket
+            .send(Message::Text(encode(&Header::default(), &status).into()))
+            .await;
+        let frame = CloseFrame {
+            code: close_code::GOING_AWAY,
+            reason: Utf8Bytes::from("gateway restarting"),
+        };
         let _ = socket.send(Message::Close(Some(frame))).await;
         return;
     }
@@ -93,12 +102,19 @@ pub async fn serve(shared: Arc<Shared>, mut socket: WebSocket, addr: SocketAddr)
 }
 
 /// Waits for a valid `hello`. Anything else is answered with an error and a close.
-async fn await_hello(shared: &Shared, socket: &mut WebSocket, addr: SocketAddr) -> Option<(Option<RequestId>, Hello)> {
+async fn await_hello(
+    shared: &Shared,
+    socket: &mut WebSocket,
+    addr: SocketAddr,
+) -> Option<(Option<RequestId>, Hello)> {
     let deadline = TokioInstant::now() + shared.config.limits.hello_timeout;
     loop {
         let msg = match timeout_at(deadline, socket.recv()).await {
             Err(_) => {
-                let msg = format!("no hello within {} ms", shared.config.limits.hello_timeout.as_millis());
+                let msg = format!(
+                    "no hello within {} ms",
+                    shared.config.limits.hello_timeout.as_millis()
+                );
                 reject(socket, None, ErrorCode::Auth, &msg, close_code::AUTH).await;
                 return None;
             }
@@ -110,58 +126,135 @@ async fn await_hello(shared: &Shared, socket: &mut WebSocket, addr: SocketAddr) 
             Message::Ping(_) | Message::Pong(_) => continue,
             Message::Close(_) => return None,
             Message::Binary(_) => {
-                reject(socket, None, ErrorCode::Auth, "hello required first", close_code::AUTH).await;
+                reject(
+                    socket,
+                    None,
+                    ErrorCode::Auth,
+                    "hello required first",
+                    close_code::AUTH,
+                )
+                .await;
                 return None;
             }
         };
         if shared.auth_blocked(addr.ip()) {
-            reject(socket, None, ErrorCode::RateLimited, "too many failed attempts; try again later", close_code::AUTH)
-                .await;
+            reject(
+                socket,
+                None,
+                ErrorCode::RateLimited,
+                "too many failed attempts; try again later",
+                close_code::AUTH,
+            )
+            .await;
             return None;
         }
         if text.len() > shared.config.limits.max_frame_bytes {
-            reject(socket, None, ErrorCode::BadRequest, "frame too large", close_code::AUTH).await;
+            reject(
+                socket,
+                None,
+                ErrorCode::BadRequest,
+                "frame too large",
+                close_code::AUTH,
+            )
+            .await;
             return None;
         }
         let decoded = match decode::<ClientFrame>(&text) {
             Ok(d) => d,
-            Err(DecodeError { id, version_mismatch: true, message, .. }) => {
-                reject(socket, id, ErrorCode::Unsupported, &message, close_code::VERSION).await;
+            Err(DecodeError {
+                id,
+                version_mismatch: true,
+                message,
+                ..
+            }) => {
+                reject(
+                    socket,
+                    id,
+                    ErrorCode::Unsupported,
+                    &message,
+                    close_code::VERSION,
+                )
+                .await;
                 return None;
             }
             Err(e) => {
                 shared.record_auth_failure(addr.ip());
-                reject(socket, e.id, ErrorCode::Auth, "hello required first", close_code::AUTH).await;
+                reject(
+                    socket,
+                    e.id,
+                    ErrorCode::Auth,
+                    "hello required first",
+                    close_code::AUTH,
+                )
+                .await;
                 return None;
             }
         };
         let ClientFrame::Hello(hello) = decoded.body else {
-            reject(socket, decoded.header.id, ErrorCode::Auth, "hello required first", close_code::AUTH).await;
+            reject(
+                socket,
+                decoded.header.id,
+                ErrorCode::Auth,
+                "hello required first",
+                close_code::AUTH,
+            )
+            .await;
             return None;
         };
         let token_ok: bool = hello.token.as_bytes().ct_eq(shared.token.as_bytes()).into();
         if !token_ok {
             shared.record_auth_failure(addr.ip());
             tracing::warn!(addr = %addr.ip(), "hello with a wrong token");
-            reject(socket, decoded.header.id, ErrorCode::Auth, "invalid token", close_code::AUTH).await;
+            reject(
+                socket,
+                decoded.header.id,
+                ErrorCode::Auth,
+                "invalid token",
+                close_code::AUTH,
+            )
+            .await;
             return None;
         }
         if let Some(min) = hello.caps.as_ref().and_then(|c| c.min_protocol) {
             if min > iris_protocol::PROTOCOL_VERSION {
                 let msg = format!("client needs protocol v{min}; this gateway speaks v1");
-                reject(socket, decoded.header.id, ErrorCode::Unsupported, &msg, close_code::VERSION).await;
+                reject(
+                    socket,
+                    decoded.header.id,
+                    ErrorCode::Unsupported,
+                    &msg,
+                    close_code::VERSION,
+                )
+                .await;
                 return None;
             }
         }
         if !valid_device_id(&hello.device_id) {
             let msg = "device_id must be 1-128 visible characters";
-            reject(socket, decoded.header.id, ErrorCode::BadRequest, msg, close_code::AUTH).await;
+            reject(
+                socket,
+                decoded.header.id,
+                ErrorCode::BadRequest,
+                msg,
+                close_code::AUTH,
+            )
+            .await;
             return None;
         }
         // `iris-gateway devices revoke` blocks the id for good (see devices.rs).
-        if crate::devices::is_revoked(&shared.store, &hello.device_id).await.unwrap_or(false) {
+        if crate::devices::is_revoked(&shared.store, &hello.device_id)
+            .await
+            .unwrap_or(false)
+        {
             tracing::warn!(device_id = %hello.device_id, "hello from a revoked device");
-            reject(socket, decoded.header.id, ErrorCode::Auth, "this device was revoked", close_code::AUTH).await;
+            reject(
+                socket,
+                decoded.header.id,
+                ErrorCode::Auth,
+                "this device was revoked",
+                close_code::AUTH,
+            )
+            .await;
             return None;
         }
         return Some((decoded.header.id, hello));
@@ -172,11 +265,27 @@ fn valid_device_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 128 && id.chars().all(|c| !c.is_control() && !c.is_whitespace())
 }
 
-async fn reject(socket: &mut WebSocket, id: Option<RequestId>, code: ErrorCode, message: &str, close: u16) {
-    let frame = ServerFrame::Error(ErrorPayload { code, message: message.to_owned() });
-    let _ = socket.send(Message::Text(encode(&Header::default().with_id(id), &frame).into())).await;
+async fn reject(
+    socket: &mut WebSocket,
+    id: Option<RequestId>,
+    code: ErrorCode,
+    message: &str,
+    close: u16,
+) {
+    let frame = ServerFrame::Error(ErrorPayload {
+        code,
+        message: message.to_owned(),
+    });
     let _ = socket
-        .send(Message::Close(Some(CloseFrame { code: close, reason: Utf8Bytes::from(message.to_owned()) })))
+        .send(Message::Text(
+            encode(&Header::default().with_id(id), &frame).into(),
+        ))
+        .await;
+    let _ = socket
+        .send(Message::Close(Some(CloseFrame {
+            code: close,
+            reason: Utf8Bytes::from(message.to_owned()),
+        })))
         .await;
 }
 
@@ -190,7 +299,12 @@ async fn attach(
 ) -> Result<Conn, iris_store::StoreError> {
     let device = handlers::register_device(shared, &hello).await?;
     let channels = handlers::channel_directory(shared).await?;
-    let queue = ConnQueue::new(conn_id, hello.device_id.clone(), shared.config.limits.max_queued_frames, shared.metrics.clone());
+    let queue = ConnQueue::new(
+        conn_id,
+        hello.device_id.clone(),
+        shared.config.limits.max_queued_frames,
+        shared.metrics.clone(),
+    );
     let (head, replaced) = shared.hub.attach(queue.clone());
     if let Some(old) = replaced {
         old.close(CloseReason::Replaced);
@@ -213,8 +327,16 @@ async fn attach(
         head_cursor: head,
         device_id: Some(hello.device_id.clone()),
     };
-    let mut frames = vec![encode(&Header::default().with_id(hello_id), &ServerFrame::HelloAck(ack))];
-    frames.push(encode(&Header::default(), &ServerFrame::Status(Status { state: GatewayState::Online })));
+    let mut frames = vec![encode(
+        &Header::default().with_id(hello_id),
+        &ServerFrame::HelloAck(ack),
+    )];
+    frames.push(encode(
+        &Header::default(),
+        &ServerFrame::Status(Status {
+            state: GatewayState::Online,
+        }),
+    ));
     for f in frames {
         if socket.send(Message::Text(f.into())).await.is_err() {
             shared.hub.detach(&queue);
@@ -289,7 +411,8 @@ impl Conn {
         let drained = self.queue.drain();
         if drained.close == Some(CloseReason::Overflow) {
             tracing::warn!(device_id = %self.device_id, "device too far behind; disconnecting");
-            self.close(close_code::TOO_SLOW, "too far behind; reconnect and sync").await;
+            self.close(close_code::TOO_SLOW, "too far behind; reconnect and sync")
+                .await;
             return Some(Ended::Closed(CloseReason::Overflow));
         }
         let mut wrote = false;
@@ -320,7 +443,10 @@ impl Conn {
         }
         if let Some(reason) = drained.close {
             let (code, text) = match reason {
-                CloseReason::Replaced => (close_code::REPLACED, "replaced by a newer connection of this device"),
+                CloseReason::Replaced => (
+                    close_code::REPLACED,
+                    "replaced by a newer connection of this device",
+                ),
                 CloseReason::GoingAway => (close_code::GOING_AWAY, "gateway restarting"),
                 CloseReason::Overflow => unreachable!("handled above"),
             };
@@ -350,7 +476,10 @@ impl Conn {
     }
 
     fn durable_text(&self, frame: &Committed) -> String {
-        match (&frame.meta.request_id, frame.meta.origin_conn == self.conn_id) {
+        match (
+            &frame.meta.request_id,
+            frame.meta.origin_conn == self.conn_id,
+        ) {
             (Some(id), true) => iris_protocol::splice_id_json(&frame.json, id),
             _ => frame.json.to_string(),
         }
@@ -367,14 +496,20 @@ impl Conn {
 
     async fn send_ping(&mut self) -> Result<(), Ended> {
         self.ping_seq += 1;
-        self.pings.push_back((self.ping_seq, self.written, Instant::now()));
+        self.pings
+            .push_back((self.ping_seq, self.written, Instant::now()));
         let payload = bytes::Bytes::copy_from_slice(&self.ping_seq.to_be_bytes());
-        self.socket.send(Message::Ping(payload)).await.map_err(|_| Ended::Disconnected)
+        self.socket
+            .send(Message::Ping(payload))
+            .await
+            .map_err(|_| Ended::Disconnected)
     }
 
     async fn keepalive(&mut self) -> Option<Ended> {
         let timeout = self.shared.config.limits.ping_timeout;
-        if self.pings.front().is_some_and(|p| p.2.elapsed() > timeout) && self.last_pong.elapsed() > timeout {
+        if self.pings.front().is_some_and(|p| p.2.elapsed() > timeout)
+            && self.last_pong.elapsed() > timeout
+        {
             tracing::info!(device_id = %self.device_id, "no pong; dropping connection");
             return Some(Ended::Dead);
         }
@@ -385,27 +520,42 @@ impl Conn {
     }
 
     async fn on_pong(&mut self, payload: &[u8]) {
-        let Ok(bytes) = <[u8; 8]>::try_from(payload) else { return };
+        let Ok(bytes) = <[u8; 8]>::try_from(payload) else {
+            return;
+        };
         let seq = u64::from_be_bytes(bytes);
         let mut confirmed = None;
         while self.pings.front().is_some_and(|p| p.0 <= seq) {
             confirmed = self.pings.pop_front().map(|p| p.1);
         }
         self.last_pong = Instant::now();
-        let Some(cursor) = confirmed.filter(|c| *c > 0) else { return };
+        let Some(cursor) = confirmed.filter(|c| *c > 0) else {
+            return;
+        };
         // Stored before the next frame from this device is read, so anything the device does
         // after answering the ping (reconnecting, say) sees the new watermark.
         let device = self.device_id.clone();
-        match self.shared.store.write(move |tx| tx.confirm_cursor(&device, cursor)).await {
+        match self
+            .shared
+            .store
+            .write(move |tx| tx.confirm_cursor(&device, cursor))
+            .await
+        {
             Ok(()) => {
-                let _ = self.shared.confirmations.send((self.device_id.clone(), cursor));
+                let _ = self
+                    .shared
+                    .confirmations
+                    .send((self.device_id.clone(), cursor));
             }
             Err(e) => tracing::warn!(error = %e, "could not store a delivery watermark"),
         }
     }
 
     async fn close(&mut self, code: u16, reason: &str) {
-        let frame = CloseFrame { code, reason: Utf8Bytes::from(reason.to_owned()) };
+        let frame = CloseFrame {
+            code,
+            reason: Utf8Bytes::from(reason.to_owned()),
+        };
         let _ = self.socket.send(Message::Close(Some(frame))).await;
     }
 
@@ -429,29 +579,47 @@ impl Conn {
         if text.len() > self.shared.config.limits.max_frame_bytes {
             let limit = self.shared.config.limits.max_frame_bytes;
             let id = handlers::sniff_id(text);
-            return self.send_error(id, WireError::bad_request(format!("frame larger than {limit} bytes"))).await;
+            return self
+                .send_error(
+                    id,
+                    WireError::bad_request(format!("frame larger than {limit} bytes")),
+                )
+                .await;
         }
         let decoded = match decode::<ClientFrame>(text) {
             Ok(d) => d,
             Err(e) if e.version_mismatch => {
-                self.send_error(e.id, WireError::new(ErrorCode::Unsupported, e.message)).await?;
-                self.close(close_code::VERSION, "unsupported protocol version").await;
+                self.send_error(e.id, WireError::new(ErrorCode::Unsupported, e.message))
+                    .await?;
+                self.close(close_code::VERSION, "unsupported protocol version")
+                    .await;
                 return Err(Ended::Disconnected);
             }
             Err(e) => {
                 // The parser may give up before reading the id (too deep, truncated): look for it.
-                let id = e.id.or_else(|| text.trim_start().starts_with('{').then(|| handlers::sniff_id(text)).flatten());
+                let id = e.id.or_else(|| {
+                    text.trim_start()
+                        .starts_with('{')
+                        .then(|| handlers::sniff_id(text))
+                        .flatten()
+                });
                 return self.send_error(id, WireError::new(e.code, e.message)).await;
             }
         };
         let id = decoded.header.id.clone();
-        let origin = Origin { conn: self.conn_id, request_id: id.as_ref().map(|i| Arc::from(i.to_json())) };
+        let origin = Origin {
+            conn: self.conn_id,
+            request_id: id.as_ref().map(|i| Arc::from(i.to_json())),
+        };
         let reply = match decoded.body {
             ClientFrame::Sync(sync) => return self.sync(id, sync.cursor).await,
-            ClientFrame::Ping(ping) => {
-                Ok(Reply::Direct(ServerFrame::Pong(iris_protocol::Pong { ts: ping.ts }), Header::default()))
-            }
-            ClientFrame::Hello(_) => Err(WireError::bad_request("already authenticated; hello is sent once")),
+            ClientFrame::Ping(ping) => Ok(Reply::Direct(
+                ServerFrame::Pong(iris_protocol::Pong { ts: ping.ts }),
+                Header::default(),
+            )),
+            ClientFrame::Hello(_) => Err(WireError::bad_request(
+                "already authenticated; hello is sent once",
+            )),
             body => handlers::handle(self, &decoded.header, body, &origin).await,
         };
         match reply {
@@ -474,12 +642,19 @@ impl Conn {
 
     async fn send_direct(&mut self, header: &Header, frame: &ServerFrame) -> Result<(), Ended> {
         let text = encode(header, frame);
-        self.socket.send(Message::Text(text.into())).await.map_err(|_| Ended::Disconnected)
+        self.socket
+            .send(Message::Text(text.into()))
+            .await
+            .map_err(|_| Ended::Disconnected)
     }
 
     async fn send_error(&mut self, id: Option<RequestId>, err: WireError) -> Result<(), Ended> {
-        let frame = ServerFrame::Error(ErrorPayload { code: err.code, message: err.message });
-        self.send_direct(&Header::default().with_id(id), &frame).await
+        let frame = ServerFrame::Error(ErrorPayload {
+            code: err.code,
+            message: err.message,
+        });
+        self.send_direct(&Header::default().with_id(id), &frame)
+            .await
     }
 
     /// Replays the outbox after `after`, holding live frames meanwhile (see the module docs).
@@ -491,7 +666,10 @@ impl Conn {
             (Err(e), _) | (_, Err(e)) => return self.send_error(id, WireError::internal(e)).await,
         };
         if after > db_head.max(head) {
-            let msg = format!("cursor {after} is beyond the outbox head {}", db_head.max(head));
+            let msg = format!(
+                "cursor {after} is beyond the outbox head {}",
+                db_head.max(head)
+            );
             return self.send_error(id, WireError::bad_request(msg)).await;
         }
         let gap = after < floor;
@@ -510,7 +688,9 @@ impl Conn {
                 Ok(rows) => rows,
                 Err(e) => return self.send_error(id, WireError::internal(e)).await,
             };
-            let Some(last) = rows.last().map(|r| r.0) else { break };
+            let Some(last) = rows.last().map(|r| r.0) else {
+                break;
+            };
             let mut written = 0;
             for (c, json) in rows {
                 if c > skip_from && c <= skip_to {
@@ -518,16 +698,26 @@ impl Conn {
                 }
                 written += 1;
                 let text = splice_cursor(&json, c);
-                self.socket.feed(Message::Text(text.into())).await.map_err(|_| Ended::Disconnected)?;
+                self.socket
+                    .feed(Message::Text(text.into()))
+                    .await
+                    .map_err(|_| Ended::Disconnected)?;
             }
             self.socket.flush().await.map_err(|_| Ended::Disconnected)?;
-            self.shared.metrics.frames_replayed.fetch_add(written, std::sync::atomic::Ordering::Relaxed);
+            self.shared
+                .metrics
+                .frames_replayed
+                .fetch_add(written, std::sync::atomic::Ordering::Relaxed);
             cursor = last;
             replayed_to = last;
         }
         let done_at = after.max(queued_before).max(replayed_to).max(skip_to);
-        let done = ServerFrame::SyncDone(SyncDone { cursor: done_at, gap });
-        self.send_direct(&Header::default().with_id(id), &done).await?;
+        let done = ServerFrame::SyncDone(SyncDone {
+            cursor: done_at,
+            gap,
+        });
+        self.send_direct(&Header::default().with_id(id), &done)
+            .await?;
         tracing::debug!(device_id = %self.device_id, after, done_at, gap, "sync replayed");
         self.live_base = done_at;
         self.live_last = done_at;

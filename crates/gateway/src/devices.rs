@@ -59,7 +59,13 @@ impl DeviceSummary {
         if row.webpush.is_some() {
             push.push("webpush".to_owned());
         }
-        DeviceSummary { device_id: row.device_id.clone(), name: row.name.clone(), last_seen: row.last_seen, push, online }
+        DeviceSummary {
+            device_id: row.device_id.clone(),
+            name: row.name.clone(),
+            last_seen: row.last_seen,
+            push,
+            online,
+        }
     }
 }
 
@@ -93,7 +99,10 @@ pub enum DevicesError {
 
 /// Whether this device id has been revoked.
 pub async fn is_revoked(store: &Store, device_id: &str) -> Result<bool, StoreError> {
-    Ok(store.get_meta(&format!("{REVOKED_PREFIX}{device_id}")).await?.is_some())
+    Ok(store
+        .get_meta(&format!("{REVOKED_PREFIX}{device_id}"))
+        .await?
+        .is_some())
 }
 
 /// Revokes a device inside a write transaction: removes its row (and with it the push
@@ -172,23 +181,56 @@ async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<(
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     // One short request per connection; a bounded read keeps a stray client from holding memory.
-    let n = tokio::time::timeout(std::time::Duration::from_secs(5), BufReader::new(read.take(MAX_LINE)).read_line(&mut line))
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no request"))??;
+    let n = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        BufReader::new(read.take(MAX_LINE)).read_line(&mut line),
+    )
+    .await
+    .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no request"))??;
     let response = match (n, serde_json::from_str::<AdminRequest>(line.trim())) {
         (0, _) => return Ok(()),
-        (_, Err(e)) => AdminResponse { ok: false, devices: None, revoked: None, error: Some(format!("bad request: {e}")) },
+        (_, Err(e)) => AdminResponse {
+            ok: false,
+            devices: None,
+            revoked: None,
+            error: Some(format!("bad request: {e}")),
+        },
         (_, Ok(AdminRequest::List)) => match shared.store.list_devices().await {
             Ok(rows) => {
-                let devices = rows.iter().map(|r| DeviceSummary::from_row(r, Some(shared.hub.is_online(&r.device_id)))).collect();
-                AdminResponse { ok: true, devices: Some(devices), revoked: None, error: None }
+                let devices = rows
+                    .iter()
+                    .map(|r| DeviceSummary::from_row(r, Some(shared.hub.is_online(&r.device_id))))
+                    .collect();
+                AdminResponse {
+                    ok: true,
+                    devices: Some(devices),
+                    revoked: None,
+                    error: None,
+                }
             }
-            Err(e) => AdminResponse { ok: false, devices: None, revoked: None, error: Some(e.to_string()) },
+            Err(e) => AdminResponse {
+                ok: false,
+                devices: None,
+                revoked: None,
+                error: Some(e.to_string()),
+            },
         },
-        (_, Ok(AdminRequest::Revoke { device_id })) => match revoke_live(shared, &device_id).await {
-            Ok(r) => AdminResponse { ok: true, devices: None, revoked: Some(r), error: None },
-            Err(e) => AdminResponse { ok: false, devices: None, revoked: None, error: Some(e.to_string()) },
-        },
+        (_, Ok(AdminRequest::Revoke { device_id })) => {
+            match revoke_live(shared, &device_id).await {
+                Ok(r) => AdminResponse {
+                    ok: true,
+                    devices: None,
+                    revoked: Some(r),
+                    error: None,
+                },
+                Err(e) => AdminResponse {
+                    ok: false,
+                    devices: None,
+                    revoked: None,
+                    error: Some(e.to_string()),
+                },
+            }
+        }
     };
     let mut out = serde_json::to_string(&response).unwrap_or_else(|_| "{\"ok\":false}".into());
     out.push('\n');
@@ -201,14 +243,24 @@ async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<(
 pub async fn revoke_live(shared: &Shared, device_id: &str) -> Result<Revoked, StoreError> {
     let id = device_id.to_owned();
     let now = crate::ids::now_ms();
-    let existed = shared.store.write(move |tx| revoke_in(tx, &id, now)).await?;
+    let existed = shared
+        .store
+        .write(move |tx| revoke_in(tx, &id, now))
+        .await?;
     let disconnected = shared.hub.kick(device_id, CloseReason::GoingAway);
     tracing::info!(device_id = %device_id, existed, disconnected, "device revoked");
-    Ok(Revoked { existed, disconnected, by_gateway: true })
+    Ok(Revoked {
+        existed,
+        disconnected,
+        by_gateway: true,
+    })
 }
 
 /// Asks a running gateway; `Ok(None)` when none answers on the data dir's admin socket.
-async fn ask_gateway(data_dir: &Path, request: &AdminRequest) -> Result<Option<AdminResponse>, DevicesError> {
+async fn ask_gateway(
+    data_dir: &Path,
+    request: &AdminRequest,
+) -> Result<Option<AdminResponse>, DevicesError> {
     let path = data_dir.join(ADMIN_SOCKET);
     let stream = match UnixStream::connect(&path).await {
         Ok(s) => s,
@@ -223,13 +275,16 @@ async fn ask_gateway(data_dir: &Path, request: &AdminRequest) -> Result<Option<A
         Err(e) => return Err(e.into()),
     };
     let (read, mut write) = stream.into_split();
-    let mut line = serde_json::to_string(request).map_err(|e| DevicesError::Admin(e.to_string()))?;
+    let mut line =
+        serde_json::to_string(request).map_err(|e| DevicesError::Admin(e.to_string()))?;
     line.push('\n');
     write.write_all(line.as_bytes()).await?;
     let mut answer = String::new();
-    BufReader::new(read.take(MAX_LINE)).read_line(&mut answer).await?;
-    let response: AdminResponse =
-        serde_json::from_str(answer.trim()).map_err(|e| DevicesError::Admin(format!("{e}: {answer:?}")))?;
+    BufReader::new(read.take(MAX_LINE))
+        .read_line(&mut answer)
+        .await?;
+    let response: AdminResponse = serde_json::from_str(answer.trim())
+        .map_err(|e| DevicesError::Admin(format!("{e}: {answer:?}")))?;
     if !response.ok {
         return Err(DevicesError::Admin(response.error.unwrap_or_default()));
     }
@@ -241,7 +296,14 @@ fn open_store(data_dir: &Path) -> Result<Store, DevicesError> {
     if !path.exists() {
         return Err(DevicesError::NoData(data_dir.to_path_buf()));
     }
-    Ok(Store::open(StoreConfig { path, group_commit: false, readers: 1 }, Arc::new(|_| {}))?)
+    Ok(Store::open(
+        StoreConfig {
+            path,
+            group_commit: false,
+            readers: 1,
+        },
+        Arc::new(|_| {}),
+    )?)
 }
 
 /// Every registered device, from the running gateway (with `online`) or from the store.
@@ -256,19 +318,30 @@ pub async fn list(data_dir: &Path) -> Result<Vec<DeviceSummary>, DevicesError> {
     };
     let rows = store.list_devices().await;
     store.close();
-    Ok(rows?.iter().map(|r| DeviceSummary::from_row(r, None)).collect())
+    Ok(rows?
+        .iter()
+        .map(|r| DeviceSummary::from_row(r, None))
+        .collect())
 }
 
 /// Revokes a device through the running gateway, or in the store when none runs.
 pub async fn revoke(data_dir: &Path, device_id: &str) -> Result<Revoked, DevicesError> {
-    let request = AdminRequest::Revoke { device_id: device_id.to_owned() };
+    let request = AdminRequest::Revoke {
+        device_id: device_id.to_owned(),
+    };
     if let Some(r) = ask_gateway(data_dir, &request).await? {
-        return r.revoked.ok_or_else(|| DevicesError::Admin("no revocation in the answer".into()));
+        return r
+            .revoked
+            .ok_or_else(|| DevicesError::Admin("no revocation in the answer".into()));
     }
     let store = open_store(data_dir)?;
     let id = device_id.to_owned();
     let now = crate::ids::now_ms();
     let existed = store.write(move |tx| revoke_in(tx, &id, now)).await;
     store.close();
-    Ok(Revoked { existed: existed?, disconnected: false, by_gateway: false })
+    Ok(Revoked {
+        existed: existed?,
+        disconnected: false,
+        by_gateway: false,
+    })
 }

@@ -6,9 +6,10 @@
 //! outbox entry.
 
 use iris_protocol::{
-    ChannelCreate, ChannelCreated, ChannelDeleted, ChannelInfo, ChannelList, ChannelRenamed, ClientFrame, ErrorCode,
-    Header, Hello, History, HistoryRequest, MediaInfo, Message, MessageDeleted, MessageSend, ReadReceipt,
-    ReadReceiptEvent, RequestId, Role, Runtime, Search, SearchHit, SearchResults, SearchScope, ServerFrame,
+    ChannelCreate, ChannelCreated, ChannelDeleted, ChannelInfo, ChannelList, ChannelRenamed,
+    ClientFrame, ErrorCode, Header, Hello, History, HistoryRequest, MediaInfo, Message,
+    MessageDeleted, MessageSend, ReadReceipt, ReadReceiptEvent, RequestId, Role, Runtime, Search,
+    SearchHit, SearchResults, SearchScope, ServerFrame,
 };
 use iris_store::{ChannelRow, DeviceRow, StoreError, StoredMessage};
 use serde::{Deserialize, Serialize};
@@ -45,7 +46,10 @@ pub struct WireError {
 impl WireError {
     /// An error with this code.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        WireError { code, message: message.into() }
+        WireError {
+            code,
+            message: message.into(),
+        }
     }
 
     /// `bad_request`.
@@ -88,18 +92,30 @@ pub fn sniff_id(text: &str) -> Option<RequestId> {
     let pos = head.find("\"id\"")?;
     let rest = &head[pos..];
     let end = rest.find([',', '}'])?;
-    serde_json::from_str::<Id>(&format!("{{{}}}", &rest[..end])).ok()?.id
+    serde_json::from_str::<Id>(&format!("{{{}}}", &rest[..end]))
+        .ok()?
+        .id
 }
 
 /// Stores the device's name, caps and push registration; returns its row.
-pub async fn register_device(shared: &Shared, hello: &Hello) -> std::result::Result<DeviceRow, StoreError> {
+pub async fn register_device(
+    shared: &Shared,
+    hello: &Hello,
+) -> std::result::Result<DeviceRow, StoreError> {
     let device_id = hello.device_id.clone();
-    let name = hello.device_name.clone().unwrap_or_else(|| device_id.clone());
+    let name = hello
+        .device_name
+        .clone()
+        .unwrap_or_else(|| device_id.clone());
     let caps = serde_json::to_string(&hello.caps).unwrap_or_else(|_| "{}".into());
     let fcm = hello.fcm_token.clone();
     let ntfy = hello.ntfy_topic.clone();
     // A subscription that does not check out is left out rather than failing the connection.
-    let webpush = match hello.webpush.as_ref().map(|w| w.as_ref().map(crate::push::webpush::parse_subscription)) {
+    let webpush = match hello
+        .webpush
+        .as_ref()
+        .map(|w| w.as_ref().map(crate::push::webpush::parse_subscription))
+    {
         Some(Some(Err(reason))) => {
             tracing::warn!(device_id = %device_id, %reason, "hello: ignoring an invalid webpush subscription");
             None
@@ -124,8 +140,16 @@ pub async fn register_device(shared: &Shared, hello: &Hello) -> std::result::Res
 }
 
 /// The channel directory as sent in `hello.ack` and `channel.list`.
-pub async fn channel_directory(shared: &Shared) -> std::result::Result<Vec<ChannelInfo>, StoreError> {
-    Ok(shared.store.list_channels().await?.iter().map(channel_info).collect())
+pub async fn channel_directory(
+    shared: &Shared,
+) -> std::result::Result<Vec<ChannelInfo>, StoreError> {
+    Ok(shared
+        .store
+        .list_channels()
+        .await?
+        .iter()
+        .map(channel_info)
+        .collect())
 }
 
 fn channel_info(row: &ChannelRow) -> ChannelInfo {
@@ -214,48 +238,88 @@ impl Lane {
 pub async fn resolve_lane(shared: &Shared, header: &Header) -> Result<Lane> {
     let channels = shared.store.list_channels().await?;
     let chat = match &header.chat_id {
-        Some(id) => channels.iter().find(|c| &c.chat_id == id).ok_or_else(|| WireError::not_found("chat_id unknown"))?,
-        None => channels.iter().find(|c| c.is_default).ok_or_else(|| WireError::not_found("no default channel"))?,
+        Some(id) => channels
+            .iter()
+            .find(|c| &c.chat_id == id)
+            .ok_or_else(|| WireError::not_found("chat_id unknown"))?,
+        None => channels
+            .iter()
+            .find(|c| c.is_default)
+            .ok_or_else(|| WireError::not_found("no default channel"))?,
     };
     if chat.kind == "thread" {
-        if header.thread_id.as_ref().is_some_and(|t| t != &chat.chat_id) {
-            return Err(WireError::bad_request("chat_id names a thread; thread_id must be that thread or omitted"));
+        if header
+            .thread_id
+            .as_ref()
+            .is_some_and(|t| t != &chat.chat_id)
+        {
+            return Err(WireError::bad_request(
+                "chat_id names a thread; thread_id must be that thread or omitted",
+            ));
         }
-        let parent = chat.parent_chat_id.clone().ok_or_else(|| WireError::internal("thread without parent"))?;
-        return Ok(Lane { chat_id: parent, thread_id: Some(chat.chat_id.clone()) });
+        let parent = chat
+            .parent_chat_id
+            .clone()
+            .ok_or_else(|| WireError::internal("thread without parent"))?;
+        return Ok(Lane {
+            chat_id: parent,
+            thread_id: Some(chat.chat_id.clone()),
+        });
     }
     if let Some(thread) = &header.thread_id {
-        let ok = channels.iter().any(|c| &c.chat_id == thread && c.parent_chat_id.as_ref() == Some(&chat.chat_id));
+        let ok = channels
+            .iter()
+            .any(|c| &c.chat_id == thread && c.parent_chat_id.as_ref() == Some(&chat.chat_id));
         if !ok {
             return Err(WireError::not_found("thread_id unknown in this chat"));
         }
     }
-    Ok(Lane { chat_id: chat.chat_id.clone(), thread_id: header.thread_id.clone() })
+    Ok(Lane {
+        chat_id: chat.chat_id.clone(),
+        thread_id: header.thread_id.clone(),
+    })
 }
 
 /// Dispatches one request (not `hello`, `sync` or `ping`, which the connection handles).
-pub async fn handle(conn: &mut Conn, header: &Header, body: ClientFrame, origin: &Origin) -> Result<Reply> {
+pub async fn handle(
+    conn: &mut Conn,
+    header: &Header,
+    body: ClientFrame,
+    origin: &Origin,
+) -> Result<Reply> {
     let shared = conn.shared.clone();
     match body {
-        ClientFrame::MessageSend(send) => message_send(&shared, &conn.device_id, header, send, origin).await,
+        ClientFrame::MessageSend(send) => {
+            message_send(&shared, &conn.device_id, header, send, origin).await
+        }
         ClientFrame::AgentStop(_) => agent_stop(&shared, header).await,
         ClientFrame::AgentSteer(req) => agent_steer(&shared, header, req.text).await,
         ClientFrame::PickerSelect(req) => picker_select(&shared, req).await,
         ClientFrame::History(req) => history(&shared, header, req).await,
         ClientFrame::Search(req) => search(&shared, header, req).await,
-        ClientFrame::MessageDelete(req) => message_delete(&shared, header, req.message_ids, origin).await,
-        ClientFrame::ReadReceipt(req) => read_receipt(&shared, &conn.device_id, header, req, origin).await,
+        ClientFrame::MessageDelete(req) => {
+            message_delete(&shared, header, req.message_ids, origin).await
+        }
+        ClientFrame::ReadReceipt(req) => {
+            read_receipt(&shared, &conn.device_id, header, req, origin).await
+        }
         ClientFrame::ChannelCreate(req) => channel_create(&shared, req, origin).await,
         ClientFrame::ChannelRename(req) => channel_rename(&shared, header, req.name, origin).await,
         ClientFrame::ChannelSetDefault(_) => channel_set_default(&shared, header, origin).await,
         ClientFrame::ChannelDelete(_) => channel_delete(&shared, header, origin).await,
         ClientFrame::CommandsCatalog(_) => {
             let entries = crate::agent::catalog(&shared.agents.host);
-            Ok(Reply::Direct(crate::commands::catalog(entries), Header::default()))
+            Ok(Reply::Direct(
+                crate::commands::catalog(entries),
+                Header::default(),
+            ))
         }
         ClientFrame::CommandsComplete(req) => {
             let entries = crate::agent::catalog(&shared.agents.host);
-            Ok(Reply::Direct(crate::commands::complete(entries, &req.prefix), Header::default()))
+            Ok(Reply::Direct(
+                crate::commands::complete(entries, &req.prefix),
+                Header::default(),
+            ))
         }
         ClientFrame::FcmRegister(req) => fcm_register(&shared, &conn.device_id, header, req).await,
         ClientFrame::MediaUploadStart(req) => conn.media.start(&shared, header, req).await,
@@ -263,7 +327,10 @@ pub async fn handle(conn: &mut Conn, header: &Header, body: ClientFrame, origin:
         ClientFrame::MediaPull(req) => conn.media.pull(&shared, header, req).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
-                Err(WireError::new(ErrorCode::Unsupported, format!("unknown frame type {frame_type:?}")))
+                Err(WireError::new(
+                    ErrorCode::Unsupported,
+                    format!("unknown frame type {frame_type:?}"),
+                ))
             } else {
                 Ok(Reply::Nothing)
             }
@@ -277,30 +344,42 @@ pub async fn handle(conn: &mut Conn, header: &Header, body: ClientFrame, origin:
 /// Largest accepted message text, in bytes.
 const MAX_TEXT: usize = 64 * 1024;
 
-async fn message_send(shared: &Arc<Shared>, device_id: &str, header: &Header, send: MessageSend, origin: &Origin) -> Result<Reply> {
+async fn message_send(
+    shared: &Arc<Shared>,
+    device_id: &str,
+    header: &Header,
+    send: MessageSend,
+    origin: &Origin,
+) -> Result<Reply> {
     if send.text.trim().is_empty() && send.media_refs.is_empty() {
         return Err(WireError::bad_request("text is empty"));
     }
     if send.text.len() > MAX_TEXT {
-        return Err(WireError::bad_request(format!("text longer than {MAX_TEXT} bytes")));
+        return Err(WireError::bad_request(format!(
+            "text longer than {MAX_TEXT} bytes"
+        )));
     }
     let mut lane = resolve_lane(shared, header).await?;
     if !shared.take_send(device_id) {
-        return Err(WireError::new(ErrorCode::RateLimited, "too many messages; slow down"));
+        return Err(WireError::new(
+            ErrorCode::RateLimited,
+            "too many messages; slow down",
+        ));
     }
     let attachments = crate::media::resolve_refs(shared, device_id, &send.media_refs).await?;
     let command = crate::commands::parse(&send.text);
     let is_agent_command = command.is_none() && is_agent_command(shared, &send.text);
-    let thread = (send.auto_thread && lane.thread_id.is_none() && command.is_none() && !is_agent_command)
-        .then(|| ChannelRow {
-            chat_id: new_id("t_"),
-            name: instant_title(&send.text),
-            kind: "thread".into(),
-            parent_chat_id: Some(lane.chat_id.clone()),
-            is_default: false,
-            name_set_by_user: false,
-            created_at: now_ms(),
-        });
+    let thread =
+        (send.auto_thread && lane.thread_id.is_none() && command.is_none() && !is_agent_command)
+            .then(|| ChannelRow {
+                chat_id: new_id("t_"),
+                name: instant_title(&send.text),
+                kind: "thread".into(),
+                parent_chat_id: Some(lane.chat_id.clone()),
+                is_default: false,
+                name_set_by_user: false,
+                created_at: now_ms(),
+            });
     if let Some(t) = &thread {
         lane.thread_id = Some(t.chat_id.clone());
     }
@@ -327,14 +406,30 @@ async fn message_send(shared: &Arc<Shared>, device_id: &str, header: &Header, se
             tx.upsert_message(&stored)?;
             tx.attach_media(&stored.message_id, &media_ids)?;
             let frame = ServerFrame::Message(message);
-            append_frame(tx, &lane_header, &frame, Some(&stored.message_id), &tx_origin)
+            append_frame(
+                tx,
+                &lane_header,
+                &frame,
+                Some(&stored.message_id),
+                &tx_origin,
+            )
         })
         .await?;
     let cmd = match command {
-        Some((name, args)) => LaneCmd::Command(CommandJob { name, args, origin_conn: origin.conn, message_id }),
+        Some((name, args)) => LaneCmd::Command(CommandJob {
+            name,
+            args,
+            origin_conn: origin.conn,
+            message_id,
+        }),
         None => {
             let blocks = crate::media::agent::prompt_links(shared, &attachments);
-            LaneCmd::Prompt(PromptJob { text: send.text, blocks, origin_conn: origin.conn, message_id })
+            LaneCmd::Prompt(PromptJob {
+                text: send.text,
+                blocks,
+                origin_conn: origin.conn,
+                message_id,
+            })
         }
     };
     shared.agents.send(shared, &lane, cmd);
@@ -343,7 +438,9 @@ async fn message_send(shared: &Arc<Shared>, device_id: &str, header: &Header, se
 
 /// Whether the text starts with a command the agent advertised (forwarded to it as a prompt).
 fn is_agent_command(shared: &Shared, text: &str) -> bool {
-    let Some(rest) = text.trim_start().strip_prefix('/') else { return false };
+    let Some(rest) = text.trim_start().strip_prefix('/') else {
+        return false;
+    };
     let name = rest.split(char::is_whitespace).next().unwrap_or("");
     !name.is_empty() && shared.agents.host.has_command(name)
 }
@@ -352,7 +449,11 @@ fn is_agent_command(shared: &Shared, text: &str) -> bool {
 /// word boundary.
 pub fn instant_title(text: &str) -> String {
     const MAX: usize = 48;
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("New thread");
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("New thread");
     if line.chars().count() <= MAX {
         return line.to_owned();
     }
@@ -375,7 +476,9 @@ async fn agent_stop(shared: &Arc<Shared>, header: &Header) -> Result<Reply> {
 
 async fn agent_steer(shared: &Arc<Shared>, header: &Header, text: String) -> Result<Reply> {
     if text.len() > MAX_TEXT {
-        return Err(WireError::bad_request(format!("text longer than {MAX_TEXT} bytes")));
+        return Err(WireError::bad_request(format!(
+            "text longer than {MAX_TEXT} bytes"
+        )));
     }
     let lane = resolve_lane(shared, header).await?;
     let (tx, rx) = oneshot::channel();
@@ -392,9 +495,20 @@ async fn picker_select(shared: &Arc<Shared>, req: iris_protocol::PickerSelect) -
         return Err(WireError::not_found("picker unknown or expired"));
     };
     let (tx, rx) = oneshot::channel();
-    shared.agents.send(shared, &lane, LaneCmd::Picker { picker_id: req.picker_id, value: req.value, reply: tx });
+    shared.agents.send(
+        shared,
+        &lane,
+        LaneCmd::Picker {
+            picker_id: req.picker_id,
+            value: req.value,
+            reply: tx,
+        },
+    );
     match rx.await {
-        Ok(Ok(())) => Ok(Reply::Direct(ServerFrame::Ack(iris_protocol::Ack { ok: true }), lane.header())),
+        Ok(Ok(())) => Ok(Reply::Direct(
+            ServerFrame::Ack(iris_protocol::Ack { ok: true }),
+            lane.header(),
+        )),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(WireError::not_found("picker unknown or expired")),
     }
@@ -403,7 +517,10 @@ async fn picker_select(shared: &Arc<Shared>, req: iris_protocol::PickerSelect) -
 /// `ack` for a request with an id; nothing for one without.
 fn ack(header: &Header) -> Reply {
     match header.id {
-        Some(_) => Reply::Direct(ServerFrame::Ack(iris_protocol::Ack { ok: true }), Header::default()),
+        Some(_) => Reply::Direct(
+            ServerFrame::Ack(iris_protocol::Ack { ok: true }),
+            Header::default(),
+        ),
         None => Reply::Nothing,
     }
 }
@@ -417,7 +534,12 @@ async fn history(shared: &Shared, header: &Header, req: HistoryRequest) -> Resul
     let lane = resolve_lane(shared, header).await?;
     let page = shared
         .store
-        .history(&lane.chat_id, lane.thread_id.as_deref(), req.before_message_id.as_deref(), limit)
+        .history(
+            &lane.chat_id,
+            lane.thread_id.as_deref(),
+            req.before_message_id.as_deref(),
+            limit,
+        )
         .await
         .map_err(|e| match e {
             StoreError::NotFound => WireError::not_found("before_message_id unknown in this lane"),
@@ -425,7 +547,11 @@ async fn history(shared: &Shared, header: &Header, req: HistoryRequest) -> Resul
         })?;
     let messages: Vec<Message> = page.messages.iter().map(from_stored).collect();
     let oldest_message_id = messages.first().map(|m| m.message_id.clone());
-    let frame = ServerFrame::History(History { messages, has_more: page.has_more, oldest_message_id });
+    let frame = ServerFrame::History(History {
+        messages,
+        has_more: page.has_more,
+        oldest_message_id,
+    });
     Ok(Reply::Direct(frame, lane.header()))
 }
 
@@ -434,7 +560,9 @@ const MAX_QUERY: usize = 1024;
 
 async fn search(shared: &Shared, header: &Header, req: Search) -> Result<Reply> {
     if req.query.len() > MAX_QUERY {
-        return Err(WireError::bad_request(format!("query longer than {MAX_QUERY} bytes")));
+        return Err(WireError::bad_request(format!(
+            "query longer than {MAX_QUERY} bytes"
+        )));
     }
     let limit = match req.limit {
         None => 50,
@@ -463,10 +591,22 @@ async fn search(shared: &Shared, header: &Header, req: Search) -> Result<Reply> 
             ts: h.ts,
         })
         .collect();
-    Ok(Reply::Direct(ServerFrame::SearchResults(SearchResults { query: req.query, scope: req.scope, hits }), Header::default()))
+    Ok(Reply::Direct(
+        ServerFrame::SearchResults(SearchResults {
+            query: req.query,
+            scope: req.scope,
+            hits,
+        }),
+        Header::default(),
+    ))
 }
 
-async fn message_delete(shared: &Shared, header: &Header, ids: Vec<String>, origin: &Origin) -> Result<Reply> {
+async fn message_delete(
+    shared: &Shared,
+    header: &Header,
+    ids: Vec<String>,
+    origin: &Origin,
+) -> Result<Reply> {
     if ids.is_empty() {
         return Err(WireError::bad_request("message_ids is empty"));
     }
@@ -491,11 +631,21 @@ async fn message_delete(shared: &Shared, header: &Header, ids: Vec<String>, orig
     Ok(Reply::ViaOutbox)
 }
 
-async fn read_receipt(shared: &Shared, device_id: &str, header: &Header, req: ReadReceipt, origin: &Origin) -> Result<Reply> {
+async fn read_receipt(
+    shared: &Shared,
+    device_id: &str,
+    header: &Header,
+    req: ReadReceipt,
+    origin: &Origin,
+) -> Result<Reply> {
     let Some(message) = shared.store.get_message(&req.message_id).await? else {
         return Err(WireError::not_found("message_id unknown"));
     };
-    if header.chat_id.as_ref().is_some_and(|c| c != &message.chat_id && Some(c) != message.thread_id.as_ref()) {
+    if header
+        .chat_id
+        .as_ref()
+        .is_some_and(|c| c != &message.chat_id && Some(c) != message.thread_id.as_ref())
+    {
         return Err(WireError::not_found("message_id unknown in this chat"));
     }
     let device = device_id.to_owned();
@@ -519,7 +669,9 @@ async fn read_receipt(shared: &Shared, device_id: &str, header: &Header, req: Re
 fn clean_name(name: &str) -> Result<String> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
-        return Err(WireError::bad_request("name must be 1-100 characters without control characters"));
+        return Err(WireError::bad_request(
+            "name must be 1-100 characters without control characters",
+        ));
     }
     Ok(name.to_owned())
 }
@@ -529,9 +681,17 @@ async fn channel_create(shared: &Shared, req: ChannelCreate, origin: &Origin) ->
     let kind = match (req.kind.as_deref(), &req.parent_chat_id) {
         (None | Some("channel"), None) => "channel",
         (None | Some("thread"), Some(_)) => "thread",
-        (Some("thread"), None) => return Err(WireError::bad_request("a thread needs parent_chat_id")),
-        (Some("channel"), Some(_)) => return Err(WireError::bad_request("a channel has no parent_chat_id")),
-        (Some(other), _) => return Err(WireError::bad_request(format!("kind {other:?} is not channel or thread"))),
+        (Some("thread"), None) => {
+            return Err(WireError::bad_request("a thread needs parent_chat_id"))
+        }
+        (Some("channel"), Some(_)) => {
+            return Err(WireError::bad_request("a channel has no parent_chat_id"))
+        }
+        (Some(other), _) => {
+            return Err(WireError::bad_request(format!(
+                "kind {other:?} is not channel or thread"
+            )))
+        }
     };
     let row = ChannelRow {
         chat_id: new_id(if kind == "thread" { "t_" } else { "c_" }),
@@ -543,16 +703,28 @@ async fn channel_create(shared: &Shared, req: ChannelCreate, origin: &Origin) ->
         created_at: now_ms(),
     };
     let origin = origin.clone();
-    shared.store.write(move |tx| create_channel_tx(tx, row, false, &origin)).await?;
+    shared
+        .store
+        .write(move |tx| create_channel_tx(tx, row, false, &origin))
+        .await?;
     Ok(Reply::ViaOutbox)
 }
 
 /// Inserts a channel or thread and appends `channel.created`; checks the parent of a thread.
-pub fn create_channel_tx(tx: &mut iris_store::WriteTx<'_>, row: ChannelRow, auto: bool, origin: &Origin) -> std::result::Result<u64, StoreError> {
+pub fn create_channel_tx(
+    tx: &mut iris_store::WriteTx<'_>,
+    row: ChannelRow,
+    auto: bool,
+    origin: &Origin,
+) -> std::result::Result<u64, StoreError> {
     if let Some(parent) = &row.parent_chat_id {
         match tx.get_channel(parent)? {
             None => return Err(StoreError::NotFound),
-            Some(p) if p.kind == "thread" => return Err(StoreError::Invalid("a thread cannot contain threads".into())),
+            Some(p) if p.kind == "thread" => {
+                return Err(StoreError::Invalid(
+                    "a thread cannot contain threads".into(),
+                ))
+            }
             Some(_) => {}
         }
     }
@@ -564,7 +736,14 @@ pub fn create_channel_tx(tx: &mut iris_store::WriteTx<'_>, row: ChannelRow, auto
         parent_chat_id: row.parent_chat_id.clone(),
         auto,
     });
-    append_filed(tx, &Header::default(), &frame, filed_under(&row), None, origin)
+    append_filed(
+        tx,
+        &Header::default(),
+        &frame,
+        filed_under(&row),
+        None,
+        origin,
+    )
 }
 
 /// The lane a channel's own frames are filed under: the channel, or a thread in its channel.
@@ -576,10 +755,18 @@ fn filed_under(row: &ChannelRow) -> (Option<&str>, Option<&str>) {
 }
 
 fn required_chat(header: &Header) -> Result<String> {
-    header.chat_id.clone().ok_or_else(|| WireError::bad_request("chat_id is required"))
+    header
+        .chat_id
+        .clone()
+        .ok_or_else(|| WireError::bad_request("chat_id is required"))
 }
 
-async fn channel_rename(shared: &Shared, header: &Header, name: String, origin: &Origin) -> Result<Reply> {
+async fn channel_rename(
+    shared: &Shared,
+    header: &Header,
+    name: String,
+    origin: &Origin,
+) -> Result<Reply> {
     let chat_id = required_chat(header)?;
     let name = clean_name(&name)?;
     let origin = origin.clone();
@@ -590,8 +777,18 @@ async fn channel_rename(shared: &Shared, header: &Header, name: String, origin: 
                 return Err(StoreError::NotFound);
             }
             let row = tx.get_channel(&chat_id)?.ok_or(StoreError::NotFound)?;
-            let frame = ServerFrame::ChannelRenamed(ChannelRenamed { chat_id: chat_id.clone(), name });
-            append_filed(tx, &Header::default(), &frame, filed_under(&row), None, &origin)
+            let frame = ServerFrame::ChannelRenamed(ChannelRenamed {
+                chat_id: chat_id.clone(),
+                name,
+            });
+            append_filed(
+                tx,
+                &Header::default(),
+                &frame,
+                filed_under(&row),
+                None,
+                &origin,
+            )
         })
         .await?;
     Ok(Reply::ViaOutbox)
@@ -605,7 +802,13 @@ async fn channel_set_default(shared: &Shared, header: &Header, origin: &Origin) 
         .write(move |tx| {
             tx.set_default(&chat_id)?;
             let channels = tx.list_channels()?.iter().map(channel_info).collect();
-            append_frame(tx, &Header::default(), &ServerFrame::ChannelList(ChannelList { channels }), None, &origin)
+            append_frame(
+                tx,
+                &Header::default(),
+                &ServerFrame::ChannelList(ChannelList { channels }),
+                None,
+                &origin,
+            )
         })
         .await?;
     Ok(Reply::ViaOutbox)
@@ -627,8 +830,16 @@ async fn channel_delete(shared: &Arc<Shared>, header: &Header, origin: &Origin) 
         .write(move |tx| {
             let deleted = tx.delete_channel(&chat_id)?;
             let unused = tx.detach_media(&deleted.message_ids)?;
-            let thread_ids = deleted.chat_ids.iter().filter(|c| **c != chat_id).cloned().collect();
-            let frame = ServerFrame::ChannelDeleted(ChannelDeleted { chat_id: chat_id.clone(), thread_ids });
+            let thread_ids = deleted
+                .chat_ids
+                .iter()
+                .filter(|c| **c != chat_id)
+                .cloned()
+                .collect();
+            let frame = ServerFrame::ChannelDeleted(ChannelDeleted {
+                chat_id: chat_id.clone(),
+                thread_ids,
+            });
             append_frame(tx, &Header::default(), &frame, None, &origin)?;
             Ok((deleted.chat_ids, unused))
         })
@@ -646,21 +857,29 @@ async fn channel_delete(shared: &Arc<Shared>, header: &Header, origin: &Origin) 
     // The deleted lanes' actors end; a turn still running there is cancelled.
     shared
         .agents
-        .delete_lanes(|l| gone.contains(&l.chat_id) || l.thread_id.as_ref().is_some_and(|t| gone.contains(t)))
+        .delete_lanes(|l| {
+            gone.contains(&l.chat_id) || l.thread_id.as_ref().is_some_and(|t| gone.contains(t))
+        })
         .await;
     Ok(Reply::ViaOutbox)
 }
 
-async fn fcm_register(shared: &Shared, device_id: &str, header: &Header, req: iris_protocol::FcmRegister) -> Result<Reply> {
+async fn fcm_register(
+    shared: &Shared,
+    device_id: &str,
+    header: &Header,
+    req: iris_protocol::FcmRegister,
+) -> Result<Reply> {
     let device = device_id.to_owned();
     // An empty string removes a registration; an absent field leaves it as it is.
     let norm = |v: Option<String>| v.map(|s| Some(s).filter(|s| !s.is_empty()));
     let (fcm, ntfy) = (norm(req.fcm_token), norm(req.ntfy_topic));
     // `null` or an empty endpoint removes the Web Push subscription.
     let webpush = match req.webpush {
-        Some(Some(sub)) => {
-            Some(crate::push::webpush::parse_subscription(&sub).map_err(|e| WireError::bad_request(format!("webpush: {e}")))?)
-        }
+        Some(Some(sub)) => Some(
+            crate::push::webpush::parse_subscription(&sub)
+                .map_err(|e| WireError::bad_request(format!("webpush: {e}")))?,
+        ),
         Some(None) => Some(None),
         None => None,
     };
@@ -675,7 +894,10 @@ async fn fcm_register(shared: &Shared, device_id: &str, header: &Header, req: ir
         })
         .await?;
     Ok(match header.id {
-        Some(_) => Reply::Direct(ServerFrame::Ack(iris_protocol::Ack { ok: true }), Header::default()),
+        Some(_) => Reply::Direct(
+            ServerFrame::Ack(iris_protocol::Ack { ok: true }),
+            Header::default(),
+        ),
         None => Reply::Nothing,
     })
 }

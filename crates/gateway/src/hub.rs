@@ -73,7 +73,12 @@ pub struct ConnQueue {
 
 impl ConnQueue {
     /// A queue holding at most `limit` durable frames.
-    pub fn new(conn_id: u64, device_id: String, limit: usize, metrics: Arc<Metrics>) -> Arc<ConnQueue> {
+    pub fn new(
+        conn_id: u64,
+        device_id: String,
+        limit: usize,
+        metrics: Arc<Metrics>,
+    ) -> Arc<ConnQueue> {
         Arc::new(ConnQueue {
             metrics,
             conn_id,
@@ -148,7 +153,10 @@ impl ConnQueue {
         st.durable = 0;
         st.keyed.clear();
         let items = st.items.drain(..).map(|(_, item)| item).collect();
-        Drained { items, close: st.close }
+        Drained {
+            items,
+            close: st.close,
+        }
     }
 
     /// The highest durable cursor queued so far (or the head when the connection attached).
@@ -235,7 +243,10 @@ impl Hub {
         let mut st = self.state.lock().expect("hub lock");
         let head = st.head;
         queue.state.lock().expect("queue lock").last_cursor = head;
-        let old = st.devices.insert(queue.device_id.clone(), queue.conn_id).and_then(|id| st.conns.remove(&id));
+        let old = st
+            .devices
+            .insert(queue.device_id.clone(), queue.conn_id)
+            .and_then(|id| st.conns.remove(&id));
         st.conns.insert(queue.conn_id, queue);
         (st.head, old)
     }
@@ -243,14 +254,20 @@ impl Hub {
     /// Removes a connection (if it is still registered).
     pub fn detach(&self, queue: &ConnQueue) {
         let mut st = self.state.lock().expect("hub lock");
-        if st.conns.remove(&queue.conn_id).is_some() && st.devices.get(&queue.device_id) == Some(&queue.conn_id) {
+        if st.conns.remove(&queue.conn_id).is_some()
+            && st.devices.get(&queue.device_id) == Some(&queue.conn_id)
+        {
             st.devices.remove(&queue.device_id);
         }
     }
 
     /// Whether the device has a live connection.
     pub fn is_online(&self, device_id: &str) -> bool {
-        self.state.lock().expect("hub lock").devices.contains_key(device_id)
+        self.state
+            .lock()
+            .expect("hub lock")
+            .devices
+            .contains_key(device_id)
     }
 
     /// Asks one device's connection to close.
@@ -375,6 +392,9 @@ mod tests {
         }
         let drained = q.drain();
         assert_eq!(drained.close, Some(CloseReason::Overflow));
-        assert!(drained.items.is_empty(), "an overflowed connection is dropped; its frames wait in the outbox");
+        assert!(
+            drained.items.is_empty(),
+            "an overflowed connection is dropped; its frames wait in the outbox"
+        );
     }
 }

@@ -7,7 +7,10 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// A new id with the given prefix (`m_`, `c_`, `t_`, `p_`, …). Ids from one process are strictly
@@ -25,7 +28,11 @@ pub fn new_id(prefix: &str) -> String {
         }
     };
     let tail: u16 = rand::random();
-    format!("{prefix}{:011x}{:05x}{tail:04x}", next >> 20, next & 0xf_ffff)
+    format!(
+        "{prefix}{:011x}{:05x}{tail:04x}",
+        next >> 20,
+        next & 0xf_ffff
+    )
 }
 
 #[cfg(test)]

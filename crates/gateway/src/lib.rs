@@ -8,8 +8,8 @@
 pub mod agent;
 pub mod commands;
 pub mod config;
-pub mod cron;
 pub mod conn;
+pub mod cron;
 pub mod devices;
 pub mod handlers;
 pub mod hub;

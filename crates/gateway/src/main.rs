@@ -9,7 +9,11 @@ use iris_gateway::config::{Config, Overrides};
 use iris_gateway::{Gateway, StartError, TokenSource};
 
 #[derive(Parser)]
-#[command(name = "iris-gateway", version, about = "Self-hosted gateway between the Iris app and an ACP agent")]
+#[command(
+    name = "iris-gateway",
+    version,
+    about = "Self-hosted gateway between the Iris app and an ACP agent"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -105,13 +109,17 @@ fn main() -> ExitCode {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("IRIS_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("IRIS_LOG")
+                .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -141,12 +149,17 @@ fn serve(args: ServeArgs) -> ExitCode {
         match &gateway.token_source {
             TokenSource::Generated(path) => {
                 println!("  Token:     {}", gateway.token());
-                println!("             (generated now and saved to {}; it is not printed again)", path.display());
+                println!(
+                    "             (generated now and saved to {}; it is not printed again)",
+                    path.display()
+                );
             }
             TokenSource::Stored(path) => println!("  Token:     stored in {}", path.display()),
             TokenSource::Configured => println!("  Token:     as configured"),
         }
-        println!("Pair a device by connecting to the WebSocket URL and sending hello with the token.");
+        println!(
+            "Pair a device by connecting to the WebSocket URL and sending hello with the token."
+        );
         match gateway.serve(shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -161,13 +174,20 @@ fn serve(args: ServeArgs) -> ExitCode {
 /// and the usual soft limit (1024) would refuse connections long before memory or CPU run out;
 /// the hard limit is what the administrator allows, so taking all of it is safe.
 fn raise_nofile_limit() {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max
+        {
             return;
         }
-        let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
         if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
             tracing::warn!(soft = limit.rlim_cur, "could not raise the open-file limit");
         }
@@ -191,13 +211,19 @@ fn pair(args: ConfigArgs) -> ExitCode {
             }
         },
     };
-    print!("{}", iris_gateway::pair::Pairing::new(&config, &token).text());
+    print!(
+        "{}",
+        iris_gateway::pair::Pairing::new(&config, &token).text()
+    );
     ExitCode::SUCCESS
 }
 
 fn devices(command: DevicesCommand) -> ExitCode {
     use iris_gateway::devices;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     match command {
         DevicesCommand::List(args) => {
             let config = match args.resolve() {
@@ -220,11 +246,17 @@ fn devices(command: DevicesCommand) -> ExitCode {
             };
             match rt.block_on(devices::revoke(&config.data_dir, &device_id)) {
                 Ok(r) => {
-                    let what = if r.existed { "Revoked" } else { "No such device; blocked the id" };
+                    let what = if r.existed {
+                        "Revoked"
+                    } else {
+                        "No such device; blocked the id"
+                    };
                     let live = match (r.by_gateway, r.disconnected) {
                         (true, true) => "; it was connected and has been disconnected",
                         (true, false) => "; it was not connected",
-                        (false, _) => " (the gateway is not running; it refuses the device when it starts)",
+                        (false, _) => {
+                            " (the gateway is not running; it refuses the device when it starts)"
+                        }
                     };
                     println!("{what} {device_id}{live}.");
                 }
@@ -247,7 +279,11 @@ fn devices_table(list: &[iris_gateway::devices::DeviceSummary]) -> String {
                 Some(true) => "online now".to_owned(),
                 _ => ago(now - d.last_seen),
             };
-            let push = if d.push.is_empty() { "-".to_owned() } else { d.push.join(", ") };
+            let push = if d.push.is_empty() {
+                "-".to_owned()
+            } else {
+                d.push.join(", ")
+            };
             [d.device_id.clone(), d.name.clone(), seen, push]
         })
         .collect();
@@ -260,7 +296,11 @@ fn devices_table(list: &[iris_gateway::devices::DeviceSummary]) -> String {
     }
     let mut out = String::new();
     for r in std::iter::once(header.map(str::to_owned)).chain(rows) {
-        let line: Vec<String> = r.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let line: Vec<String> = r
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
     }
@@ -289,7 +329,10 @@ async fn shutdown_signal() {
 }
 
 fn demo_agent() -> ExitCode {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     match rt.block_on(iris_acp::demo::run(tokio::io::stdin(), tokio::io::stdout())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -8,7 +8,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Upper bounds (seconds) of the turn latency histogram's buckets.
-const TURN_BUCKETS: [f64; 11] = [0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+const TURN_BUCKETS: [f64; 11] = [
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
 
 #[derive(Debug, Default)]
 struct Histogram {
@@ -71,26 +73,86 @@ impl Metrics {
     pub fn render(&self, g: Gauges) -> String {
         let mut out = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, value: String| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
         };
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed).to_string();
-        metric("iris_connected_devices", "gauge", "Devices with a live connection.", g.connections.to_string());
-        metric("iris_outbox_head", "gauge", "Highest cursor in the outbox.", g.outbox_head.to_string());
-        metric("iris_sync_replays_total", "counter", "Sync requests answered.", load(&self.sync_replays));
-        metric("iris_sync_gaps_total", "counter", "Syncs that started below the retention floor.", load(&self.sync_gaps));
-        metric("iris_frames_replayed_total", "counter", "Frames replayed by sync.", load(&self.frames_replayed));
-        metric("iris_frames_coalesced_total", "counter", "Ephemeral frames replaced before they were written.", load(&self.frames_coalesced));
-        metric("iris_slow_device_disconnects_total", "counter", "Connections dropped for falling too far behind.", load(&self.slow_disconnects));
-        metric("iris_agent_restarts_total", "counter", "Agent processes started after the first.", g.agent_restarts.to_string());
-        metric("iris_push_sent_total", "counter", "Pushes delivered to a push service.", load(&self.push_sent));
-        metric("iris_push_failed_total", "counter", "Pushes that failed for good.", load(&self.push_failed));
+        metric(
+            "iris_connected_devices",
+            "gauge",
+            "Devices with a live connection.",
+            g.connections.to_string(),
+        );
+        metric(
+            "iris_outbox_head",
+            "gauge",
+            "Highest cursor in the outbox.",
+            g.outbox_head.to_string(),
+        );
+        metric(
+            "iris_sync_replays_total",
+            "counter",
+            "Sync requests answered.",
+            load(&self.sync_replays),
+        );
+        metric(
+            "iris_sync_gaps_total",
+            "counter",
+            "Syncs that started below the retention floor.",
+            load(&self.sync_gaps),
+        );
+        metric(
+            "iris_frames_replayed_total",
+            "counter",
+            "Frames replayed by sync.",
+            load(&self.frames_replayed),
+        );
+        metric(
+            "iris_frames_coalesced_total",
+            "counter",
+            "Ephemeral frames replaced before they were written.",
+            load(&self.frames_coalesced),
+        );
+        metric(
+            "iris_slow_device_disconnects_total",
+            "counter",
+            "Connections dropped for falling too far behind.",
+            load(&self.slow_disconnects),
+        );
+        metric(
+            "iris_agent_restarts_total",
+            "counter",
+            "Agent processes started after the first.",
+            g.agent_restarts.to_string(),
+        );
+        metric(
+            "iris_push_sent_total",
+            "counter",
+            "Pushes delivered to a push service.",
+            load(&self.push_sent),
+        );
+        metric(
+            "iris_push_failed_total",
+            "counter",
+            "Pushes that failed for good.",
+            load(&self.push_failed),
+        );
         let h = self.turns.lock().expect("histogram lock");
         let name = "iris_turn_latency_seconds";
-        let _ = writeln!(out, "# HELP {name} Wall-clock duration of agent turns.\n# TYPE {name} histogram");
+        let _ = writeln!(
+            out,
+            "# HELP {name} Wall-clock duration of agent turns.\n# TYPE {name} histogram"
+        );
         for (i, bound) in TURN_BUCKETS.iter().enumerate() {
             let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {}", h.counts[i]);
         }
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}\n{name}_sum {}\n{name}_count {}", h.count, h.sum, h.count);
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{le=\"+Inf\"}} {}\n{name}_sum {}\n{name}_count {}",
+            h.count, h.sum, h.count
+        );
         out
     }
 }
@@ -104,7 +166,11 @@ mod tests {
         let m = Metrics::default();
         m.observe_turn(Duration::from_millis(300));
         m.observe_turn(Duration::from_secs(7));
-        let text = m.render(Gauges { connections: 2, outbox_head: 9, agent_restarts: 1 });
+        let text = m.render(Gauges {
+            connections: 2,
+            outbox_head: 9,
+            agent_restarts: 1,
+        });
         assert!(text.contains("iris_turn_latency_seconds_bucket{le=\"0.25\"} 0"));
         assert!(text.contains("iris_turn_latency_seconds_bucket{le=\"0.5\"} 1"));
         assert!(text.contains("iris_turn_latency_seconds_bucket{le=\"10\"} 2"));

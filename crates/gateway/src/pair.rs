@@ -28,18 +28,40 @@ impl Pairing {
     pub fn new(config: &Config, token: &str) -> Pairing {
         let base = config.public_url();
         let ws_url = config.public_ws_url();
-        let web_url = format!("{base}/#token={}&ws={}", fragment_encode(token), fragment_encode(&ws_url));
-        let host = base.split("://").nth(1).unwrap_or("").split('/').next().unwrap_or("");
+        let web_url = format!(
+            "{base}/#token={}&ws={}",
+            fragment_encode(token),
+            fragment_encode(&ws_url)
+        );
+        let host = base
+            .split("://")
+            .nth(1)
+            .unwrap_or("")
+            .split('/')
+            .next()
+            .unwrap_or("");
         let loopback_only = config.public_url.is_none()
-            && (host.starts_with("127.") || host.starts_with("[::1]") || host.starts_with("localhost"));
-        Pairing { ws_url, web_url, token: token.to_owned(), loopback_only }
+            && (host.starts_with("127.")
+                || host.starts_with("[::1]")
+                || host.starts_with("localhost"));
+        Pairing {
+            ws_url,
+            web_url,
+            token: token.to_owned(),
+            loopback_only,
+        }
     }
 
     /// The QR code of [`Pairing::web_url`] drawn with Unicode half blocks, light on dark (as a
     /// terminal with a dark background shows it; scanners read both polarities).
     pub fn qr(&self) -> String {
         match QrCode::new(self.web_url.as_bytes()) {
-            Ok(code) => code.render::<Dense1x2>().dark_color(Dense1x2::Light).light_color(Dense1x2::Dark).quiet_zone(true).build(),
+            Ok(code) => code
+                .render::<Dense1x2>()
+                .dark_color(Dense1x2::Light)
+                .light_color(Dense1x2::Dark)
+                .quiet_zone(true)
+                .build(),
             Err(e) => format!("(no QR code: {e})"),
         }
     }
@@ -61,7 +83,9 @@ impl Pairing {
                  public_url (--public-url https://iris.example.com).\n",
             );
         }
-        out.push_str("\nAnyone with the token can use the agent: share it only with your own devices.\n");
+        out.push_str(
+            "\nAnyone with the token can use the agent: share it only with your own devices.\n",
+        );
         out
     }
 }
@@ -100,7 +124,9 @@ mod tests {
         config.listen = "127.0.0.1:8765".parse().unwrap();
         let p = Pairing::new(&config, "abc");
         assert_eq!(p.ws_url, "ws://127.0.0.1:8765/ws");
-        assert!(p.web_url.starts_with("http://127.0.0.1:8765/#token=abc&ws="));
+        assert!(p
+            .web_url
+            .starts_with("http://127.0.0.1:8765/#token=abc&ws="));
         assert!(p.loopback_only);
     }
 }

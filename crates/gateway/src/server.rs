@@ -77,20 +77,37 @@ impl Gateway {
     /// Prepares the data dir, token and store, and binds the listener.
     pub async fn bind(config: Config) -> Result<Gateway, StartError> {
         let dir = config.data_dir.clone();
-        let dir_err = |source| StartError::DataDir { path: dir.clone(), source };
+        let dir_err = |source| StartError::DataDir {
+            path: dir.clone(),
+            source,
+        };
         std::fs::create_dir_all(&dir).map_err(dir_err)?;
         std::fs::read_dir(&dir).map_err(dir_err)?;
         let (token, token_source) = match &config.token {
             Some(t) => (t.clone(), TokenSource::Configured),
             None => load_or_create_token(&dir).map_err(dir_err)?,
         };
-        let listener = TcpListener::bind(config.listen).await.map_err(|source| match source.kind() {
-            std::io::ErrorKind::AddrInUse => StartError::AddrInUse(config.listen),
-            _ => StartError::Bind { addr: config.listen, source },
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| match source.kind() {
+                    std::io::ErrorKind::AddrInUse => StartError::AddrInUse(config.listen),
+                    _ => StartError::Bind {
+                        addr: config.listen,
+                        source,
+                    },
+                })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind {
+            addr: config.listen,
+            source,
         })?;
-        let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.listen, source })?;
-        let cwd = config.agent_cwd.clone().or_else(crate::config::home_dir).unwrap_or_else(|| dir.clone());
-        let choice = crate::agent::choose_agent(config.agent_command.as_deref(), &cwd).map_err(StartError::Agent)?;
+        let cwd = config
+            .agent_cwd
+            .clone()
+            .or_else(crate::config::home_dir)
+            .unwrap_or_else(|| dir.clone());
+        let choice = crate::agent::choose_agent(config.agent_command.as_deref(), &cwd)
+            .map_err(StartError::Agent)?;
         let agents = crate::agent::Agents::new(
             choice,
             cwd.clone(),
@@ -107,7 +124,11 @@ impl Gateway {
         let push = crate::push::Push::new(&config.push, &dir)?;
         let push_waker = push.waker();
         let store = Store::open(
-            StoreConfig { path: dir.join("iris.db"), group_commit: config.group_commit, readers: 3 },
+            StoreConfig {
+                path: dir.join("iris.db"),
+                group_commit: config.group_commit,
+                readers: 3,
+            },
             // Live delivery first; the push worker is only poked and does its work elsewhere.
             Arc::new(move |frames| {
                 publish_to.publish(frames);
@@ -118,7 +139,10 @@ impl Gateway {
         hub.set_head(head);
         let cut_off = crate::agent::recovery::recover(&store).await?;
         if cut_off > 0 {
-            tracing::warn!(turns = cut_off, "closed turns cut off by the previous shutdown");
+            tracing::warn!(
+                turns = cut_off,
+                "closed turns cut off by the previous shutdown"
+            );
         }
         let mut config = config;
         // `hello.ack` offers the VAPID key that was loaded (or made) in the data dir.
@@ -126,7 +150,13 @@ impl Gateway {
             webpush.public_key = push.webpush_key();
         }
         let shared = Shared::new(config, token, store, hub, agents);
-        Ok(Gateway { shared, listener, addr, token_source, push })
+        Ok(Gateway {
+            shared,
+            listener,
+            addr,
+            token_source,
+            push,
+        })
     }
 
     /// The state shared by connections (tests use it to look inside).
@@ -146,7 +176,10 @@ impl Gateway {
 
     /// Serves until `shutdown` completes, then shuts down gracefully: `status restarting` to every
     /// device, queued frames flushed, sockets closed, the store closed.
-    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let shared = self.shared;
         spawn_retention(shared.clone());
         crate::media::spawn_sweeper(shared.clone());
@@ -158,30 +191,41 @@ impl Gateway {
         // Frames are small and written as soon as they are ready: without TCP_NODELAY, Nagle's
         // algorithm holds a frame back until the previous one is acknowledged, which with the
         // device's delayed ACKs adds up to 40 ms to streamed chunks (see BENCHMARKS.md).
-        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp: &mut tokio::net::TcpStream| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
-            }
-        });
-        let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(async move { stop.cancelled().await });
+        let listener =
+            axum::serve::ListenerExt::tap_io(self.listener, |tcp: &mut tokio::net::TcpStream| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!(error = %e, "could not set TCP_NODELAY");
+                }
+            });
+        let server = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move { stop.cancelled().await });
         let server = tokio::spawn(async move { server.await });
         tokio::select! {
             _ = shutdown => {}
             _ = shared.shutdown.cancelled() => {}
         }
         tracing::info!("shutting down");
-        let status = ServerFrame::Status(Status { state: GatewayState::Restarting });
+        let status = ServerFrame::Status(Status {
+            state: GatewayState::Restarting,
+        });
         shared.broadcast_ephemeral(&Header::default(), &status, None);
         shared.shutdown.cancel();
         // Running turns end now, closed with their partial text, before the sockets close.
         shared.agents.shutdown().await;
         shared.hub.close_all(CloseReason::GoingAway);
         shared.tasks.close();
-        if tokio::time::timeout(Duration::from_secs(10), shared.tasks.wait()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(10), shared.tasks.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("some connections did not close in time");
         }
-        let result = server.await.unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        let result = server
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)));
         // Pushes still queued are sent after the next start.
         push.stop().await;
         // Closing joins the store's threads: not on the runtime's workers.
@@ -213,9 +257,19 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     let gauges = crate::metrics::Gauges {
         connections: shared.hub.connection_count(),
         outbox_head: shared.hub.head(),
-        agent_restarts: shared.agents.host.restarts.load(std::sync::atomic::Ordering::Relaxed),
+        agent_restarts: shared
+            .agents
+            .host
+            .restarts
+            .load(std::sync::atomic::Ordering::Relaxed),
     };
-    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], shared.metrics.render(gauges))
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        shared.metrics.render(gauges),
+    )
 }
 
 /// Bytes the WebSocket layer reads from a socket at once. tungstenite's default (128 KiB) is
@@ -241,7 +295,9 @@ async fn ws_upgrade(
         .read_buffer_size(WS_READ_BUFFER)
         .write_buffer_size(WS_WRITE_BUFFER)
         .on_upgrade(move |socket| {
-            shared.tasks.track_future(crate::conn::serve(shared.clone(), socket, addr))
+            shared
+                .tasks
+                .track_future(crate::conn::serve(shared.clone(), socket, addr))
         })
 }
 
@@ -271,14 +327,21 @@ pub fn load_or_create_token(dir: &Path) -> std::io::Result<(String, TokenSource)
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join("token");
     match std::fs::read_to_string(&path) {
-        Ok(t) if !t.trim().is_empty() => return Ok((t.trim().to_owned(), TokenSource::Stored(path))),
+        Ok(t) if !t.trim().is_empty() => {
+            return Ok((t.trim().to_owned(), TokenSource::Stored(path)))
+        }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
     let bytes: [u8; 24] = rand::random();
     let token = hex::encode(bytes);
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)?;
     file.write_all(token.as_bytes())?;
     file.sync_all()?;
     Ok((token, TokenSource::Generated(path)))

@@ -47,7 +47,13 @@ pub struct Shared {
 
 impl Shared {
     /// Assembles the shared state.
-    pub fn new(config: Config, token: String, store: Store, hub: Arc<Hub>, agents: Arc<crate::agent::Agents>) -> Arc<Shared> {
+    pub fn new(
+        config: Config,
+        token: String,
+        store: Store,
+        hub: Arc<Hub>,
+        agents: Arc<crate::agent::Agents>,
+    ) -> Arc<Shared> {
         let metrics = hub.metrics.clone();
         let cron = crate::cron::Cron::new(config.cron.clone());
         Arc::new(Shared {
@@ -76,7 +82,9 @@ impl Shared {
     /// Whether this address has failed `hello` too often in the last minute.
     pub fn auth_blocked(&self, addr: IpAddr) -> bool {
         let mut map = self.auth_failures.lock().expect("auth lock");
-        let Some(times) = map.get_mut(&addr) else { return false };
+        let Some(times) = map.get_mut(&addr) else {
+            return false;
+        };
         let window = Instant::now() - Duration::from_secs(60);
         while times.front().is_some_and(|t| *t < window) {
             times.pop_front();
@@ -99,12 +107,15 @@ impl Shared {
     pub fn take_send(&self, device_id: &str) -> bool {
         let per_minute = self.config.limits.sends_per_minute;
         let mut map = self.send_buckets.lock().expect("bucket lock");
-        map.entry(device_id.to_owned()).or_insert_with(|| TokenBucket::new(per_minute)).take()
+        map.entry(device_id.to_owned())
+            .or_insert_with(|| TokenBucket::new(per_minute))
+            .take()
     }
 
     /// Encodes and broadcasts an ephemeral frame to every connection.
     pub fn broadcast_ephemeral(&self, header: &Header, frame: &ServerFrame, key: Option<Arc<str>>) {
-        self.hub.broadcast_ephemeral(key, encode(header, frame).into());
+        self.hub
+            .broadcast_ephemeral(key, encode(header, frame).into());
     }
 }
 
@@ -121,12 +132,18 @@ impl TokenBucket {
     /// A full bucket allowing `per_minute` sends a minute, in bursts of up to a quarter of that.
     pub fn new(per_minute: u32) -> Self {
         let capacity = f64::from(per_minute.max(4)) / 4.0;
-        TokenBucket { tokens: capacity, capacity, per_sec: f64::from(per_minute) / 60.0, last: Instant::now() }
+        TokenBucket {
+            tokens: capacity,
+            capacity,
+            per_sec: f64::from(per_minute) / 60.0,
+            last: Instant::now(),
+        }
     }
 
     fn take(&mut self) -> bool {
         let now = Instant::now();
-        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.per_sec).min(self.capacity);
+        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.per_sec)
+            .min(self.capacity);
         self.last = now;
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
@@ -156,8 +173,21 @@ impl Origin {
 
 /// Appends a server frame to the outbox inside a write transaction; returns its cursor. The row
 /// is filed under the header's lane, so deleting the lane or the message removes it.
-pub fn append_frame(tx: &mut WriteTx<'_>, header: &Header, frame: &ServerFrame, message_id: Option<&str>, origin: &Origin) -> Result<u64, iris_store::StoreError> {
-    append_filed(tx, header, frame, (header.chat_id.as_deref(), header.thread_id.as_deref()), message_id, origin)
+pub fn append_frame(
+    tx: &mut WriteTx<'_>,
+    header: &Header,
+    frame: &ServerFrame,
+    message_id: Option<&str>,
+    origin: &Origin,
+) -> Result<u64, iris_store::StoreError> {
+    append_filed(
+        tx,
+        header,
+        frame,
+        (header.chat_id.as_deref(), header.thread_id.as_deref()),
+        message_id,
+        origin,
+    )
 }
 
 /// Appends a frame filed under a lane other than its header's: `channel.*` frames carry no lane in
@@ -177,6 +207,9 @@ pub fn append_filed(
         thread_id: lane.1.map(str::to_owned),
         message_id: message_id.map(str::to_owned),
         json: encode(header, frame),
-        meta: FrameMeta { origin_conn: origin.conn, request_id: origin.request_id.clone() },
+        meta: FrameMeta {
+            origin_conn: origin.conn,
+            request_id: origin.request_id.clone(),
+        },
     })
 }

@@ -52,12 +52,17 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "util.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "webpush.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "icon.svg", "image/svg+xml"),
-    asset!("assets/", "manifest.webmanifest", "application/manifest+json"),
+    asset!(
+        "assets/",
+        "manifest.webmanifest",
+        "application/manifest+json"
+    ),
 ];
 
 /// The client's Content-Security-Policy. No inline script or style and no foreign origin:
 /// even if agent text ever reached the DOM as markup, it could not run.
-const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; \
+const CSP: &str =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; \
                    media-src 'self' blob:; connect-src 'self' ws: wss:; worker-src 'self'; \
                    manifest-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; \
                    frame-ancestors 'none'";
@@ -82,7 +87,12 @@ async fn service_worker(headers: HeaderMap) -> Response {
 async fn asset(Path(path): Path<String>, headers: HeaderMap) -> Response {
     match ASSETS.iter().find(|a| a.name == path) {
         Some(a) => serve(a, &headers),
-        None => (StatusCode::NOT_FOUND, [(header::CACHE_CONTROL, "no-store")], "not found").into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            [(header::CACHE_CONTROL, "no-store")],
+            "not found",
+        )
+            .into_response(),
     }
 }
 
@@ -93,10 +103,18 @@ fn etag(asset: &Asset) -> &'static str {
         std::iter::once(&INDEX)
             .chain(std::iter::once(&SERVICE_WORKER))
             .chain(ASSETS.iter())
-            .map(|a| (a.name, format!("\"{}\"", &hex::encode(Sha256::digest(a.body))[..32])))
+            .map(|a| {
+                (
+                    a.name,
+                    format!("\"{}\"", &hex::encode(Sha256::digest(a.body))[..32]),
+                )
+            })
             .collect()
     });
-    tags.iter().find(|(n, _)| *n == asset.name).map(|(_, t)| t.as_str()).unwrap_or("\"0\"")
+    tags.iter()
+        .find(|(n, _)| *n == asset.name)
+        .map(|(_, t)| t.as_str())
+        .unwrap_or("\"0\"")
 }
 
 fn serve(asset: &Asset, headers: &HeaderMap) -> Response {
@@ -109,16 +127,28 @@ fn serve(asset: &Asset, headers: &HeaderMap) -> Response {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         let mut r = asset.body.into_response();
-        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(asset.content_type),
+        );
         r
     };
     let h = response.headers_mut();
     h.insert(header::ETAG, HeaderValue::from_static(tag));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     if asset.content_type.starts_with("text/html") {
-        h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CSP),
+        );
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     }
     if asset.name == SERVICE_WORKER.name {
@@ -133,7 +163,10 @@ mod tests {
 
     #[test]
     fn every_embedded_file_has_a_distinct_name_and_tag() {
-        let all: Vec<&Asset> = std::iter::once(&INDEX).chain(std::iter::once(&SERVICE_WORKER)).chain(ASSETS.iter()).collect();
+        let all: Vec<&Asset> = std::iter::once(&INDEX)
+            .chain(std::iter::once(&SERVICE_WORKER))
+            .chain(ASSETS.iter())
+            .collect();
         for a in &all {
             assert!(!a.body.is_empty(), "{} is empty", a.name);
             assert!(etag(a).len() > 8);

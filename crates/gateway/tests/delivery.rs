@@ -11,10 +11,16 @@ async fn a_message_is_echoed_to_the_sender_and_broadcast_to_the_others() {
     let (mut a, _) = gw.connect("phone").await;
     let (mut b, _) = gw.connect("laptop").await;
     let echo = send_text(&mut a, "default", "hello there").await;
-    assert!(echo.id().is_some(), "the sender gets its echo as the response");
+    assert!(
+        echo.id().is_some(),
+        "the sender gets its echo as the response"
+    );
     assert_eq!(message_text(&echo), "hello there");
     let seen = b.next_event().await.unwrap();
-    assert_eq!(seen.header.id, None, "other devices get the broadcast without id");
+    assert_eq!(
+        seen.header.id, None,
+        "other devices get the broadcast without id"
+    );
     assert_eq!(message_id(&seen), message_id(&echo));
     assert_eq!(seen.cursor, echo.cursor, "both are the same outbox frame");
     match &seen.body {
@@ -32,8 +38,20 @@ use iris_protocol::{
 };
 
 /// Waits until the gateway has stored `cursor` (or more) as the device's delivery watermark.
-async fn confirmed(gw: &TestGateway, rx: &mut tokio::sync::broadcast::Receiver<(String, u64)>, device: &str, cursor: u64) {
-    let stored = gw.shared.store.get_device(device).await.unwrap().map(|d| d.confirmed_cursor).unwrap_or(0);
+async fn confirmed(
+    gw: &TestGateway,
+    rx: &mut tokio::sync::broadcast::Receiver<(String, u64)>,
+    device: &str,
+    cursor: u64,
+) {
+    let stored = gw
+        .shared
+        .store
+        .get_device(device)
+        .await
+        .unwrap()
+        .map(|d| d.confirmed_cursor)
+        .unwrap_or(0);
     if stored >= cursor {
         return;
     }
@@ -71,15 +89,26 @@ async fn replay_after_a_disconnect_carries_exactly_the_missed_cursors() {
     let (mut b, ack) = gw.connect("b").await;
     assert_eq!(ack.sync_cursor, c1, "the watermark is what b confirmed");
     let replay = b.sync(ack.sync_cursor).await.unwrap();
-    let got: Vec<(u64, String)> = replay.frames.iter().map(|e| (e.cursor.unwrap(), message_id(e))).collect();
+    let got: Vec<(u64, String)> = replay
+        .frames
+        .iter()
+        .map(|e| (e.cursor.unwrap(), message_id(e)))
+        .collect();
     assert_eq!(got, missed);
-    assert!(replay.frames.iter().all(|e| e.replayed && e.header.cursor.is_some()));
+    assert!(replay
+        .frames
+        .iter()
+        .all(|e| e.replayed && e.header.cursor.is_some()));
     assert_eq!(replay.cursor, missed.last().unwrap().0);
     assert!(!replay.gap);
     // Live frames continue right after the sync.done cursor.
     let echo = send_text(&mut a, "default", "five").await;
     let live = b.next_event().await.unwrap();
-    assert_eq!((live.cursor, live.header.cursor), (echo.cursor, None), "live frames carry no cursor");
+    assert_eq!(
+        (live.cursor, live.header.cursor),
+        (echo.cursor, None),
+        "live frames carry no cursor"
+    );
     assert_eq!(live.cursor, Some(replay.cursor + 1));
     gw.stop().await;
 }
@@ -91,7 +120,9 @@ async fn sync_works_across_a_restart_on_the_same_data_dir() {
     let (mut a, _) = gw.connect("a").await;
     let mut sent = Vec::new();
     for i in 0..5 {
-        sent.push(message_id(&send_text(&mut a, "default", &format!("before restart {i}")).await));
+        sent.push(message_id(
+            &send_text(&mut a, "default", &format!("before restart {i}")).await,
+        ));
     }
     let head_before = a.durable_log().last().unwrap().0;
     drop(a);
@@ -106,8 +137,18 @@ async fn sync_works_across_a_restart_on_the_same_data_dir() {
     let cursors: Vec<u64> = replay.frames.iter().map(|e| e.cursor.unwrap()).collect();
     assert!(cursors.windows(2).all(|w| w[0] < w[1]));
     let echo = send_text(&mut c, "default", "after restart").await;
-    assert_eq!(echo.cursor, Some(head_before + 1), "cursors continue, never reused");
-    let history = c.request(Header::lane("default", None), ClientFrame::History(HistoryRequest::default())).await.unwrap();
+    assert_eq!(
+        echo.cursor,
+        Some(head_before + 1),
+        "cursors continue, never reused"
+    );
+    let history = c
+        .request(
+            Header::lane("default", None),
+            ClientFrame::History(HistoryRequest::default()),
+        )
+        .await
+        .unwrap();
     match history.body {
         ServerFrame::History(h) => assert_eq!(h.messages.len(), 6),
         other => panic!("{other:?}"),
@@ -126,7 +167,10 @@ async fn a_sync_racing_with_new_traffic_loses_nothing_and_duplicates_nothing() {
     let writer = tokio::spawn(async move {
         let mut last = 0;
         for i in 0..200 {
-            last = send_text(&mut a, "default", &format!("racing {i}")).await.cursor.unwrap();
+            last = send_text(&mut a, "default", &format!("racing {i}"))
+                .await
+                .cursor
+                .unwrap();
         }
         (a, last)
     });
@@ -139,16 +183,33 @@ async fn a_sync_racing_with_new_traffic_loses_nothing_and_duplicates_nothing() {
     let cursors: Vec<u64> = b.durable_log().iter().map(|(c, _)| *c).collect();
     let unique: BTreeSet<u64> = cursors.iter().copied().collect();
     assert_eq!(unique.len(), cursors.len(), "no frame twice");
-    assert_eq!(unique, (1..=last).collect::<BTreeSet<u64>>(), "every frame, no gap");
+    assert_eq!(
+        unique,
+        (1..=last).collect::<BTreeSet<u64>>(),
+        "every frame, no gap"
+    );
     gw.stop().await;
 }
 
 fn history_req(before: Option<&str>, limit: Option<i64>) -> ClientFrame {
-    ClientFrame::History(HistoryRequest { before_message_id: before.map(str::to_owned), limit })
+    ClientFrame::History(HistoryRequest {
+        before_message_id: before.map(str::to_owned),
+        limit,
+    })
 }
 
-async fn page(c: &mut Client, lane: Header, before: Option<&str>, limit: Option<i64>) -> iris_protocol::History {
-    match c.request(lane, history_req(before, limit)).await.unwrap().body {
+async fn page(
+    c: &mut Client,
+    lane: Header,
+    before: Option<&str>,
+    limit: Option<i64>,
+) -> iris_protocol::History {
+    match c
+        .request(lane, history_req(before, limit))
+        .await
+        .unwrap()
+        .body
+    {
         ServerFrame::History(h) => h,
         other => panic!("{other:?}"),
     }
@@ -163,9 +224,16 @@ async fn history_pages_from_newest_to_oldest_with_exact_edges() {
     assert!(empty.messages.is_empty() && !empty.has_more && empty.oldest_message_id.is_none());
     let mut ids = Vec::new();
     for i in 0..7 {
-        ids.push(message_id(&send_text(&mut a, "default", &format!("message {i}")).await));
+        ids.push(message_id(
+            &send_text(&mut a, "default", &format!("message {i}")).await,
+        ));
     }
-    let texts = |h: &iris_protocol::History| h.messages.iter().map(|m| m.message_id.clone()).collect::<Vec<_>>();
+    let texts = |h: &iris_protocol::History| {
+        h.messages
+            .iter()
+            .map(|m| m.message_id.clone())
+            .collect::<Vec<_>>()
+    };
     let p1 = page(&mut a, lane(), None, Some(3)).await;
     assert_eq!(texts(&p1), ids[4..7]);
     assert!(p1.has_more);
@@ -180,29 +248,57 @@ async fn history_pages_from_newest_to_oldest_with_exact_edges() {
     assert!(p4.messages.is_empty() && !p4.has_more);
     let exact = page(&mut a, lane(), None, Some(7)).await;
     assert_eq!(texts(&exact), ids);
-    assert!(!exact.has_more, "a page that ends exactly at the oldest message has no more");
+    assert!(
+        !exact.has_more,
+        "a page that ends exactly at the oldest message has no more"
+    );
     let big = page(&mut a, lane(), None, Some(10_000)).await;
-    assert_eq!(big.messages.len(), 7, "limits above 200 are clamped, not refused");
+    assert_eq!(
+        big.messages.len(),
+        7,
+        "limits above 200 are clamped, not refused"
+    );
 
     // A thread is its own lane.
     let created = a
-        .request(Header::default(), ClientFrame::ChannelCreate(ChannelCreate { name: "side".into(), kind: Some("thread".into()), parent_chat_id: Some("default".into()) }))
+        .request(
+            Header::default(),
+            ClientFrame::ChannelCreate(ChannelCreate {
+                name: "side".into(),
+                kind: Some("thread".into()),
+                parent_chat_id: Some("default".into()),
+            }),
+        )
         .await
         .unwrap();
     let thread = match created.body {
         ServerFrame::ChannelCreated(c) => c.chat_id,
         other => panic!("{other:?}"),
     };
-    let frame = ClientFrame::MessageSend(iris_protocol::MessageSend { text: "in the thread".into(), ..Default::default() });
-    a.request(Header::lane("default", Some(thread.clone())), frame).await.unwrap();
+    let frame = ClientFrame::MessageSend(iris_protocol::MessageSend {
+        text: "in the thread".into(),
+        ..Default::default()
+    });
+    a.request(Header::lane("default", Some(thread.clone())), frame)
+        .await
+        .unwrap();
     let in_thread = page(&mut a, Header::lane("default", Some(thread)), None, None).await;
     assert_eq!(in_thread.messages.len(), 1);
     assert_eq!(page(&mut a, lane(), None, None).await.messages.len(), 7);
     gw.stop().await;
 }
 
-async fn search(c: &mut Client, query: &str, scope: SearchScope, lane: Header) -> Vec<iris_protocol::SearchHit> {
-    let frame = ClientFrame::Search(Search { query: query.into(), scope, limit: None });
+async fn search(
+    c: &mut Client,
+    query: &str,
+    scope: SearchScope,
+    lane: Header,
+) -> Vec<iris_protocol::SearchHit> {
+    let frame = ClientFrame::Search(Search {
+        query: query.into(),
+        scope,
+        limit: None,
+    });
     match c.request(lane, frame).await.unwrap().body {
         ServerFrame::SearchResults(r) => r.hits,
         other => panic!("{other:?}"),
@@ -219,19 +315,55 @@ async fn deleted_messages_vanish_from_search_history_and_sync() {
     send_text(&mut a, "default", "something unrelated").await;
     let hits = search(&mut a, "deploy", SearchScope::All, Header::default()).await;
     assert_eq!(hits.len(), 2);
-    assert!(hits.iter().all(|h| h.snippet.contains("[deploy]")), "{hits:?}");
-    let prefix = search(&mut a, "depl*", SearchScope::Chat, Header::lane("default", None)).await;
+    assert!(
+        hits.iter().all(|h| h.snippet.contains("[deploy]")),
+        "{hits:?}"
+    );
+    let prefix = search(
+        &mut a,
+        "depl*",
+        SearchScope::Chat,
+        Header::lane("default", None),
+    )
+    .await;
     assert_eq!(prefix.len(), 2);
-    let phrase = search(&mut a, "\"deploy the service\"", SearchScope::All, Header::default()).await;
-    assert_eq!(phrase.iter().map(|h| h.message_id.clone()).collect::<Vec<_>>(), vec![keep.clone()]);
+    let phrase = search(
+        &mut a,
+        "\"deploy the service\"",
+        SearchScope::All,
+        Header::default(),
+    )
+    .await;
+    assert_eq!(
+        phrase
+            .iter()
+            .map(|h| h.message_id.clone())
+            .collect::<Vec<_>>(),
+        vec![keep.clone()]
+    );
 
-    let del = ClientFrame::MessageDelete(MessageDelete { message_ids: vec![gone.clone()] });
-    let resp = a.request(Header::lane("default", None), del.clone()).await.unwrap();
+    let del = ClientFrame::MessageDelete(MessageDelete {
+        message_ids: vec![gone.clone()],
+    });
+    let resp = a
+        .request(Header::lane("default", None), del.clone())
+        .await
+        .unwrap();
     assert_eq!(resp.frame_type(), "message.deleted");
-    let seen = b.wait_for(|e| e.frame_type() == "message.deleted").await.unwrap();
-    assert!(matches!(&seen.body, ServerFrame::MessageDeleted(d) if d.message_ids == vec![gone.clone()]));
+    let seen = b
+        .wait_for(|e| e.frame_type() == "message.deleted")
+        .await
+        .unwrap();
+    assert!(
+        matches!(&seen.body, ServerFrame::MessageDeleted(d) if d.message_ids == vec![gone.clone()])
+    );
     let hits = search(&mut a, "deploy", SearchScope::All, Header::default()).await;
-    assert_eq!(hits.iter().map(|h| h.message_id.clone()).collect::<Vec<_>>(), vec![keep.clone()]);
+    assert_eq!(
+        hits.iter()
+            .map(|h| h.message_id.clone())
+            .collect::<Vec<_>>(),
+        vec![keep.clone()]
+    );
     let history = page(&mut a, Header::lane("default", None), None, None).await;
     assert!(history.messages.iter().all(|m| m.message_id != gone));
     // Deleting again is fine and announced again, so stale caches drop it too.
@@ -240,8 +372,14 @@ async fn deleted_messages_vanish_from_search_history_and_sync() {
 
     let (mut c, _) = gw.connect("late").await;
     let replay = c.sync(0).await.unwrap();
-    assert!(!replay.frames.iter().any(|e| e.raw.contains("deploy again")), "no trace of the text remains in the outbox");
-    assert!(replay.frames.iter().any(|e| e.frame_type() == "message.deleted"));
+    assert!(
+        !replay.frames.iter().any(|e| e.raw.contains("deploy again")),
+        "no trace of the text remains in the outbox"
+    );
+    assert!(replay
+        .frames
+        .iter()
+        .any(|e| e.frame_type() == "message.deleted"));
     gw.stop().await;
 }
 
@@ -251,17 +389,34 @@ async fn deleting_a_channel_wipes_its_threads_messages_and_frames() {
     let (mut a, _) = gw.connect("a").await;
     let (mut b, _) = gw.connect("b").await;
     let created = a
-        .request(Header::default(), ClientFrame::ChannelCreate(ChannelCreate { name: "Secret plans".into(), kind: None, parent_chat_id: None }))
+        .request(
+            Header::default(),
+            ClientFrame::ChannelCreate(ChannelCreate {
+                name: "Secret plans".into(),
+                kind: None,
+                parent_chat_id: None,
+            }),
+        )
         .await
         .unwrap();
     let chan = match &created.body {
         ServerFrame::ChannelCreated(c) => c.chat_id.clone(),
         other => panic!("{other:?}"),
     };
-    let seen = b.wait_for(|e| e.frame_type() == "channel.created").await.unwrap();
+    let seen = b
+        .wait_for(|e| e.frame_type() == "channel.created")
+        .await
+        .unwrap();
     assert_eq!(seen.header.id, None);
     let thread = match a
-        .request(Header::default(), ClientFrame::ChannelCreate(ChannelCreate { name: "sub".into(), kind: None, parent_chat_id: Some(chan.clone()) }))
+        .request(
+            Header::default(),
+            ClientFrame::ChannelCreate(ChannelCreate {
+                name: "sub".into(),
+                kind: None,
+                parent_chat_id: Some(chan.clone()),
+            }),
+        )
         .await
         .unwrap()
         .body
@@ -270,30 +425,89 @@ async fn deleting_a_channel_wipes_its_threads_messages_and_frames() {
         other => panic!("{other:?}"),
     };
     send_text(&mut a, &chan, "zebra crossing at noon").await;
-    let frame = ClientFrame::MessageSend(iris_protocol::MessageSend { text: "zebra in a thread".into(), ..Default::default() });
-    a.request(Header::lane(chan.clone(), Some(thread.clone())), frame).await.unwrap();
+    let frame = ClientFrame::MessageSend(iris_protocol::MessageSend {
+        text: "zebra in a thread".into(),
+        ..Default::default()
+    });
+    a.request(Header::lane(chan.clone(), Some(thread.clone())), frame)
+        .await
+        .unwrap();
     send_text(&mut a, "default", "zebra elsewhere").await;
-    assert_eq!(search(&mut a, "zebra", SearchScope::All, Header::default()).await.len(), 3);
+    assert_eq!(
+        search(&mut a, "zebra", SearchScope::All, Header::default())
+            .await
+            .len(),
+        3
+    );
 
-    let del = a.request(Header::lane(chan.clone(), None), ClientFrame::ChannelDelete(Empty {})).await.unwrap();
+    let del = a
+        .request(
+            Header::lane(chan.clone(), None),
+            ClientFrame::ChannelDelete(Empty {}),
+        )
+        .await
+        .unwrap();
     match &del.body {
-        ServerFrame::ChannelDeleted(d) => assert_eq!((d.chat_id.clone(), d.thread_ids.clone()), (chan.clone(), vec![thread.clone()])),
+        ServerFrame::ChannelDeleted(d) => assert_eq!(
+            (d.chat_id.clone(), d.thread_ids.clone()),
+            (chan.clone(), vec![thread.clone()])
+        ),
         other => panic!("{other:?}"),
     }
-    b.wait_for(|e| e.frame_type() == "channel.deleted").await.unwrap();
-    assert_eq!(search(&mut a, "zebra", SearchScope::All, Header::default()).await.len(), 1);
-    let err = a.request(Header::lane(chan.clone(), None), history_req(None, None)).await.unwrap_err();
-    assert!(matches!(err, iris_client::ClientError::Server { code: iris_protocol::ErrorCode::NotFound, .. }));
+    b.wait_for(|e| e.frame_type() == "channel.deleted")
+        .await
+        .unwrap();
+    assert_eq!(
+        search(&mut a, "zebra", SearchScope::All, Header::default())
+            .await
+            .len(),
+        1
+    );
+    let err = a
+        .request(Header::lane(chan.clone(), None), history_req(None, None))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        iris_client::ClientError::Server {
+            code: iris_protocol::ErrorCode::NotFound,
+            ..
+        }
+    ));
     let (mut c, ack) = gw.connect("late").await;
-    assert!(ack.channels.iter().all(|ch| ch.chat_id != chan && ch.chat_id != thread));
+    assert!(ack
+        .channels
+        .iter()
+        .all(|ch| ch.chat_id != chan && ch.chat_id != thread));
     let replay = c.sync(0).await.unwrap();
     for e in &replay.frames {
-        assert!(!e.raw.contains("zebra crossing") && !e.raw.contains("Secret plans") && !e.raw.contains("\"sub\""), "trace left: {}", e.raw);
+        assert!(
+            !e.raw.contains("zebra crossing")
+                && !e.raw.contains("Secret plans")
+                && !e.raw.contains("\"sub\""),
+            "trace left: {}",
+            e.raw
+        );
     }
-    assert_eq!(replay.frames.last().unwrap().frame_type(), "channel.deleted");
+    assert_eq!(
+        replay.frames.last().unwrap().frame_type(),
+        "channel.deleted"
+    );
     // The default channel cannot be deleted.
-    let err = a.request(Header::lane("default", None), ClientFrame::ChannelDelete(Empty {})).await.unwrap_err();
-    assert!(matches!(err, iris_client::ClientError::Server { code: iris_protocol::ErrorCode::BadRequest, .. }));
+    let err = a
+        .request(
+            Header::lane("default", None),
+            ClientFrame::ChannelDelete(Empty {}),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        iris_client::ClientError::Server {
+            code: iris_protocol::ErrorCode::BadRequest,
+            ..
+        }
+    ));
     gw.stop().await;
 }
 
@@ -311,12 +525,18 @@ async fn a_device_that_stops_reading_is_dropped_and_catches_up_by_sync() {
     let big = "x".repeat(60 * 1024);
     let mut last = 0;
     for i in 0..400 {
-        last = send_text(&mut a, "default", &format!("{i} {big}")).await.cursor.unwrap();
+        last = send_text(&mut a, "default", &format!("{i} {big}"))
+            .await
+            .cursor
+            .unwrap();
         if i % 50 == 49 && !gw.shared.hub.is_online("slow") {
             break;
         }
     }
-    assert!(!gw.shared.hub.is_online("slow"), "the slow device was disconnected");
+    assert!(
+        !gw.shared.hub.is_online("slow"),
+        "the slow device was disconnected"
+    );
     // The sender was never held up, and the slow device still gets everything by sync.
     let (mut slow, ack) = gw.connect("slow").await;
     slow.sync(ack.sync_cursor).await.unwrap();
@@ -331,7 +551,9 @@ async fn without_an_agent_messages_are_kept_and_commands_say_why_they_cannot_run
     let gw = TestGateway::start().await;
     let (mut a, _) = gw.connect("a").await;
     send_text(&mut a, "default", "just a note").await;
-    a.expect_quiet(QUIET).await.expect("nobody answers a plain message");
+    a.expect_quiet(QUIET)
+        .await
+        .expect("nobody answers a plain message");
     send_text(&mut a, "default", "/status").await;
     let reply = a.next_event().await.unwrap();
     match &reply.body {

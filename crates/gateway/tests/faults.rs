@@ -15,7 +15,13 @@ async fn send_default(client: &mut Client, text: &str) {
 }
 
 async fn stop(client: &mut Client) {
-    let ack = client.request(Header::lane("default", None), ClientFrame::AgentStop(Empty {})).await.expect("stop answered");
+    let ack = client
+        .request(
+            Header::lane("default", None),
+            ClientFrame::AgentStop(Empty {}),
+        )
+        .await
+        .expect("stop answered");
     assert_eq!(ack.frame_type(), "ack");
 }
 
@@ -38,7 +44,13 @@ async fn the_lane_recovers_from_every_agent_fault() {
                 "crash" => {
                     send_default(&mut a, "crash now").await;
                     let frames = until_idle(&mut a).await;
-                    assert!(system_texts(&frames).iter().any(|s| s.contains("stopped unexpectedly")), "{:?}", system_texts(&frames));
+                    assert!(
+                        system_texts(&frames)
+                            .iter()
+                            .any(|s| s.contains("stopped unexpectedly")),
+                        "{:?}",
+                        system_texts(&frames)
+                    );
                 }
                 "freeze" => {
                     // No output at all: the idle timeout cancels, the agent ignores the cancel,
@@ -54,7 +66,9 @@ async fn the_lane_recovers_from_every_agent_fault() {
                 }
                 "wedge" => {
                     send_default(&mut a, "wedge it").await;
-                    a.wait_for(|e| e.frame_type() == "tool.start").await.unwrap();
+                    a.wait_for(|e| e.frame_type() == "tool.start")
+                        .await
+                        .unwrap();
                     stop(&mut a).await;
                     let frames = until_idle(&mut a).await;
                     let end = frames.iter().find_map(|e| match &e.body {
@@ -65,7 +79,9 @@ async fn the_lane_recovers_from_every_agent_fault() {
                 }
                 "hang" => {
                     send_default(&mut a, "hang there").await;
-                    a.wait_for(|e| e.frame_type() == "agent.busy").await.unwrap();
+                    a.wait_for(|e| e.frame_type() == "agent.busy")
+                        .await
+                        .unwrap();
                     stop(&mut a).await;
                     until_idle(&mut a).await;
                 }
@@ -75,13 +91,25 @@ async fn the_lane_recovers_from_every_agent_fault() {
             let probe = format!("probe {round} {}", fault.len());
             send_default(&mut a, &probe).await;
             let frames = until_idle(&mut a).await;
-            assert_eq!(answer(&frames), Some(format!("Echo: {probe}")), "recovered from {fault} in round {round}");
+            assert_eq!(
+                answer(&frames),
+                Some(format!("Echo: {probe}")),
+                "recovered from {fault} in round {round}"
+            );
             recoveries += 1;
         }
     }
-    println!("recoveries: {recoveries} of {} injections", rounds * faults.len());
+    println!(
+        "recoveries: {recoveries} of {} injections",
+        rounds * faults.len()
+    );
     assert_eq!(recoveries, rounds * faults.len());
-    let restarts = gw.shared.agents.host.restarts.load(std::sync::atomic::Ordering::Relaxed);
+    let restarts = gw
+        .shared
+        .agents
+        .host
+        .restarts
+        .load(std::sync::atomic::Ordering::Relaxed);
     // Every crash, freeze and wedge needed a new process; garbage and hang did not.
     assert_eq!(restarts, (rounds * 3) as u64, "restarts: {restarts}");
     gw.stop().await;

@@ -19,8 +19,8 @@ use common::*;
 use hermes::HermesEnv;
 use iris_client::{Client, ClientError, Event};
 use iris_protocol::{
-    AgentSteer, BusyReason, ClientFrame, Empty, ErrorCode, Header, MediaUploadEnd, MediaUploadStart, MessageSend,
-    MessageStop, Role, RequestId, ServerFrame, ToolEnd, ToolStart,
+    AgentSteer, BusyReason, ClientFrame, Empty, ErrorCode, Header, MediaUploadEnd,
+    MediaUploadStart, MessageSend, MessageStop, RequestId, Role, ServerFrame, ToolEnd, ToolStart,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -32,11 +32,11 @@ const TEST_BUDGET: Duration = Duration::from_secs(55);
 const STEER: &str = "STEER-7f3a use the word banana";
 /// A 2×2 RGB PNG: a real image, so that nothing on the way rejects it.
 const PNG: [u8; 74] = [
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
-    0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x08, 0x02, 0x00, 0x00, 0x00, 0xfd, 0xd4, 0x9a, 0x73, 0x00, 0x00, 0x00,
-    0x11, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0x00, 0x44, 0x0c, 0x60, 0xf2, 0x3f, 0x00,
-    0x1b, 0xf2, 0x03, 0xfd, 0xf3, 0xe7, 0x4b, 0xb1, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42,
-    0x60, 0x82,
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x08, 0x02, 0x00, 0x00, 0x00, 0xfd, 0xd4, 0x9a,
+    0x73, 0x00, 0x00, 0x00, 0x11, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0x00,
+    0x44, 0x0c, 0x60, 0xf2, 0x3f, 0x00, 0x1b, 0xf2, 0x03, 0xfd, 0xf3, 0xe7, 0x4b, 0xb1, 0x00, 0x00,
+    0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -68,11 +68,16 @@ async fn within<F: Future<Output = ()>>(env: &HermesEnv, test: F) {
         }
     }
     let _diagnose = Diagnose(env);
-    tokio::time::timeout(TEST_BUDGET, test).await.expect("test exceeded its time budget");
+    tokio::time::timeout(TEST_BUDGET, test)
+        .await
+        .expect("test exceeded its time budget");
 }
 
 fn without_lines(text: &str, noise: &str) -> String {
-    text.lines().filter(|l| !l.contains(noise)).map(|l| format!("{l}\n")).collect()
+    text.lines()
+        .filter(|l| !l.contains(noise))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 fn tail(text: &str, max: usize) -> &str {
@@ -149,12 +154,18 @@ fn busy_reasons(events: &[Event]) -> Vec<BusyReason> {
 }
 
 fn position(events: &[Event], ty: &str) -> usize {
-    events.iter().position(|e| e.frame_type() == ty).unwrap_or_else(|| panic!("no {ty} in {:?}", types(events)))
+    events
+        .iter()
+        .position(|e| e.frame_type() == ty)
+        .unwrap_or_else(|| panic!("no {ty} in {:?}", types(events)))
 }
 
 /// The fake LLM's turn requests (not title or other side calls) whose last user text is `text`.
 fn turn_requests_for(env: &HermesEnv, text: &str) -> Vec<Value> {
-    env.turn_requests().into_iter().filter(|r| r["last_user"] == text).collect()
+    env.turn_requests()
+        .into_iter()
+        .filter(|r| r["last_user"] == text)
+        .collect()
 }
 
 fn ticks(n: usize) -> Vec<String> {
@@ -406,7 +417,10 @@ async fn titles_models_and_images() {
     let yaml = std::fs::read_to_string(&config).unwrap();
     let model_key = format!("context_length: {}}}", hermes::CONTEXT_LENGTH);
     assert!(yaml.contains(&model_key), "{yaml}");
-    let vision = format!("context_length: {}, supports_vision: true}}", hermes::CONTEXT_LENGTH);
+    let vision = format!(
+        "context_length: {}, supports_vision: true}}",
+        hermes::CONTEXT_LENGTH
+    );
     std::fs::write(&config, yaml.replace(&model_key, &vision)).unwrap();
     within(&env, async {
         let gw = gateway(&env).await;
@@ -415,7 +429,11 @@ async fn titles_models_and_images() {
         // An auto-thread gets an instant name, then Hermes' title.
         let text = "plan a trip to Lisbon";
         let echo = send(&mut a, default_lane(), text, true).await;
-        let thread = echo.header.thread_id.clone().expect("the echo is in the new thread");
+        let thread = echo
+            .header
+            .thread_id
+            .clone()
+            .expect("the echo is in the new thread");
         // The title comes from a side call after the turn; collect until both have arrived.
         let (mut idle, mut named) = (false, false);
         let frames = until(&mut a, |e| {
@@ -427,7 +445,10 @@ async fn titles_models_and_images() {
         assert_eq!(final_text(&frames), format!("OK: {text}"));
         let in_thread = |e: &&Event| e.header.thread_id.as_deref() == Some(thread.as_str());
         assert!(
-            frames.iter().filter(|e| e.frame_type().starts_with("message.")).all(|e| in_thread(&e)),
+            frames
+                .iter()
+                .filter(|e| e.frame_type().starts_with("message."))
+                .all(|e| in_thread(&e)),
             "the turn runs in the thread: {:?}",
             types(&frames)
         );
@@ -447,9 +468,18 @@ async fn titles_models_and_images() {
             })
             .unwrap();
         assert_eq!(note.title, "Trip To Lisbon");
-        assert_eq!(note.body.as_deref(), Some("Renamed topic to Trip To Lisbon"));
+        assert_eq!(
+            note.body.as_deref(),
+            Some("Renamed topic to Trip To Lisbon")
+        );
         let (_b, ack) = gw.connect("laptop").await;
-        assert!(ack.channels.iter().any(|c| c.chat_id == thread && c.name == "Trip To Lisbon"), "{:?}", ack.channels);
+        assert!(
+            ack.channels
+                .iter()
+                .any(|c| c.chat_id == thread && c.name == "Trip To Lisbon"),
+            "{:?}",
+            ack.channels
+        );
 
         // The model picker lists the endpoint's models under their provider; picking one
         // switches the model Hermes asks the LLM for.
@@ -461,12 +491,31 @@ async fn titles_models_and_images() {
         };
         assert_eq!(picker.current_model.as_deref(), Some(hermes::MODEL_ID));
         assert_eq!(picker.current_provider.as_deref(), Some("custom"));
-        let custom = picker.providers.iter().find(|p| p.id == "custom").expect("a custom provider group");
+        let custom = picker
+            .providers
+            .iter()
+            .find(|p| p.id == "custom")
+            .expect("a custom provider group");
         let ids: Vec<&str> = custom.models.iter().map(|m| m.id.as_str()).collect();
-        assert!(ids.contains(&hermes::MODEL_ID) && ids.contains(&hermes::OTHER_MODEL_ID), "{ids:?}");
-        select(&mut a, &picker.picker_id, hermes::OTHER_MODEL_ID).await.unwrap();
-        let reply = until(&mut a, |e| matches!(&e.body, ServerFrame::Message(m) if m.role == Role::System)).await;
-        assert!(system_texts(&reply).iter().any(|t| t.contains(hermes::OTHER_MODEL_ID)), "{:?}", system_texts(&reply));
+        assert!(
+            ids.contains(&hermes::MODEL_ID) && ids.contains(&hermes::OTHER_MODEL_ID),
+            "{ids:?}"
+        );
+        select(&mut a, &picker.picker_id, hermes::OTHER_MODEL_ID)
+            .await
+            .unwrap();
+        let reply = until(
+            &mut a,
+            |e| matches!(&e.body, ServerFrame::Message(m) if m.role == Role::System),
+        )
+        .await;
+        assert!(
+            system_texts(&reply)
+                .iter()
+                .any(|t| t.contains(hermes::OTHER_MODEL_ID)),
+            "{:?}",
+            system_texts(&reply)
+        );
 
         // An image, uploaded the way an app does and attached: Hermes passes it to the model.
         let media_ref = "mu_png";
@@ -477,30 +526,60 @@ async fn titles_models_and_images() {
             size: PNG.len() as u64,
             filename: "dots.png".into(),
         });
-        let header = Header { id: Some(RequestId::Str(format!("start-{media_ref}"))), ..Header::default() };
+        let header = Header {
+            id: Some(RequestId::Str(format!("start-{media_ref}"))),
+            ..Header::default()
+        };
         a.send(header, start).await.unwrap();
         a.send_binary(PNG.to_vec()).await.unwrap();
         let sha256 = hex::encode(Sha256::digest(PNG));
-        let end = ClientFrame::MediaUploadEnd(MediaUploadEnd { media_ref: media_ref.into(), sha256 });
-        let ack = a.request(Header::default(), end).await.expect("upload accepted");
-        assert!(matches!(&ack.body, ServerFrame::MediaUploadAck(u) if u.ok), "{}", ack.raw);
+        let end = ClientFrame::MediaUploadEnd(MediaUploadEnd {
+            media_ref: media_ref.into(),
+            sha256,
+        });
+        let ack = a
+            .request(Header::default(), end)
+            .await
+            .expect("upload accepted");
+        assert!(
+            matches!(&ack.body, ServerFrame::MediaUploadAck(u) if u.ok),
+            "{}",
+            ack.raw
+        );
         let question = "what is in this picture?";
         let frame = ClientFrame::MessageSend(MessageSend {
             text: question.into(),
             media_refs: vec![media_ref.into()],
             ..Default::default()
         });
-        a.request(default_lane(), frame).await.expect("message.send answered");
+        a.request(default_lane(), frame)
+            .await
+            .expect("message.send answered");
         let frames = until_idle(&mut a).await;
         let stop = stop_of(&frames);
         assert_eq!(stop.final_text, format!("OK: {question}"));
-        assert_eq!(stop.runtime.and_then(|r| r.model).as_deref(), Some("fake-model-2"));
+        assert_eq!(
+            stop.runtime.and_then(|r| r.model).as_deref(),
+            Some("fake-model-2")
+        );
         let requests = turn_requests_for(&env, question);
         assert_eq!(requests.len(), 1, "{requests:?}");
-        assert_eq!(requests[0]["model"], "fake-model-2", "the picked model is used");
-        assert_eq!(requests[0]["has_image"], true, "no image part reached the LLM");
-        let data_url = format!("data:image/png;base64,{}", base64::engine::general_purpose::STANDARD.encode(PNG));
-        assert!(requests[0]["body"].to_string().contains(&data_url), "the image bytes reached the LLM unchanged");
+        assert_eq!(
+            requests[0]["model"], "fake-model-2",
+            "the picked model is used"
+        );
+        assert_eq!(
+            requests[0]["has_image"], true,
+            "no image part reached the LLM"
+        );
+        let data_url = format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(PNG)
+        );
+        assert!(
+            requests[0]["body"].to_string().contains(&data_url),
+            "the image bytes reached the LLM unchanged"
+        );
         gw.stop().await;
     })
     .await;

@@ -81,7 +81,12 @@ impl Device {
 
 /// One connection's life: connect, sync from what the device holds, then send messages and read
 /// until the gateway dies. Returns every durable frame with its cursor, in arrival order.
-async fn session(url: String, device: &'static str, from: u64, seed: u64) -> Vec<(u64, String, bool)> {
+async fn session(
+    url: String,
+    device: &'static str,
+    from: u64,
+    seed: u64,
+) -> Vec<(u64, String, bool)> {
     let mut rng = StdRng::seed_from_u64(seed);
     let Ok((mut client, _)) = Client::connect(ConnectOptions::new(url, TOKEN, device)).await else {
         return Vec::new();
@@ -105,8 +110,14 @@ async fn session(url: String, device: &'static str, from: u64, seed: u64) -> Vec
     take(&mut client, &mut log);
     for n in 0.. {
         let text = format!("{device} says {n}");
-        let frame = ClientFrame::MessageSend(MessageSend { text, ..Default::default() });
-        match client.request_timeout(Header::lane("default", None), frame, Duration::from_secs(5)).await {
+        let frame = ClientFrame::MessageSend(MessageSend {
+            text,
+            ..Default::default()
+        });
+        match client
+            .request_timeout(Header::lane("default", None), frame, Duration::from_secs(5))
+            .await
+        {
             Ok(echo) => log.push((echo.cursor.unwrap(), echo.frame_type().to_owned(), false)),
             Err(_) => break,
         }
@@ -128,8 +139,14 @@ async fn session(url: String, device: &'static str, from: u64, seed: u64) -> Vec
 
 #[tokio::test]
 async fn devices_hold_every_frame_exactly_once_across_random_kills() {
-    let seed: u64 = std::env::var("IRIS_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
-    let kills: usize = std::env::var("IRIS_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let seed: u64 = std::env::var("IRIS_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    let kills: usize = std::env::var("IRIS_KILLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
     println!("kill harness: seed {seed} (replay with IRIS_KILL_SEED={seed}), {kills} kills");
     let mut rng = StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
@@ -140,7 +157,14 @@ async fn devices_hold_every_frame_exactly_once_across_random_kills() {
         let tasks: Vec<_> = DEVICES
             .iter()
             .zip(&devices)
-            .map(|(name, d)| tokio::spawn(session(gw.url.clone(), name, d.contiguous(&no_holes), rng.random())))
+            .map(|(name, d)| {
+                tokio::spawn(session(
+                    gw.url.clone(),
+                    name,
+                    d.contiguous(&no_holes),
+                    rng.random(),
+                ))
+            })
             .collect();
         tokio::time::sleep(Duration::from_millis(rng.random_range(50..700))).await;
         gw.child.start_kill().unwrap();
@@ -152,7 +176,10 @@ async fn devices_hold_every_frame_exactly_once_across_random_kills() {
                 assert!(this_connection.insert(cursor), "round {round}: {name} got cursor {cursor} twice on one connection (seed {seed})");
                 match device.frames.get(&cursor) {
                     Some(existing) => {
-                        assert_eq!(existing, &ty, "round {round}: {name} cursor {cursor} changed type (seed {seed})");
+                        assert_eq!(
+                            existing, &ty,
+                            "round {round}: {name} cursor {cursor} changed type (seed {seed})"
+                        );
                         device.redelivered += 1;
                     }
                     None => {
@@ -165,28 +192,54 @@ async fn devices_hold_every_frame_exactly_once_across_random_kills() {
 
     // A last, undisturbed run: everyone catches up, then a new device replays everything.
     let gw = start(dir.path()).await;
-    let (mut fresh, ack) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "auditor")).await.unwrap();
+    let (mut fresh, ack) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "auditor"))
+        .await
+        .unwrap();
     let everything = fresh.sync(0).await.unwrap();
-    let outbox: BTreeMap<u64, String> =
-        everything.frames.iter().map(|e| (e.cursor.unwrap(), e.frame_type().to_owned())).collect();
+    let outbox: BTreeMap<u64, String> = everything
+        .frames
+        .iter()
+        .map(|e| (e.cursor.unwrap(), e.frame_type().to_owned()))
+        .collect();
     let head = ack.head_cursor;
-    assert_eq!(outbox.len() as u64, head, "no holes: nothing is ever deleted in this run (seed {seed})");
+    assert_eq!(
+        outbox.len() as u64,
+        head,
+        "no holes: nothing is ever deleted in this run (seed {seed})"
+    );
     for (name, device) in DEVICES.iter().zip(devices.iter_mut()) {
-        let (mut client, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, *name)).await.unwrap();
+        let (mut client, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, *name))
+            .await
+            .unwrap();
         let from = device.contiguous(&no_holes);
         let outcome = client.sync(from).await.unwrap();
         for e in outcome.frames {
             let cursor = e.cursor.unwrap();
-            if device.frames.insert(cursor, e.frame_type().to_owned()).is_some() {
+            if device
+                .frames
+                .insert(cursor, e.frame_type().to_owned())
+                .is_some()
+            {
                 device.redelivered += 1;
             }
         }
         for (cursor, ty) in client.durable_log() {
             device.frames.entry(*cursor).or_insert_with(|| ty.clone());
         }
-        let mine: BTreeMap<u64, String> = device.frames.range(..=head).map(|(c, t)| (*c, t.clone())).collect();
-        assert_eq!(mine, outbox, "{name} holds exactly the outbox, every frame once, no gap (seed {seed})");
-        println!("{name}: {} frames, {} redelivered after interrupted syncs", mine.len(), device.redelivered);
+        let mine: BTreeMap<u64, String> = device
+            .frames
+            .range(..=head)
+            .map(|(c, t)| (*c, t.clone()))
+            .collect();
+        assert_eq!(
+            mine, outbox,
+            "{name} holds exactly the outbox, every frame once, no gap (seed {seed})"
+        );
+        println!(
+            "{name}: {} frames, {} redelivered after interrupted syncs",
+            mine.len(),
+            device.redelivered
+        );
     }
 
     // The outbox agrees with the messages table: every message frame has its row and every
@@ -206,8 +259,16 @@ async fn devices_hold_every_frame_exactly_once_across_random_kills() {
     let mut stored = Vec::new();
     let mut before: Option<String> = None;
     loop {
-        let req = ClientFrame::History(iris_protocol::HistoryRequest { before_message_id: before.clone(), limit: Some(200) });
-        let page = match fresh.request(Header::lane("default", None), req).await.unwrap().body {
+        let req = ClientFrame::History(iris_protocol::HistoryRequest {
+            before_message_id: before.clone(),
+            limit: Some(200),
+        });
+        let page = match fresh
+            .request(Header::lane("default", None), req)
+            .await
+            .unwrap()
+            .body
+        {
             ServerFrame::History(h) => h,
             other => panic!("{other:?}"),
         };
@@ -220,12 +281,18 @@ async fn devices_hold_every_frame_exactly_once_across_random_kills() {
     let stored: std::collections::BTreeSet<String> = stored.into_iter().collect();
     let framed: std::collections::BTreeSet<String> = by_id.keys().cloned().collect();
     let only_stored: Vec<_> = stored.difference(&framed).collect();
-    let only_framed: Vec<_> = framed.difference(&stored).map(|id| (id, by_id[id])).collect();
+    let only_framed: Vec<_> = framed
+        .difference(&stored)
+        .map(|id| (id, by_id[id]))
+        .collect();
     assert!(
         only_stored.is_empty() && only_framed.is_empty(),
         "messages table and outbox disagree (seed {seed}): rows without frames {only_stored:?}, frames without rows {only_framed:?}"
     );
-    println!("kill harness: {kills} kills, {head} frames, {} messages", stored.len());
+    println!(
+        "kill harness: {kills} kills, {head} frames, {} messages",
+        stored.len()
+    );
     drop(gw);
 }
 
@@ -233,27 +300,65 @@ async fn devices_hold_every_frame_exactly_once_across_random_kills() {
 async fn a_turn_cut_off_by_a_kill_is_closed_at_the_next_start() {
     let dir = tempfile::tempdir().unwrap();
     let mut gw = start(dir.path()).await;
-    let (mut phone, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "phone")).await.unwrap();
-    let frame = ClientFrame::MessageSend(MessageSend { text: "slow story".into(), ..Default::default() });
-    phone.request(Header::lane("default", None), frame).await.unwrap();
-    let started = phone.wait_for(|e| e.frame_type() == "message.start").await.unwrap();
-    let bubble = started.json()["payload"]["message_id"].as_str().unwrap().to_owned();
-    phone.wait_for(|e| e.frame_type() == "message.update").await.unwrap();
+    let (mut phone, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "phone"))
+        .await
+        .unwrap();
+    let frame = ClientFrame::MessageSend(MessageSend {
+        text: "slow story".into(),
+        ..Default::default()
+    });
+    phone
+        .request(Header::lane("default", None), frame)
+        .await
+        .unwrap();
+    let started = phone
+        .wait_for(|e| e.frame_type() == "message.start")
+        .await
+        .unwrap();
+    let bubble = started.json()["payload"]["message_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    phone
+        .wait_for(|e| e.frame_type() == "message.update")
+        .await
+        .unwrap();
     let seen = phone.durable_log().last().unwrap().0;
     gw.child.start_kill().unwrap();
     gw.child.wait().await.unwrap();
 
     let gw = start(dir.path()).await;
-    let (mut phone, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "phone")).await.unwrap();
+    let (mut phone, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "phone"))
+        .await
+        .unwrap();
     let replay = phone.sync(seen).await.unwrap();
     let types: Vec<&str> = replay.frames.iter().map(|e| e.frame_type()).collect();
-    assert_eq!(types, ["message.stop", "message", "agent.idle"], "{types:?}");
-    assert_eq!(replay.frames[0].json()["payload"]["message_id"], bubble.as_str());
-    assert!(replay.frames[1].json()["payload"]["text"].as_str().unwrap().contains("cut off"));
+    assert_eq!(
+        types,
+        ["message.stop", "message", "agent.idle"],
+        "{types:?}"
+    );
+    assert_eq!(
+        replay.frames[0].json()["payload"]["message_id"],
+        bubble.as_str()
+    );
+    assert!(replay.frames[1].json()["payload"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("cut off"));
     // The lane works again.
-    let frame = ClientFrame::MessageSend(MessageSend { text: "hello again".into(), ..Default::default() });
-    phone.request(Header::lane("default", None), frame).await.unwrap();
-    let stop = phone.wait_for(|e| e.frame_type() == "message.stop").await.unwrap();
+    let frame = ClientFrame::MessageSend(MessageSend {
+        text: "hello again".into(),
+        ..Default::default()
+    });
+    phone
+        .request(Header::lane("default", None), frame)
+        .await
+        .unwrap();
+    let stop = phone
+        .wait_for(|e| e.frame_type() == "message.stop")
+        .await
+        .unwrap();
     assert_eq!(stop.json()["payload"]["final_text"], "Echo: hello again");
     drop(gw);
 }

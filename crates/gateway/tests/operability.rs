@@ -6,14 +6,21 @@ use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn http_get(gw: &TestGateway, path: &str) -> (u16, String) {
-    let addr = gw.url.trim_start_matches("ws://").trim_end_matches("/ws").to_owned();
+    let addr = gw
+        .url
+        .trim_start_matches("ws://")
+        .trim_end_matches("/ws")
+        .to_owned();
     let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(req.as_bytes()).await.unwrap();
     let mut buf = String::new();
     stream.read_to_string(&mut buf).await.unwrap();
     let status = buf.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    let body = buf
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -31,12 +38,16 @@ async fn metrics_count_connections_syncs_turns_and_agent_restarts() {
     let gw = TestGateway::start_demo().await;
     let (mut a, _) = gw.connect("a").await;
     send_text(&mut a, "default", "secret words").await;
-    a.wait_for(|e| e.frame_type() == "agent.idle").await.unwrap();
+    a.wait_for(|e| e.frame_type() == "agent.idle")
+        .await
+        .unwrap();
     // A device that joins later replays what it missed.
     let (mut b, _) = gw.connect("b").await;
     b.sync(0).await.unwrap();
     send_text(&mut a, "default", "crash please").await;
-    a.wait_for(|e| e.frame_type() == "agent.idle").await.unwrap();
+    a.wait_for(|e| e.frame_type() == "agent.idle")
+        .await
+        .unwrap();
 
     let (status, body) = http_get(&gw, "/metrics").await;
     assert_eq!(status, 200);
@@ -46,14 +57,24 @@ async fn metrics_count_connections_syncs_turns_and_agent_restarts() {
     assert!(value(&body, "iris_outbox_head") > 5.0);
     assert_eq!(value(&body, "iris_turn_latency_seconds_count"), 2.0);
     assert_eq!(value(&body, "iris_sync_gaps_total"), 0.0);
-    for name in ["iris_frames_coalesced_total", "iris_slow_device_disconnects_total", "iris_push_sent_total", "iris_push_failed_total"] {
+    for name in [
+        "iris_frames_coalesced_total",
+        "iris_slow_device_disconnects_total",
+        "iris_push_sent_total",
+        "iris_push_failed_total",
+    ] {
         value(&body, name);
     }
     // The next turn restarts the crashed agent.
     send_text(&mut a, "default", "hello again").await;
-    a.wait_for(|e| e.frame_type() == "agent.idle").await.unwrap();
+    a.wait_for(|e| e.frame_type() == "agent.idle")
+        .await
+        .unwrap();
     let (_, body) = http_get(&gw, "/metrics").await;
     assert!(value(&body, "iris_agent_restarts_total") >= 1.0);
-    assert!(!body.contains("secret words") && !body.contains(TOKEN), "metrics carry no text or secrets");
+    assert!(
+        !body.contains("secret words") && !body.contains(TOKEN),
+        "metrics carry no text or secrets"
+    );
     gw.stop().await;
 }

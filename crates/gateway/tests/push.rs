@@ -45,7 +45,10 @@ struct Recorded {
 
 impl Recorded {
     fn header(&self, name: &str) -> &str {
-        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
     }
 
     fn json(&self) -> Value {
@@ -54,11 +57,17 @@ impl Recorded {
 
     /// `message.data` of an FCM request.
     fn data(&self, key: &str) -> String {
-        self.json()["message"]["data"][key].as_str().unwrap_or_default().to_owned()
+        self.json()["message"]["data"][key]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
 
     fn fcm_token(&self) -> String {
-        self.json()["message"]["token"].as_str().unwrap_or_default().to_owned()
+        self.json()["message"]["token"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
 
     fn delivered(&self) -> bool {
@@ -87,7 +96,9 @@ struct FakeBackends {
 
 impl FakeBackends {
     async fn start() -> FakeBackends {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let fake = FakeBackends {
             addr: listener.local_addr().expect("addr"),
             state: Arc::default(),
@@ -129,13 +140,15 @@ impl FakeBackends {
 
     /// The `n`th FCM request (0-based), once it arrived.
     async fn fcm(&self, n: usize) -> Recorded {
-        self.until(&format!("FCM request #{n}"), |b| b.fcm.len() > n).await;
+        self.until(&format!("FCM request #{n}"), |b| b.fcm.len() > n)
+            .await;
         self.with(|b| b.fcm[n].clone())
     }
 
     /// The `n`th ntfy request (0-based), once it arrived.
     async fn ntfy(&self, n: usize) -> Recorded {
-        self.until(&format!("ntfy request #{n}"), |b| b.ntfy.len() > n).await;
+        self.until(&format!("ntfy request #{n}"), |b| b.ntfy.len() > n)
+            .await;
         self.with(|b| b.ntfy[n].clone())
     }
 
@@ -169,7 +182,10 @@ impl FakeBackends {
                 token_url: Some(self.token_url()),
                 base_url: self.url(),
             }),
-            ntfy: Some(NtfyConfig { server: format!("{}/ntfy", self.url()), token: Some(NTFY_TOKEN.into()) }),
+            ntfy: Some(NtfyConfig {
+                server: format!("{}/ntfy", self.url()),
+                token: Some(NTFY_TOKEN.into()),
+            }),
             ..PushConfig::default()
         }
     }
@@ -183,16 +199,30 @@ async fn answer(
 ) -> (StatusCode, String) {
     let path = uri.path().to_owned();
     let (status, reply) = fake.with(|b| {
-        let mut record = Recorded { path: path.clone(), headers, body, status: 200 };
+        let mut record = Recorded {
+            path: path.clone(),
+            headers,
+            body,
+            status: 200,
+        };
         if path == "/token" {
             b.tokens.push(record);
             let token = format!("access-{}", b.tokens.len());
-            (200, json!({"access_token": token, "expires_in": 3599, "token_type": "Bearer"}))
+            (
+                200,
+                json!({"access_token": token, "expires_in": 3599, "token_type": "Bearer"}),
+            )
         } else if path.starts_with("/v1/projects/") {
             let (status, reply) = match (b.fcm_down, b.fcm_script.pop_front()) {
-                (Some(down), _) => (down, json!({"error": {"code": down, "status": "UNAVAILABLE"}})),
+                (Some(down), _) => (
+                    down,
+                    json!({"error": {"code": down, "status": "UNAVAILABLE"}}),
+                ),
                 (None, Some(scripted)) => scripted,
-                (None, None) => (200, json!({"name": format!("projects/{PROJECT}/messages/{}", b.fcm.len() + 1)})),
+                (None, None) => (
+                    200,
+                    json!({"name": format!("projects/{PROJECT}/messages/{}", b.fcm.len() + 1)}),
+                ),
             };
             record.status = status;
             b.fcm.push(record);
@@ -205,11 +235,17 @@ async fn answer(
         }
     });
     fake.changed.notify_waiters();
-    (StatusCode::from_u16(status).expect("status"), reply.to_string())
+    (
+        StatusCode::from_u16(status).expect("status"),
+        reply.to_string(),
+    )
 }
 
 /// A gateway with the demo agent and push pointed at `fake`.
-async fn gateway(fake: &FakeBackends, tweak: impl FnOnce(&mut PushConfig)) -> (TestGateway, tempfile::TempDir) {
+async fn gateway(
+    fake: &FakeBackends,
+    tweak: impl FnOnce(&mut PushConfig),
+) -> (TestGateway, tempfile::TempDir) {
     let keys = tempfile::tempdir().expect("tempdir");
     let mut push = fake.config(fake.service_account(keys.path()));
     tweak(&mut push);
@@ -237,7 +273,10 @@ async fn pair_and_leave(gw: &TestGateway, opts: ConnectOptions) -> HelloAck {
     // The server drops the connection from the hub just after answering the close.
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while gw.shared.hub.is_online(&id) {
-        assert!(tokio::time::Instant::now() < deadline, "{id} still counted as connected");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{id} still counted as connected"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     ack
@@ -246,7 +285,10 @@ async fn pair_and_leave(gw: &TestGateway, opts: ConnectOptions) -> HelloAck {
 /// Sends a prompt and waits for the agent's final message; returns its event (with its cursor).
 async fn ask(client: &mut Client, text: &str) -> Event {
     send_text(client, "default", text).await;
-    client.wait_for(|e| e.frame_type() == "message.stop").await.expect("the agent answers")
+    client
+        .wait_for(|e| e.frame_type() == "message.stop")
+        .await
+        .expect("the agent answers")
 }
 
 fn cursor(event: &Event) -> u64 {
@@ -254,7 +296,10 @@ fn cursor(event: &Event) -> u64 {
 }
 
 fn stop_message_id(event: &Event) -> String {
-    event.json()["payload"]["message_id"].as_str().expect("message_id").to_owned()
+    event.json()["payload"]["message_id"]
+        .as_str()
+        .expect("message_id")
+        .to_owned()
 }
 
 #[tokio::test]
@@ -263,7 +308,11 @@ async fn an_offline_device_gets_an_fcm_push_of_the_documented_shape() {
     let (gw, _keys) = gateway(&fake, |_| {}).await;
     let phone = device(&gw, "phone", Some("fcm-phone"), None);
     let ack = pair_and_leave(&gw, phone.clone()).await;
-    assert_eq!(ack.server_caps.push.as_deref(), Some("fcm,ntfy"), "hello.ack names the configured backends");
+    assert_eq!(
+        ack.server_caps.push.as_deref(),
+        Some("fcm,ntfy"),
+        "hello.ack names the configured backends"
+    );
     assert_eq!(ack.last_pushed_cursor, 0);
 
     let (mut laptop, _) = gw.connect("laptop").await;
@@ -272,20 +321,38 @@ async fn an_offline_device_gets_an_fcm_push_of_the_documented_shape() {
 
     // The access token came from the JWT bearer grant, signed with the service account's key.
     let grant = fake.with(|b| b.tokens[0].clone());
-    assert_eq!(grant.header("content-type"), "application/x-www-form-urlencoded");
-    let form: Vec<(String, String)> =
-        reqwest::Url::parse(&format!("http://x/?{}", grant.body)).expect("form").query_pairs().into_owned().collect();
-    assert_eq!(form[0], ("grant_type".to_owned(), "urn:ietf:params:oauth:grant-type:jwt-bearer".to_owned()));
+    assert_eq!(
+        grant.header("content-type"),
+        "application/x-www-form-urlencoded"
+    );
+    let form: Vec<(String, String)> = reqwest::Url::parse(&format!("http://x/?{}", grant.body))
+        .expect("form")
+        .query_pairs()
+        .into_owned()
+        .collect();
+    assert_eq!(
+        form[0],
+        (
+            "grant_type".to_owned(),
+            "urn:ietf:params:oauth:grant-type:jwt-bearer".to_owned()
+        )
+    );
     assert_eq!(form[1].0, "assertion");
     let mut rules = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
     rules.set_audience(&[fake.token_url()]);
     rules.set_issuer(&[CLIENT_EMAIL]);
     let key = jsonwebtoken::DecodingKey::from_rsa_pem(PUBLIC_KEY.as_bytes()).expect("public key");
-    let jwt =
-        jsonwebtoken::decode::<Value>(&form[1].1, &key, &rules).expect("the assertion verifies with the test key");
+    let jwt = jsonwebtoken::decode::<Value>(&form[1].1, &key, &rules)
+        .expect("the assertion verifies with the test key");
     assert_eq!(jwt.header.kid.as_deref(), Some("test-key-1"));
-    assert_eq!(jwt.claims["scope"], "https://www.googleapis.com/auth/firebase.messaging");
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs() as i64;
+    assert_eq!(
+        jwt.claims["scope"],
+        "https://www.googleapis.com/auth/firebase.messaging"
+    );
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
     let iat = jwt.claims["iat"].as_i64().expect("iat");
     assert!((iat - now).abs() < 60, "iat {iat} is now ({now})");
     assert_eq!(jwt.claims["exp"].as_i64(), Some(iat + 3600));
@@ -315,14 +382,27 @@ async fn an_offline_device_gets_an_fcm_push_of_the_documented_shape() {
     let push = fake.fcm(1).await;
     assert_eq!(push.header("authorization"), "Bearer access-1");
     assert_eq!(push.data("cursor"), cursor(&second).to_string());
-    assert_eq!(fake.with(|b| b.tokens.len()), 1, "one token request for both pushes");
+    assert_eq!(
+        fake.with(|b| b.tokens.len()),
+        1,
+        "one token request for both pushes"
+    );
 
     // Back online, the phone learns what already woke it, and sync shows the same cursor.
     let (mut phone, ack) = Client::connect(phone).await.expect("reconnect");
     assert_eq!(ack.last_pushed_cursor, cursor(&second));
     let replay = phone.sync(0).await.expect("sync");
-    let last_stop = replay.frames.iter().rev().find(|e| e.frame_type() == "message.stop").expect("replayed answer");
-    assert_eq!(last_stop.cursor, Some(ack.last_pushed_cursor), "the app can skip notifying what was pushed");
+    let last_stop = replay
+        .frames
+        .iter()
+        .rev()
+        .find(|e| e.frame_type() == "message.stop")
+        .expect("replayed answer");
+    assert_eq!(
+        last_stop.cursor,
+        Some(ack.last_pushed_cursor),
+        "the app can skip notifying what was pushed"
+    );
     gw.stop().await;
 }
 
@@ -341,25 +421,39 @@ async fn an_ntfy_push_carries_title_priority_tags_and_click_headers() {
     assert_eq!(push.header("title"), "Demo agent replied in Default");
     assert_eq!(push.header("priority"), "default");
     assert_eq!(push.header("tags"), "speech_balloon");
-    let click =
-        format!("iris://open?chat_id=default&message_id={}&cursor={}", stop_message_id(&answer), cursor(&answer));
+    let click = format!(
+        "iris://open?chat_id=default&message_id={}&cursor={}",
+        stop_message_id(&answer),
+        cursor(&answer)
+    );
     assert_eq!(push.header("click"), click);
     assert_eq!(push.header("x-sequence-id"), "iris-default");
     assert_eq!(push.header("authorization"), format!("Bearer {NTFY_TOKEN}"));
 
     // A permission request is more urgent and says so.
     send_text(&mut laptop, "default", "please approve this").await;
-    let picker = laptop.wait_for(|e| e.frame_type() == "picker.approval").await.expect("approval picker");
+    let picker = laptop
+        .wait_for(|e| e.frame_type() == "picker.approval")
+        .await
+        .expect("approval picker");
     let push = fake.ntfy(1).await;
     assert_eq!(push.header("title"), "Approval needed");
     assert_eq!(push.header("priority"), "high");
     assert_eq!(push.header("tags"), "warning");
-    assert!(!push.body.is_empty(), "the body says what is to be approved");
     assert!(
-        push.header("click").ends_with(&format!("cursor={}", cursor(&picker) + 1)),
+        !push.body.is_empty(),
+        "the body says what is to be approved"
+    );
+    assert!(
+        push.header("click")
+            .ends_with(&format!("cursor={}", cursor(&picker) + 1)),
         "the picker and its notification are one push"
     );
-    assert_eq!(fake.with(|b| b.fcm.len()), 0, "a device with only a topic is not sent to FCM");
+    assert_eq!(
+        fake.with(|b| b.fcm.len()),
+        0,
+        "a device with only a topic is not sent to FCM"
+    );
     gw.stop().await;
 }
 
@@ -369,20 +463,34 @@ async fn a_burst_wakes_an_offline_device_once_and_a_connected_device_not_at_all(
     // The window is wide enough for three demo turns on a slow machine.
     let (gw, _keys) = gateway(&fake, |p| p.coalesce = Duration::from_millis(3000)).await;
     pair_and_leave(&gw, device(&gw, "phone", Some("fcm-phone"), None)).await;
-    let (mut laptop, _) = Client::connect(device(&gw, "laptop", Some("fcm-laptop"), None)).await.expect("connect");
+    let (mut laptop, _) = Client::connect(device(&gw, "laptop", Some("fcm-laptop"), None))
+        .await
+        .expect("connect");
 
     for text in ["one", "two", "three"] {
         send_text(&mut laptop, "default", text).await;
     }
     let mut stops = Vec::new();
     while stops.len() < 3 {
-        stops.push(laptop.wait_for(|e| e.frame_type() == "message.stop").await.expect("answer"));
+        stops.push(
+            laptop
+                .wait_for(|e| e.frame_type() == "message.stop")
+                .await
+                .expect("answer"),
+        );
     }
     let push = fake.fcm(0).await;
     assert_eq!(push.fcm_token(), "fcm-phone");
-    assert_eq!(push.data("cursor"), cursor(&stops[2]).to_string(), "the push carries the latest cursor");
+    assert_eq!(
+        push.data("cursor"),
+        cursor(&stops[2]).to_string(),
+        "the push carries the latest cursor"
+    );
     assert_eq!(push.data("count"), "3");
-    assert_eq!(push.json()["message"]["notification"]["body"], "Echo: three");
+    assert_eq!(
+        push.json()["message"]["notification"]["body"],
+        "Echo: three"
+    );
 
     // Nothing else follows: not a second push for the burst, nothing for the connected laptop.
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -396,8 +504,12 @@ async fn a_burst_wakes_an_offline_device_once_and_a_connected_device_not_at_all(
 async fn pushes_are_retried_after_500_and_429() {
     let fake = FakeBackends::start().await;
     fake.with(|b| {
-        b.fcm_script.push_back((500, json!({"error": {"code": 500, "status": "INTERNAL"}})));
-        b.fcm_script.push_back((429, json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED"}})));
+        b.fcm_script
+            .push_back((500, json!({"error": {"code": 500, "status": "INTERNAL"}})));
+        b.fcm_script.push_back((
+            429,
+            json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED"}}),
+        ));
     });
     let (gw, _keys) = gateway(&fake, |_| {}).await;
     let phone = device(&gw, "phone", Some("fcm-phone"), None);
@@ -408,20 +520,38 @@ async fn pushes_are_retried_after_500_and_429() {
     let attempts = [fake.fcm(0).await, fake.fcm(1).await, fake.fcm(2).await];
     let statuses: Vec<u16> = attempts.iter().map(|r| r.status).collect();
     assert_eq!(statuses, [500, 429, 200]);
-    assert!(attempts.iter().all(|r| r.body == attempts[0].body), "every attempt sends the same push");
+    assert!(
+        attempts.iter().all(|r| r.body == attempts[0].body),
+        "every attempt sends the same push"
+    );
     assert_eq!(attempts[2].data("cursor"), cursor(&answer).to_string());
 
     let (_phone, ack) = Client::connect(phone).await.expect("reconnect");
-    assert_eq!(ack.last_pushed_cursor, cursor(&answer), "recorded once it got through");
-    assert_eq!(fake.with(|b| b.fcm.len()), 3, "no attempt after the success");
-    let metrics = reqwest::get(gw.url.replace("ws://", "http://").replace("/ws", "/metrics"))
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .expect("metrics text");
+    assert_eq!(
+        ack.last_pushed_cursor,
+        cursor(&answer),
+        "recorded once it got through"
+    );
+    assert_eq!(
+        fake.with(|b| b.fcm.len()),
+        3,
+        "no attempt after the success"
+    );
+    let metrics = reqwest::get(
+        gw.url
+            .replace("ws://", "http://")
+            .replace("/ws", "/metrics"),
+    )
+    .await
+    .expect("GET /metrics")
+    .text()
+    .await
+    .expect("metrics text");
     assert!(metrics.contains("\niris_push_sent_total 1\n"), "{metrics}");
-    assert!(metrics.contains("\niris_push_failed_total 0\n"), "retried failures are not failures: {metrics}");
+    assert!(
+        metrics.contains("\niris_push_failed_total 0\n"),
+        "retried failures are not failures: {metrics}"
+    );
     gw.stop().await;
 }
 
@@ -444,17 +574,31 @@ async fn an_unregistered_fcm_token_is_removed_and_ntfy_takes_over() {
     assert_eq!(fake.fcm(0).await.status, 404);
     let fallback = fake.ntfy(0).await;
     assert!(
-        fallback.header("click").ends_with(&format!("cursor={}", cursor(&first))),
+        fallback
+            .header("click")
+            .ends_with(&format!("cursor={}", cursor(&first))),
         "the same push went through ntfy"
     );
-    let row = gw.shared.store.get_device("phone").await.expect("read").expect("device");
+    let row = gw
+        .shared
+        .store
+        .get_device("phone")
+        .await
+        .expect("read")
+        .expect("device");
     assert_eq!(row.fcm_token, None, "the dead token is gone");
     assert_eq!(row.ntfy_topic.as_deref(), Some("phone-topic"));
 
     let second = ask(&mut laptop, "still there").await;
     let push = fake.ntfy(1).await;
-    assert!(push.header("click").ends_with(&format!("cursor={}", cursor(&second))));
-    assert_eq!(fake.with(|b| b.fcm.len()), 1, "the removed token is never used again");
+    assert!(push
+        .header("click")
+        .ends_with(&format!("cursor={}", cursor(&second))));
+    assert_eq!(
+        fake.with(|b| b.fcm.len()),
+        1,
+        "the removed token is never used again"
+    );
     let (_phone, ack) = Client::connect(phone).await.expect("reconnect");
     assert_eq!(ack.last_pushed_cursor, cursor(&second));
     gw.stop().await;
@@ -479,7 +623,10 @@ async fn with_previews_off_a_push_says_what_happened_but_not_what_was_said() {
     assert_eq!(ntfy.body, "Open Iris to see it.");
     for request in [&fcm, &ntfy] {
         let all = format!("{:?} {}", request.headers, request.body);
-        assert!(!all.contains("hunter2") && !all.contains("password"), "no content in {all}");
+        assert!(
+            !all.contains("hunter2") && !all.contains("password"),
+            "no content in {all}"
+        );
     }
     gw.stop().await;
 }
@@ -508,23 +655,35 @@ async fn a_push_pending_at_a_crash_is_sent_once_after_the_restart() {
     let mut first = Process::start(&config, &data).await;
     let phone = first.device("phone", "fcm-phone");
     first.pair_and_leave(phone.clone()).await;
-    let (mut laptop, _) = Client::connect(first.device("laptop", "")).await.expect("laptop");
+    let (mut laptop, _) = Client::connect(first.device("laptop", ""))
+        .await
+        .expect("laptop");
     laptop.next_event().await.expect("status");
     let c1 = cursor(&ask(&mut laptop, "first").await);
     // The phone's push is being tried (and refused) when the second device pairs.
-    fake.until("a refused attempt", |b| b.fcm.iter().any(|r| r.fcm_token() == "fcm-phone")).await;
+    fake.until("a refused attempt", |b| {
+        b.fcm.iter().any(|r| r.fcm_token() == "fcm-phone")
+    })
+    .await;
     let tablet = first.device("tablet", "fcm-tablet");
     first.pair_and_leave(tablet.clone()).await;
     let c2 = cursor(&ask(&mut laptop, "second").await);
     assert!(c2 > c1);
     first.kill().await;
     drop(laptop);
-    assert!(fake.with(|b| b.fcm.iter().all(|r| !r.delivered())), "nothing got through before the crash");
+    assert!(
+        fake.with(|b| b.fcm.iter().all(|r| !r.delivered())),
+        "nothing got through before the crash"
+    );
 
     fake.with(|b| b.fcm_down = None);
     let second = Process::start(&config, &data).await;
     let delivered_to = |b: &Backend, token: &str| -> Vec<String> {
-        b.fcm.iter().filter(|r| r.delivered() && r.fcm_token() == token).map(|r| r.data("cursor")).collect()
+        b.fcm
+            .iter()
+            .filter(|r| r.delivered() && r.fcm_token() == token)
+            .map(|r| r.data("cursor"))
+            .collect()
     };
     fake.until("both pushes", |b| {
         !delivered_to(b, "fcm-phone").is_empty() && !delivered_to(b, "fcm-tablet").is_empty()
@@ -532,13 +691,26 @@ async fn a_push_pending_at_a_crash_is_sent_once_after_the_restart() {
     .await;
     // Both devices are back; nothing else is pushed to them.
     let (_phone, phone_ack) = Client::connect(second.rebase(phone)).await.expect("phone");
-    let (_tablet, tablet_ack) = Client::connect(second.rebase(tablet)).await.expect("tablet");
+    let (_tablet, tablet_ack) = Client::connect(second.rebase(tablet))
+        .await
+        .expect("tablet");
     tokio::time::sleep(Duration::from_millis(500)).await;
     fake.with(|b| {
-        assert_eq!(delivered_to(b, "fcm-phone"), [c2.to_string()], "the phone is woken once, for everything");
-        assert_eq!(delivered_to(b, "fcm-tablet"), [c2.to_string()], "the tablet is woken once");
+        assert_eq!(
+            delivered_to(b, "fcm-phone"),
+            [c2.to_string()],
+            "the phone is woken once, for everything"
+        );
+        assert_eq!(
+            delivered_to(b, "fcm-tablet"),
+            [c2.to_string()],
+            "the tablet is woken once"
+        );
     });
-    assert_eq!((phone_ack.last_pushed_cursor, tablet_ack.last_pushed_cursor), (c2, c2));
+    assert_eq!(
+        (phone_ack.last_pushed_cursor, tablet_ack.last_pushed_cursor),
+        (c2, c2)
+    );
     second.terminate().await;
 }
 
@@ -552,13 +724,27 @@ struct Process {
 impl Process {
     async fn start(config: &Path, data: &Path) -> Process {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_iris-gateway"));
-        cmd.arg("serve").arg("--config").arg(config).arg("--data-dir").arg(data);
-        for var in ["IRIS_LISTEN", "IRIS_DATA_DIR", "IRIS_TOKEN", "IRIS_CONFIG", "IRIS_AGENT", "IRIS_LOG"] {
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(config)
+            .arg("--data-dir")
+            .arg(data);
+        for var in [
+            "IRIS_LISTEN",
+            "IRIS_DATA_DIR",
+            "IRIS_TOKEN",
+            "IRIS_CONFIG",
+            "IRIS_AGENT",
+            "IRIS_LOG",
+        ] {
             cmd.env_remove(var);
         }
         // The refused attempts are expected; only errors would be worth reading.
         cmd.env("IRIS_LOG", "error");
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
         let mut child = cmd.spawn().expect("spawn iris-gateway");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let url = tokio::time::timeout(PATIENCE, async {
@@ -590,7 +776,12 @@ impl Process {
     }
 
     async fn connections(&self) -> u64 {
-        let health: Value = reqwest::get(&self.health).await.expect("healthz").json().await.expect("json");
+        let health: Value = reqwest::get(&self.health)
+            .await
+            .expect("healthz")
+            .json()
+            .await
+            .expect("json");
         health["connections"].as_u64().expect("connections")
     }
 
@@ -601,21 +792,30 @@ impl Process {
         client.close().await.expect("close");
         let deadline = tokio::time::Instant::now() + PATIENCE;
         while self.connections().await > before {
-            assert!(tokio::time::Instant::now() < deadline, "the gateway still counts the device");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the gateway still counts the device"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
     async fn kill(&mut self) {
         self.child.start_kill().expect("SIGKILL");
-        tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("dies in time").expect("wait");
+        tokio::time::timeout(PATIENCE, self.child.wait())
+            .await
+            .expect("dies in time")
+            .expect("wait");
     }
 
     async fn terminate(mut self) {
         let pid = self.child.id().expect("pid") as i32;
         // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-        let status = tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("exits in time").expect("wait");
+        let status = tokio::time::timeout(PATIENCE, self.child.wait())
+            .await
+            .expect("exits in time")
+            .expect("wait");
         assert!(status.success(), "clean exit after SIGTERM: {status:?}");
     }
 }

@@ -21,9 +21,16 @@ async fn a_slow_reader_gets_coalesced_updates_and_every_durable_frame() {
     // slow device's socket fills up long before the answer ends.
     send(&mut fast, default_lane(), "bench 10000 100", false).await;
     let frames = until_idle(&mut fast).await;
-    let fast_updates = frames.iter().filter(|e| e.frame_type() == "message.update").count();
+    let fast_updates = frames
+        .iter()
+        .filter(|e| e.frame_type() == "message.update")
+        .count();
     let answer = final_text(&frames);
-    assert!(answer.len() > 150_000, "a long answer: {} bytes", answer.len());
+    assert!(
+        answer.len() > 150_000,
+        "a long answer: {} bytes",
+        answer.len()
+    );
 
     // The slow device reads one frame every 10 ms until the turn is over for it.
     let mut slow_updates = 0;
@@ -32,7 +39,11 @@ async fn a_slow_reader_gets_coalesced_updates_and_every_durable_frame() {
     let read = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             tokio::time::sleep(Duration::from_millis(10)).await;
-            match slow.recv().await.expect("the slow device keeps its connection") {
+            match slow
+                .recv()
+                .await
+                .expect("the slow device keeps its connection")
+            {
                 RawFrame::Text(text) => {
                     let frame = decode::<ServerFrame>(&text).expect("valid frame");
                     match &frame.body {
@@ -56,9 +67,21 @@ async fn a_slow_reader_gets_coalesced_updates_and_every_durable_frame() {
     })
     .await;
     assert!(read.is_ok(), "the slow device got the whole turn");
-    assert_eq!(last_text, answer, "the slow device ends with the whole answer");
-    assert!(slow_updates < fast_updates, "updates were coalesced: {slow_updates} of {fast_updates}");
-    assert!(gw.shared.metrics.frames_coalesced.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    assert_eq!(
+        last_text, answer,
+        "the slow device ends with the whole answer"
+    );
+    assert!(
+        slow_updates < fast_updates,
+        "updates were coalesced: {slow_updates} of {fast_updates}"
+    );
+    assert!(
+        gw.shared
+            .metrics
+            .frames_coalesced
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
+    );
 
     // Reconnecting, it syncs from its confirmed watermark and holds every durable frame.
     drop(slow);
@@ -66,8 +89,15 @@ async fn a_slow_reader_gets_coalesced_updates_and_every_durable_frame() {
     let replay = again.sync(ack.sync_cursor).await.unwrap();
     let head = fast.durable_log().last().unwrap().0;
     let replayed: Vec<u64> = replay.frames.iter().map(|e| e.cursor.unwrap()).collect();
-    assert_eq!(replayed, ((ack.sync_cursor + 1)..=head).collect::<Vec<u64>>(), "everything above the watermark");
+    assert_eq!(
+        replayed,
+        ((ack.sync_cursor + 1)..=head).collect::<Vec<u64>>(),
+        "everything above the watermark"
+    );
     let durable_seen = slow_types.iter().filter(|f| f.is_durable()).count() as u64;
-    assert!(ack.sync_cursor <= durable_seen, "the watermark never claims more than the device read");
+    assert!(
+        ack.sync_cursor <= durable_seen,
+        "the watermark never claims more than the device read"
+    );
     gw.stop().await;
 }

@@ -24,14 +24,23 @@ struct Response {
 
 impl Response {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
 /// A plain HTTP GET, as a browser would send it (no client library between the test and the wire).
 async fn get(gw: &TestGateway, path: &str, extra: &[(&str, &str)]) -> Response {
-    let addr = gw.url.trim_start_matches("ws://").trim_end_matches("/ws").to_owned();
-    let mut stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let addr = gw
+        .url
+        .trim_start_matches("ws://")
+        .trim_end_matches("/ws")
+        .to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
     let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (k, v) in extra {
         req.push_str(&format!("{k}: {v}\r\n"));
@@ -39,24 +48,47 @@ async fn get(gw: &TestGateway, path: &str, extra: &[(&str, &str)]) -> Response {
     req.push_str("\r\n");
     stream.write_all(req.as_bytes()).await.expect("write");
     let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw)).await.expect("response in time").expect("read");
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
+        .await
+        .expect("response in time")
+        .expect("read");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
     let head = String::from_utf8_lossy(&raw[..split]).to_string();
     let mut lines = head.lines();
-    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).expect("status");
-    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())).collect();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
     let mut body = raw[split + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         body = dechunk(&body);
     }
-    Response { status, headers, body }
+    Response {
+        status,
+        headers,
+        body,
+    }
 }
 
 fn dechunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
-        let Some(end) = data.windows(2).position(|w| w == b"\r\n") else { return out };
-        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16).unwrap_or(0);
+        let Some(end) = data.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16).unwrap_or(0);
         if size == 0 {
             return out;
         }
@@ -75,19 +107,33 @@ async fn the_page_and_its_assets_are_served_with_types_and_cache_headers() {
 
     let page = get(&gw, "/", &[]).await;
     assert_eq!(page.status, 200);
-    assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
     assert_eq!(page.header("cache-control"), Some("no-cache"));
-    assert!(page.header("content-security-policy").is_some_and(|c| c.contains("script-src 'self'")));
+    assert!(page
+        .header("content-security-policy")
+        .is_some_and(|c| c.contains("script-src 'self'")));
     let html = String::from_utf8(page.body.clone()).unwrap();
-    assert!(html.contains(r#"<script type="module" src="assets/app.js"></script>"#), "{html}");
+    assert!(
+        html.contains(r#"<script type="module" src="assets/app.js"></script>"#),
+        "{html}"
+    );
 
     let js = get(&gw, "/assets/app.js", &[]).await;
     assert_eq!(js.status, 200);
-    assert_eq!(js.header("content-type"), Some("text/javascript; charset=utf-8"));
+    assert_eq!(
+        js.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
     assert_eq!(js.header("x-content-type-options"), Some("nosniff"));
     let etag = js.header("etag").expect("etag").to_owned();
     let again = get(&gw, "/assets/app.js", &[("If-None-Match", &etag)]).await;
-    assert_eq!(again.status, 304, "a cached copy is revalidated, not downloaded again");
+    assert_eq!(
+        again.status, 304,
+        "a cached copy is revalidated, not downloaded again"
+    );
     assert!(again.body.is_empty());
 
     assert_eq!(get(&gw, "/assets/nothing-here.js", &[]).await.status, 404);
@@ -99,19 +145,38 @@ async fn the_page_and_its_assets_are_served_with_types_and_cache_headers() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let served = get(&gw, &format!("/assets/{name}"), &[]).await;
-        assert_eq!(served.status, 200, "{name} is not embedded (add it to web.rs)");
-        assert_eq!(served.body, std::fs::read(&path).unwrap(), "{name} differs from the file");
+        assert_eq!(
+            served.status, 200,
+            "{name} is not embedded (add it to web.rs)"
+        );
+        assert_eq!(
+            served.body,
+            std::fs::read(&path).unwrap(),
+            "{name} differs from the file"
+        );
         checked += 1;
     }
     assert!(checked >= 8);
     let sw = get(&gw, "/sw.js", &[]).await;
-    assert_eq!((sw.status, sw.header("service-worker-allowed")), (200, Some("/")));
+    assert_eq!(
+        (sw.status, sw.header("service-worker-allowed")),
+        (200, Some("/"))
+    );
     gw.stop().await;
 }
 
 fn run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN).args(args).env_remove("IRIS_TOKEN").env_remove("IRIS_CONFIG").output().expect("run the binary");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("IRIS_TOKEN")
+        .env_remove("IRIS_CONFIG")
+        .output()
+        .expect("run the binary");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -120,20 +185,41 @@ fn pair_prints_a_qr_code_and_the_urls_for_the_app_and_the_browser() {
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
 
-    let (ok, out, err) = run(&["pair", "--data-dir", data, "--public-url", "https://iris.example.com/"]);
+    let (ok, out, err) = run(&[
+        "pair",
+        "--data-dir",
+        data,
+        "--public-url",
+        "https://iris.example.com/",
+    ]);
     assert!(ok, "{err}");
-    let token = std::fs::read_to_string(dir.path().join("data/token")).expect("pair created the token");
+    let token =
+        std::fs::read_to_string(dir.path().join("data/token")).expect("pair created the token");
     assert!(out.contains("███"), "a QR code is drawn:\n{out}");
-    assert!(out.contains("  WebSocket: wss://iris.example.com/ws\n"), "{out}");
+    assert!(
+        out.contains("  WebSocket: wss://iris.example.com/ws\n"),
+        "{out}"
+    );
     assert!(out.contains(&format!("  Token:     {token}\n")), "{out}");
-    assert!(out.contains(&format!("  https://iris.example.com/#token={token}&ws=wss%3A%2F%2Firis.example.com%2Fws\n")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "  https://iris.example.com/#token={token}&ws=wss%3A%2F%2Firis.example.com%2Fws\n"
+        )),
+        "{out}"
+    );
     assert!(!out.contains("only works on this machine"));
 
     // The same token again, and an address derived from --listen when public_url is not set.
     let (ok, out, _) = run(&["pair", "--data-dir", data, "--listen", "127.0.0.1:9999"]);
     assert!(ok);
-    assert!(out.contains(&format!("http://127.0.0.1:9999/#token={token}&")), "{out}");
-    assert!(out.contains("  WebSocket: ws://127.0.0.1:9999/ws\n"), "{out}");
+    assert!(
+        out.contains(&format!("http://127.0.0.1:9999/#token={token}&")),
+        "{out}"
+    );
+    assert!(
+        out.contains("  WebSocket: ws://127.0.0.1:9999/ws\n"),
+        "{out}"
+    );
     assert!(out.contains("only works on this machine"), "{out}");
 
     let (ok, _, err) = run(&["pair", "--data-dir", data, "--public-url", "ftp://nope"]);
@@ -161,31 +247,72 @@ async fn cli(args: Vec<String>) -> (bool, String, String) {
 async fn devices_are_listed_and_a_revoked_device_is_disconnected_at_once_and_refused_after() {
     let gw = TestGateway::start().await;
     let dir = gw.dir.to_str().unwrap().to_owned();
-    let (mut phone, _) = Client::connect(options(&gw, "phone-1", "Pixel")).await.unwrap();
-    let (_tablet, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "tablet-2")).await.unwrap();
+    let (mut phone, _) = Client::connect(options(&gw, "phone-1", "Pixel"))
+        .await
+        .unwrap();
+    let (_tablet, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "tablet-2"))
+        .await
+        .unwrap();
 
-    let (ok, out, err) = cli(vec!["devices".into(), "list".into(), "--data-dir".into(), dir.clone()]).await;
+    let (ok, out, err) = cli(vec![
+        "devices".into(),
+        "list".into(),
+        "--data-dir".into(),
+        dir.clone(),
+    ])
+    .await;
     assert!(ok, "{err}");
-    let line = out.lines().find(|l| l.starts_with("phone-1")).unwrap_or_else(|| panic!("{out}"));
-    assert!(line.contains("Pixel") && line.contains("online now") && line.contains("ntfy"), "{line}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("phone-1"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("Pixel") && line.contains("online now") && line.contains("ntfy"),
+        "{line}"
+    );
     assert!(out.lines().next().unwrap().starts_with("DEVICE"), "{out}");
 
-    let (ok, out, err) = cli(vec!["devices".into(), "revoke".into(), "phone-1".into(), "--data-dir".into(), dir.clone()]).await;
+    let (ok, out, err) = cli(vec![
+        "devices".into(),
+        "revoke".into(),
+        "phone-1".into(),
+        "--data-dir".into(),
+        dir.clone(),
+    ])
+    .await;
     assert!(ok, "{err}");
-    assert_eq!(out.trim(), "Revoked phone-1; it was connected and has been disconnected.");
+    assert_eq!(
+        out.trim(),
+        "Revoked phone-1; it was connected and has been disconnected."
+    );
     let close = phone.closed_timeout(Duration::from_secs(10)).await.unwrap();
     assert_eq!(close.map(|c| c.0), Some(1001));
 
     match Client::connect(options(&gw, "phone-1", "Pixel")).await {
-        Err(ClientError::Server { code: ErrorCode::Auth, message }) => assert_eq!(message, "this device was revoked"),
-        other => panic!("a revoked device must be refused, got {:?}", other.map(|_| ())),
+        Err(ClientError::Server {
+            code: ErrorCode::Auth,
+            message,
+        }) => assert_eq!(message, "this device was revoked"),
+        other => panic!(
+            "a revoked device must be refused, got {:?}",
+            other.map(|_| ())
+        ),
     }
     let row = gw.shared.store.get_device("phone-1").await.unwrap();
     assert!(row.is_none(), "its row and push registration are gone");
 
-    let (ok, out, _) = cli(vec!["devices".into(), "list".into(), "--data-dir".into(), dir.clone()]).await;
+    let (ok, out, _) = cli(vec![
+        "devices".into(),
+        "list".into(),
+        "--data-dir".into(),
+        dir.clone(),
+    ])
+    .await;
     assert!(ok);
-    assert!(!out.contains("phone-1") && out.contains("tablet-2"), "{out}");
+    assert!(
+        !out.contains("phone-1") && out.contains("tablet-2"),
+        "{out}"
+    );
     gw.stop().await;
 }
 
@@ -193,25 +320,53 @@ async fn devices_are_listed_and_a_revoked_device_is_disconnected_at_once_and_ref
 async fn a_device_revoked_while_the_gateway_is_stopped_is_refused_when_it_starts() {
     let dir = tempfile::tempdir().unwrap();
     let gw = TestGateway::start_in(dir.path(), |_| {}).await;
-    let (laptop, _) = Client::connect(options(&gw, "laptop-3", "Laptop")).await.unwrap();
+    let (laptop, _) = Client::connect(options(&gw, "laptop-3", "Laptop"))
+        .await
+        .unwrap();
     laptop.close().await.unwrap();
     gw.stop().await;
 
     let data = dir.path().to_str().unwrap().to_owned();
-    let (ok, out, err) = cli(vec!["devices".into(), "list".into(), "--data-dir".into(), data.clone()]).await;
+    let (ok, out, err) = cli(vec![
+        "devices".into(),
+        "list".into(),
+        "--data-dir".into(),
+        data.clone(),
+    ])
+    .await;
     assert!(ok, "{err}");
-    assert!(out.lines().any(|l| l.starts_with("laptop-3") && l.contains("Laptop") && (l.contains("ago") || l.contains("just now"))), "{out}");
-    let (ok, out, err) = cli(vec!["devices".into(), "revoke".into(), "laptop-3".into(), "--data-dir".into(), data.clone()]).await;
+    assert!(
+        out.lines().any(|l| l.starts_with("laptop-3")
+            && l.contains("Laptop")
+            && (l.contains("ago") || l.contains("just now"))),
+        "{out}"
+    );
+    let (ok, out, err) = cli(vec![
+        "devices".into(),
+        "revoke".into(),
+        "laptop-3".into(),
+        "--data-dir".into(),
+        data.clone(),
+    ])
+    .await;
     assert!(ok, "{err}");
-    assert!(out.starts_with("Revoked laptop-3 (the gateway is not running"), "{out}");
+    assert!(
+        out.starts_with("Revoked laptop-3 (the gateway is not running"),
+        "{out}"
+    );
 
     let gw = TestGateway::start_in(dir.path(), |_| {}).await;
     assert!(matches!(
         Client::connect(options(&gw, "laptop-3", "Laptop")).await,
-        Err(ClientError::Server { code: ErrorCode::Auth, .. })
+        Err(ClientError::Server {
+            code: ErrorCode::Auth,
+            ..
+        })
     ));
     // Other devices are not affected.
-    Client::connect(options(&gw, "laptop-4", "Other")).await.expect("another device still connects");
+    Client::connect(options(&gw, "laptop-4", "Other"))
+        .await
+        .expect("another device still connects");
     gw.stop().await;
 }
 
@@ -220,7 +375,8 @@ fn have(program: &str) -> bool {
     if program.contains('/') {
         return Path::new(program).exists();
     }
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
 /// The browser suite: `node --test` in web/tests. Skipped with a message when node, Chromium or
@@ -275,5 +431,8 @@ fn the_web_client_passes_its_browser_suite() {
     let (out, err) = (out.join().unwrap(), err.join().unwrap());
     println!("{out}");
     assert!(status.success(), "the browser suite failed:\n{out}\n{err}");
-    assert!(out.contains("ℹ fail 0") && !out.contains("ℹ pass 0"), "{out}");
+    assert!(
+        out.contains("ℹ fail 0") && !out.contains("ℹ pass 0"),
+        "{out}"
+    );
 }

@@ -44,7 +44,10 @@ struct Recorded {
 
 impl Recorded {
     fn header(&self, name: &str) -> &str {
-        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
     }
 }
 
@@ -65,7 +68,9 @@ struct FakePushService {
 
 impl FakePushService {
     async fn start() -> FakePushService {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let fake = FakePushService {
             addr: listener.local_addr().expect("addr"),
             state: Arc::default(),
@@ -86,7 +91,12 @@ impl FakePushService {
     }
 
     fn script(&self, path: &str, statuses: &[u16]) {
-        self.with(|s| s.script.entry(path.to_owned()).or_default().extend(statuses));
+        self.with(|s| {
+            s.script
+                .entry(path.to_owned())
+                .or_default()
+                .extend(statuses)
+        });
     }
 
     fn count(&self) -> usize {
@@ -106,7 +116,12 @@ impl FakePushService {
         };
         tokio::time::timeout(PATIENCE, wait)
             .await
-            .unwrap_or_else(|_| panic!("timed out waiting for push #{n} ({} received)", self.count()))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "timed out waiting for push #{n} ({} received)",
+                    self.count()
+                )
+            })
     }
 }
 
@@ -120,8 +135,17 @@ async fn receive(
     assert_eq!(method, axum::http::Method::POST, "pushes are POSTs");
     let path = uri.path().to_owned();
     let status = fake.with(|s| {
-        let status = s.script.get_mut(&path).and_then(VecDeque::pop_front).unwrap_or(201);
-        s.requests.push(Recorded { path, headers, body: body.to_vec(), status });
+        let status = s
+            .script
+            .get_mut(&path)
+            .and_then(VecDeque::pop_front)
+            .unwrap_or(201);
+        s.requests.push(Recorded {
+            path,
+            headers,
+            body: body.to_vec(),
+            status,
+        });
         status
     });
     fake.changed.notify_waiters();
@@ -143,15 +167,26 @@ impl Subscriber {
                 break k;
             }
         };
-        Subscriber { secret, auth: rand::random(), endpoint: format!("{}/push/{name}", fake.origin()) }
+        Subscriber {
+            secret,
+            auth: rand::random(),
+            endpoint: format!("{}/push/{name}", fake.origin()),
+        }
     }
 
     fn path(&self) -> String {
-        self.endpoint.rsplit_once("/push/").map(|(_, n)| format!("/push/{n}")).expect("path")
+        self.endpoint
+            .rsplit_once("/push/")
+            .map(|(_, n)| format!("/push/{n}"))
+            .expect("path")
     }
 
     fn public(&self) -> Vec<u8> {
-        self.secret.public_key().to_encoded_point(false).as_bytes().to_vec()
+        self.secret
+            .public_key()
+            .to_encoded_point(false)
+            .as_bytes()
+            .to_vec()
     }
 
     /// What the web client sends: `PushSubscription.toJSON()` flattened.
@@ -170,13 +205,17 @@ impl Subscriber {
         let (salt, rest) = body.split_at(16);
         let record_size = u32::from_be_bytes(rest[..4].try_into().expect("rs")) as usize;
         let id_len = rest[4] as usize;
-        assert_eq!(id_len, 65, "the key id is the sender's uncompressed P-256 key");
+        assert_eq!(
+            id_len, 65,
+            "the key id is the sender's uncompressed P-256 key"
+        );
         let sender = &rest[5..5 + id_len];
         let ciphertext = &rest[5 + id_len..];
         assert!(ciphertext.len() <= record_size, "one record");
 
         let sender_key = p256::PublicKey::from_sec1_bytes(sender).expect("sender key");
-        let shared = p256::ecdh::diffie_hellman(self.secret.to_nonzero_scalar(), sender_key.as_affine());
+        let shared =
+            p256::ecdh::diffie_hellman(self.secret.to_nonzero_scalar(), sender_key.as_affine());
         let mut info = b"WebPush: info\0".to_vec();
         info.extend_from_slice(&self.public());
         info.extend_from_slice(sender);
@@ -186,8 +225,10 @@ impl Subscriber {
             .expect("ikm");
         let prk = Hkdf::<Sha256>::new(Some(salt), &ikm);
         let (mut cek, mut nonce) = ([0u8; 16], [0u8; 12]);
-        prk.expand(b"Content-Encoding: aes128gcm\0", &mut cek).expect("cek");
-        prk.expand(b"Content-Encoding: nonce\0", &mut nonce).expect("nonce");
+        prk.expand(b"Content-Encoding: aes128gcm\0", &mut cek)
+            .expect("cek");
+        prk.expand(b"Content-Encoding: nonce\0", &mut nonce)
+            .expect("nonce");
         let mut plain = Aes128Gcm::new_from_slice(&cek)
             .expect("key")
             .decrypt(Nonce::from_slice(&nonce), ciphertext)
@@ -205,7 +246,9 @@ impl Subscriber {
 /// returns the token's claims.
 fn verify_vapid(push: &Recorded, offered_key: &str, origin: &str) -> Value {
     let header = push.header("authorization");
-    let rest = header.strip_prefix("vapid ").unwrap_or_else(|| panic!("not a vapid authorization: {header}"));
+    let rest = header
+        .strip_prefix("vapid ")
+        .unwrap_or_else(|| panic!("not a vapid authorization: {header}"));
     let mut token = None;
     let mut key = None;
     for part in rest.split(',').map(str::trim) {
@@ -217,7 +260,11 @@ fn verify_vapid(push: &Recorded, offered_key: &str, origin: &str) -> Value {
     }
     assert_eq!(key, Some(offered_key), "k is the key offered in hello.ack");
     let point = URL_SAFE_NO_PAD.decode(offered_key).expect("base64url key");
-    assert_eq!((point.len(), point[0]), (65, 4), "an uncompressed P-256 point");
+    assert_eq!(
+        (point.len(), point[0]),
+        (65, 4),
+        "an uncompressed P-256 point"
+    );
     let decoding = jsonwebtoken::DecodingKey::from_ec_components(
         &URL_SAFE_NO_PAD.encode(&point[1..33]),
         &URL_SAFE_NO_PAD.encode(&point[33..]),
@@ -228,9 +275,15 @@ fn verify_vapid(push: &Recorded, offered_key: &str, origin: &str) -> Value {
     rules.set_required_spec_claims(&["exp", "aud", "sub"]);
     let jwt = jsonwebtoken::decode::<Value>(token.expect("t="), &decoding, &rules)
         .expect("the VAPID token verifies with the offered key");
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs() as i64;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
     let exp = jwt.claims["exp"].as_i64().expect("exp");
-    assert!(exp > now && exp <= now + 24 * 3600, "exp {exp} within 24 h of now {now}");
+    assert!(
+        exp > now && exp <= now + 24 * 3600,
+        "exp {exp} within 24 h of now {now}"
+    );
     jwt.claims
 }
 
@@ -240,7 +293,10 @@ fn config() -> PushConfig {
         retry_initial: Duration::from_millis(100),
         retry_max: Duration::from_secs(1),
         max_attempts: 6,
-        webpush: Some(WebPushConfig { subject: SUBJECT.into(), ..WebPushConfig::default() }),
+        webpush: Some(WebPushConfig {
+            subject: SUBJECT.into(),
+            ..WebPushConfig::default()
+        }),
         ..PushConfig::default()
     }
 }
@@ -259,7 +315,10 @@ async fn gateway(tweak: impl FnOnce(&mut PushConfig)) -> TestGateway {
 async fn gone(gw: &TestGateway, id: &str) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while gw.shared.hub.is_online(id) {
-        assert!(tokio::time::Instant::now() < deadline, "{id} still counted as connected");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{id} still counted as connected"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -268,8 +327,14 @@ async fn gone(gw: &TestGateway, id: &str) {
 /// after the user turns notifications on), and closes.
 async fn subscribe_and_leave(gw: &TestGateway, id: &str, subscriber: &Subscriber) -> HelloAck {
     let (mut client, ack) = Client::connect(gw.options(id)).await.expect("connect");
-    let register = FcmRegister { webpush: Some(Some(subscriber.subscription())), ..FcmRegister::default() };
-    client.request(Header::default(), ClientFrame::FcmRegister(register)).await.expect("fcm.register accepted");
+    let register = FcmRegister {
+        webpush: Some(Some(subscriber.subscription())),
+        ..FcmRegister::default()
+    };
+    client
+        .request(Header::default(), ClientFrame::FcmRegister(register))
+        .await
+        .expect("fcm.register accepted");
     client.close().await.expect("close");
     gone(gw, id).await;
     ack
@@ -284,7 +349,10 @@ fn with_subscription(gw: &TestGateway, id: &str, subscriber: &Subscriber) -> Con
 
 async fn ask(client: &mut Client, text: &str) -> Event {
     send_text(client, "default", text).await;
-    client.wait_for(|e| e.frame_type() == "message.stop").await.expect("the agent answers")
+    client
+        .wait_for(|e| e.frame_type() == "message.stop")
+        .await
+        .expect("the agent answers")
 }
 
 fn cursor(event: &Event) -> u64 {
@@ -292,12 +360,20 @@ fn cursor(event: &Event) -> u64 {
 }
 
 fn message_id(event: &Event) -> String {
-    event.json()["payload"]["message_id"].as_str().expect("message_id").to_owned()
+    event.json()["payload"]["message_id"]
+        .as_str()
+        .expect("message_id")
+        .to_owned()
 }
 
 async fn push_backends(gw: &TestGateway, device: &str) -> Vec<String> {
-    let list = iris_gateway::devices::list(&gw.dir).await.expect("devices list");
-    list.into_iter().find(|d| d.device_id == device).map(|d| d.push).unwrap_or_default()
+    let list = iris_gateway::devices::list(&gw.dir)
+        .await
+        .expect("devices list");
+    list.into_iter()
+        .find(|d| d.device_id == device)
+        .map(|d| d.push)
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -308,8 +384,16 @@ async fn an_offline_browser_gets_one_encrypted_signed_push_per_burst() {
     let browser = Subscriber::new(&fake, "browser-1");
     let ack = subscribe_and_leave(&gw, "browser", &browser).await;
     assert_eq!(ack.server_caps.push.as_deref(), Some("webpush"));
-    let key = ack.server_caps.webpush_key.clone().expect("hello.ack offers the VAPID key");
-    assert_eq!(push_backends(&gw, "browser").await, ["webpush"], "devices list shows the subscription");
+    let key = ack
+        .server_caps
+        .webpush_key
+        .clone()
+        .expect("hello.ack offers the VAPID key");
+    assert_eq!(
+        push_backends(&gw, "browser").await,
+        ["webpush"],
+        "devices list shows the subscription"
+    );
 
     let (mut laptop, _) = gw.connect("laptop").await;
     for text in ["one", "two", "three"] {
@@ -317,7 +401,12 @@ async fn an_offline_browser_gets_one_encrypted_signed_push_per_burst() {
     }
     let mut stops = Vec::new();
     while stops.len() < 3 {
-        stops.push(laptop.wait_for(|e| e.frame_type() == "message.stop").await.expect("answer"));
+        stops.push(
+            laptop
+                .wait_for(|e| e.frame_type() == "message.stop")
+                .await
+                .expect("answer"),
+        );
     }
 
     let push = fake.request(0).await;
@@ -327,27 +416,43 @@ async fn an_offline_browser_gets_one_encrypted_signed_push_per_burst() {
     assert_eq!(push.header("ttl"), "86400");
     assert_eq!(push.header("urgency"), "normal");
     let topic = push.header("topic");
-    assert!(topic.len() <= 32 && !topic.contains("default"), "an opaque topic per lane: {topic}");
+    assert!(
+        topic.len() <= 32 && !topic.contains("default"),
+        "an opaque topic per lane: {topic}"
+    );
     let claims = verify_vapid(&push, &key, &fake.origin());
     assert_eq!(claims["sub"], SUBJECT);
-    assert_eq!(claims["aud"], fake.origin(), "aud is the push service's origin, port included");
+    assert_eq!(
+        claims["aud"],
+        fake.origin(),
+        "aud is the push service's origin, port included"
+    );
 
     let payload = browser.decrypt(&push.body);
     let last = &stops[2];
     assert_eq!(payload["title"], "Demo agent replied in Default");
     assert_eq!(payload["body"], "Echo: three");
-    assert_eq!(payload["cursor"], cursor(last), "the push carries the latest cursor");
+    assert_eq!(
+        payload["cursor"],
+        cursor(last),
+        "the push carries the latest cursor"
+    );
     assert_eq!(payload["chat_id"], "default");
     assert_eq!(payload["thread_id"], Value::Null);
     assert_eq!(payload["message_id"], message_id(last));
     assert_eq!(payload["count"], 3);
     let text = String::from_utf8_lossy(&push.body);
-    assert!(!text.contains("three") && !text.contains("Echo"), "the push service sees no content");
+    assert!(
+        !text.contains("three") && !text.contains("Echo"),
+        "the push service sees no content"
+    );
 
     // Nothing else follows, and the browser learns what already woke it.
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(fake.count(), 1, "one push for the burst");
-    let (_browser, ack) = Client::connect(gw.options("browser")).await.expect("reconnect");
+    let (_browser, ack) = Client::connect(gw.options("browser"))
+        .await
+        .expect("reconnect");
     assert_eq!(ack.last_pushed_cursor, cursor(last));
     gw.stop().await;
 }
@@ -361,7 +466,9 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
     fake.script(&busy.path(), &[429, 503]);
     fake.script(&stale.path(), &[410]);
     // One browser registers in hello, the other by fcm.register.
-    let (client, _) = Client::connect(with_subscription(&gw, "tab-busy", &busy)).await.expect("connect");
+    let (client, _) = Client::connect(with_subscription(&gw, "tab-busy", &busy))
+        .await
+        .expect("connect");
     client.close().await.expect("close");
     gone(&gw, "tab-busy").await;
     let ack = subscribe_and_leave(&gw, "tab-stale", &stale).await;
@@ -369,10 +476,22 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
 
     let (mut laptop, _) = gw.connect("laptop").await;
     // A subscription that could never be delivered to is refused when it is registered.
-    let bad = WebPushSubscription { endpoint: "http://push.example.com/x".into(), ..stale.subscription() };
-    let register = FcmRegister { webpush: Some(Some(bad)), ..FcmRegister::default() };
-    match laptop.request(Header::default(), ClientFrame::FcmRegister(register)).await {
-        Err(ClientError::Server { code: ErrorCode::BadRequest, message }) => assert!(message.contains("https"), "{message}"),
+    let bad = WebPushSubscription {
+        endpoint: "http://push.example.com/x".into(),
+        ..stale.subscription()
+    };
+    let register = FcmRegister {
+        webpush: Some(Some(bad)),
+        ..FcmRegister::default()
+    };
+    match laptop
+        .request(Header::default(), ClientFrame::FcmRegister(register))
+        .await
+    {
+        Err(ClientError::Server {
+            code: ErrorCode::BadRequest,
+            message,
+        }) => assert!(message.contains("https"), "{message}"),
         other => panic!("expected bad_request, got {:?}", other.map(|e| e.raw)),
     }
 
@@ -381,7 +500,10 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
         loop {
             let changed = fake.changed.notified();
             let done = fake.with(|s| {
-                let ok = s.requests.iter().any(|r| r.path == busy.path() && r.status == 201);
+                let ok = s
+                    .requests
+                    .iter()
+                    .any(|r| r.path == busy.path() && r.status == 201);
                 ok && s.requests.iter().any(|r| r.path == stale.path())
             });
             if done {
@@ -390,26 +512,53 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
             changed.await;
         }
     };
-    tokio::time::timeout(PATIENCE, wait).await.expect("both push resources were tried");
-    let attempts: Vec<Recorded> = fake.with(|s| s.requests.iter().filter(|r| r.path == busy.path()).cloned().collect());
-    assert_eq!(attempts.iter().map(|r| r.status).collect::<Vec<_>>(), [429, 503, 201]);
+    tokio::time::timeout(PATIENCE, wait)
+        .await
+        .expect("both push resources were tried");
+    let attempts: Vec<Recorded> = fake.with(|s| {
+        s.requests
+            .iter()
+            .filter(|r| r.path == busy.path())
+            .cloned()
+            .collect()
+    });
+    assert_eq!(
+        attempts.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [429, 503, 201]
+    );
     for attempt in &attempts {
         verify_vapid(attempt, &key, &fake.origin());
         let payload = busy.decrypt(&attempt.body);
-        assert_eq!(payload["cursor"], cursor(&first), "every attempt is the same push");
+        assert_eq!(
+            payload["cursor"],
+            cursor(&first),
+            "every attempt is the same push"
+        );
     }
 
     // 410: the push service says the subscription is gone; the gateway forgets it.
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        let row = gw.shared.store.get_device("tab-stale").await.expect("read").expect("device");
+        let row = gw
+            .shared
+            .store
+            .get_device("tab-stale")
+            .await
+            .expect("read")
+            .expect("device");
         if row.webpush.is_none() {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the gone subscription is still stored");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the gone subscription is still stored"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(push_backends(&gw, "tab-stale").await.is_empty(), "devices list no longer shows it");
+    assert!(
+        push_backends(&gw, "tab-stale").await.is_empty(),
+        "devices list no longer shows it"
+    );
     assert_eq!(push_backends(&gw, "tab-busy").await, ["webpush"]);
 
     // The next answer goes to the live subscription only.
@@ -418,9 +567,17 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
     assert_eq!(next.path, busy.path());
     assert_eq!(busy.decrypt(&next.body)["cursor"], cursor(&second));
     tokio::time::sleep(Duration::from_millis(800)).await;
-    assert_eq!(fake.with(|s| s.requests.iter().filter(|r| r.path == stale.path()).count()), 1);
-    let (_stale, ack) = Client::connect(gw.options("tab-stale")).await.expect("reconnect");
-    assert!(ack.last_pushed_cursor < cursor(&first), "the gone subscription woke nobody");
+    assert_eq!(
+        fake.with(|s| s.requests.iter().filter(|r| r.path == stale.path()).count()),
+        1
+    );
+    let (_stale, ack) = Client::connect(gw.options("tab-stale"))
+        .await
+        .expect("reconnect");
+    assert!(
+        ack.last_pushed_cursor < cursor(&first),
+        "the gone subscription woke nobody"
+    );
     gw.stop().await;
 }
 
@@ -438,25 +595,48 @@ async fn the_vapid_key_survives_a_restart_and_revoking_drops_the_subscription() 
     let browser = Subscriber::new(&fake, "browser");
 
     let gw = start().await;
-    let (client, ack) = Client::connect(with_subscription(&gw, "browser", &browser)).await.expect("connect");
+    let (client, ack) = Client::connect(with_subscription(&gw, "browser", &browser))
+        .await
+        .expect("connect");
     let key = ack.server_caps.webpush_key.clone().expect("key");
     client.close().await.expect("close");
-    let mode = std::fs::metadata(dir.path().join("vapid.pem")).expect("vapid.pem").permissions().mode();
-    assert_eq!(mode & 0o777, 0o600, "the private key is readable by its owner only");
+    let mode = std::fs::metadata(dir.path().join("vapid.pem"))
+        .expect("vapid.pem")
+        .permissions()
+        .mode();
+    assert_eq!(
+        mode & 0o777,
+        0o600,
+        "the private key is readable by its owner only"
+    );
     gw.stop().await;
 
     let gw = start().await;
     let (mut laptop, ack) = gw.connect("laptop").await;
-    assert_eq!(ack.server_caps.webpush_key.as_deref(), Some(key.as_str()), "the same key after a restart");
+    assert_eq!(
+        ack.server_caps.webpush_key.as_deref(),
+        Some(key.as_str()),
+        "the same key after a restart"
+    );
     // The browser's subscription, made with that key, still works.
     let answer = ask(&mut laptop, "after the restart").await;
     let push = fake.request(0).await;
     verify_vapid(&push, &key, &fake.origin());
     assert_eq!(browser.decrypt(&push.body)["cursor"], cursor(&answer));
 
-    let revoked = iris_gateway::devices::revoke(&gw.dir, "browser").await.expect("revoke");
+    let revoked = iris_gateway::devices::revoke(&gw.dir, "browser")
+        .await
+        .expect("revoke");
     assert!(revoked.existed);
-    assert!(gw.shared.store.get_device("browser").await.expect("read").is_none(), "the subscription went with it");
+    assert!(
+        gw.shared
+            .store
+            .get_device("browser")
+            .await
+            .expect("read")
+            .is_none(),
+        "the subscription went with it"
+    );
     ask(&mut laptop, "nobody to wake").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(fake.count(), 1, "a revoked browser is not pushed to");

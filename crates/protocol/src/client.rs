@@ -77,7 +77,11 @@ pub struct Hello {
     pub ntfy_topic: Option<String>,
     /// Web Push subscription (an Iris extension): absent leaves the stored one as it is, `null`
     /// or an empty `endpoint` removes it.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub webpush: Option<Option<WebPushSubscription>>,
 }
 
@@ -282,7 +286,11 @@ pub struct FcmRegister {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ntfy_topic: Option<String>,
     /// New Web Push subscription (an Iris extension; `null` or an empty `endpoint` removes it).
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub webpush: Option<Option<WebPushSubscription>>,
 }
 
@@ -309,15 +317,32 @@ mod tests {
 
     #[test]
     fn a_webpush_subscription_is_set_removed_or_left_alone() {
-        let sub = WebPushSubscription { endpoint: "https://push.example/abc".into(), p256dh: "BK".into(), auth: "x".into() };
-        let set = register(r#"{"webpush":{"endpoint":"https://push.example/abc","p256dh":"BK","auth":"x","extra":1}}"#);
+        let sub = WebPushSubscription {
+            endpoint: "https://push.example/abc".into(),
+            p256dh: "BK".into(),
+            auth: "x".into(),
+        };
+        let set = register(
+            r#"{"webpush":{"endpoint":"https://push.example/abc","p256dh":"BK","auth":"x","extra":1}}"#,
+        );
         assert_eq!(set.webpush, Some(Some(sub.clone())));
-        assert_eq!(register(r#"{"webpush":null}"#).webpush, Some(None), "null removes");
-        assert_eq!(register(r#"{"fcm_token":"t"}"#).webpush, None, "absent leaves it alone");
+        assert_eq!(
+            register(r#"{"webpush":null}"#).webpush,
+            Some(None),
+            "null removes"
+        );
+        assert_eq!(
+            register(r#"{"fcm_token":"t"}"#).webpush,
+            None,
+            "absent leaves it alone"
+        );
 
         // Encoding keeps the three cases apart.
         for value in [None, Some(None), Some(Some(sub))] {
-            let frame = ClientFrame::FcmRegister(FcmRegister { webpush: value.clone(), ..FcmRegister::default() });
+            let frame = ClientFrame::FcmRegister(FcmRegister {
+                webpush: value.clone(),
+                ..FcmRegister::default()
+            });
             let text = encode(&Header::default(), &frame);
             match decode::<ClientFrame>(&text).expect("round trip").body {
                 ClientFrame::FcmRegister(r) => assert_eq!(r.webpush, value, "{text}"),

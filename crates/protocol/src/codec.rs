@@ -95,7 +95,12 @@ pub struct DecodeError {
 
 impl DecodeError {
     fn bad(id: Option<RequestId>, message: impl Into<String>) -> Self {
-        DecodeError { id, code: ErrorCode::BadRequest, message: message.into(), version_mismatch: false }
+        DecodeError {
+            id,
+            code: ErrorCode::BadRequest,
+            message: message.into(),
+            version_mismatch: false,
+        }
     }
 }
 
@@ -125,7 +130,11 @@ pub struct Header {
 impl Header {
     /// A header scoped to a lane.
     pub fn lane(chat_id: impl Into<String>, thread_id: Option<String>) -> Self {
-        Header { chat_id: Some(chat_id.into()), thread_id, ..Header::default() }
+        Header {
+            chat_id: Some(chat_id.into()),
+            thread_id,
+            ..Header::default()
+        }
     }
 
     /// The same header answering a request.
@@ -183,13 +192,20 @@ struct PayloadScope {
 pub fn decode<F: FrameBody>(text: &str) -> Result<Decoded<F>, DecodeError> {
     if nesting_depth(text) > MAX_NESTING {
         let id = None;
-        return Err(DecodeError::bad(id, format!("JSON nested deeper than {MAX_NESTING} levels")));
+        return Err(DecodeError::bad(
+            id,
+            format!("JSON nested deeper than {MAX_NESTING} levels"),
+        ));
     }
     let raw: RawEnvelope<'_> = match serde_json::from_str(text) {
         Ok(raw) => raw,
         Err(e) => {
             let id = serde_json::from_str::<IdOnly>(text).ok().and_then(|i| i.id);
-            let what = if e.is_syntax() || e.is_eof() { "invalid JSON" } else { "invalid frame" };
+            let what = if e.is_syntax() || e.is_eof() {
+                "invalid JSON"
+            } else {
+                "invalid frame"
+            };
             return Err(DecodeError::bad(id, format!("{what}: {e}")));
         }
     };
@@ -199,7 +215,9 @@ pub fn decode<F: FrameBody>(text: &str) -> Result<Decoded<F>, DecodeError> {
             return Err(DecodeError {
                 id: raw.id,
                 code: ErrorCode::Unsupported,
-                message: format!("unsupported protocol version {v}; this gateway speaks v{PROTOCOL_VERSION}"),
+                message: format!(
+                    "unsupported protocol version {v}; this gateway speaks v{PROTOCOL_VERSION}"
+                ),
                 version_mismatch: true,
             });
         }
@@ -210,8 +228,12 @@ pub fn decode<F: FrameBody>(text: &str) -> Result<Decoded<F>, DecodeError> {
         Some(p) if p.get().trim_start().starts_with('{') => p.get(),
         Some(_) => return Err(DecodeError::bad(raw.id, "payload must be a JSON object")),
     };
-    let body = F::from_payload(&raw.frame_type, payload)
-        .map_err(|e| DecodeError::bad(raw.id.clone(), format!("invalid {} payload: {e}", raw.frame_type)))?;
+    let body = F::from_payload(&raw.frame_type, payload).map_err(|e| {
+        DecodeError::bad(
+            raw.id.clone(),
+            format!("invalid {} payload: {e}", raw.frame_type),
+        )
+    })?;
     let (mut chat_id, mut thread_id) = (raw.chat_id, raw.thread_id);
     if chat_id.is_none() || thread_id.is_none() {
         if let Ok(scope) = serde_json::from_str::<PayloadScope>(payload) {
@@ -219,7 +241,15 @@ pub fn decode<F: FrameBody>(text: &str) -> Result<Decoded<F>, DecodeError> {
             thread_id = thread_id.or(scope.thread_id);
         }
     }
-    Ok(Decoded { header: Header { id: raw.id, chat_id, thread_id, cursor: raw.cursor }, body })
+    Ok(Decoded {
+        header: Header {
+            id: raw.id,
+            chat_id,
+            thread_id,
+            cursor: raw.cursor,
+        },
+        body,
+    })
 }
 
 /// The deepest nesting of arrays and objects a frame may have. Real frames need about six.

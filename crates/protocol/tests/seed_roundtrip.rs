@@ -29,7 +29,9 @@ fn assert_compatible(new: &Value, orig: &Value, ctx: &str) {
         }
         (Value::Array(n), Value::Array(o)) => {
             assert_eq!(n.len(), o.len(), "{ctx}");
-            n.iter().zip(o).for_each(|(a, b)| assert_compatible(a, b, ctx));
+            n.iter()
+                .zip(o)
+                .for_each(|(a, b)| assert_compatible(a, b, ctx));
         }
         _ => assert_eq!(new, orig, "{ctx}"),
     }
@@ -53,7 +55,11 @@ fn check<F: FrameBody + PartialEq + std::fmt::Debug>(original: &Value) -> usize 
     for (key, value) in orig_payload {
         if key == "chat_id" || key == "thread_id" {
             // The seed allows the scope in the payload; we carry it in the envelope.
-            assert_eq!(reencoded.get(key).unwrap_or(&Value::Null), value, "{text}: {key}");
+            assert_eq!(
+                reencoded.get(key).unwrap_or(&Value::Null),
+                value,
+                "{text}: {key}"
+            );
             continue;
         }
         match new_payload.get(key) {
@@ -62,7 +68,10 @@ fn check<F: FrameBody + PartialEq + std::fmt::Debug>(original: &Value) -> usize 
         }
     }
     for key in new_payload.keys() {
-        assert!(orig_payload.contains_key(key) || is_default(&new_payload[key]), "{text}: extra {key}");
+        assert!(
+            orig_payload.contains_key(key) || is_default(&new_payload[key]),
+            "{text}: extra {key}"
+        );
     }
     // Decoding what we encoded gives the same frame.
     let again = decode::<F>(&reencoded.to_string()).unwrap();
@@ -82,30 +91,50 @@ fn every_seed_example_round_trips() {
         match entry["dir"].as_str().unwrap() {
             "s2c" => {
                 server += check::<ServerFrame>(frame);
-                assert!(ServerFrame::TYPES.contains(&t.as_str()), "{t} is not a known server type");
+                assert!(
+                    ServerFrame::TYPES.contains(&t.as_str()),
+                    "{t} is not a known server type"
+                );
                 seen_server.insert(t);
             }
             _ => {
                 client += check::<ClientFrame>(frame);
-                assert!(ClientFrame::TYPES.contains(&t.as_str()), "{t} is not a known client type");
+                assert!(
+                    ClientFrame::TYPES.contains(&t.as_str()),
+                    "{t} is not a known client type"
+                );
                 seen_client.insert(t);
             }
         }
     }
-    assert!(server >= 28 && client >= 21, "examples: {server} server, {client} client");
+    assert!(
+        server >= 28 && client >= 21,
+        "examples: {server} server, {client} client"
+    );
     // Every client frame type has a seed example, except channel.delete, which the seed describes
     // in prose only.
-    for t in ClientFrame::TYPES.iter().filter(|t| **t != "channel.delete") {
-        assert!(seen_client.contains(*t), "no seed example for client frame {t}");
+    for t in ClientFrame::TYPES
+        .iter()
+        .filter(|t| **t != "channel.delete")
+    {
+        assert!(
+            seen_client.contains(*t),
+            "no seed example for client frame {t}"
+        );
     }
 }
 
 #[test]
 fn unknown_types_and_fields_are_tolerated() {
-    let d = decode::<ClientFrame>(r#"{"v":1,"type":"future.thing","id":3,"payload":{"x":[1,2]}}"#).unwrap();
-    assert!(matches!(d.body, ClientFrame::Unknown { ref frame_type, .. } if frame_type == "future.thing"));
-    let d = decode::<ServerFrame>(r#"{"type":"status","payload":{"state":"online","extra":{"a":1}},"later":true}"#)
+    let d = decode::<ClientFrame>(r#"{"v":1,"type":"future.thing","id":3,"payload":{"x":[1,2]}}"#)
         .unwrap();
+    assert!(
+        matches!(d.body, ClientFrame::Unknown { ref frame_type, .. } if frame_type == "future.thing")
+    );
+    let d = decode::<ServerFrame>(
+        r#"{"type":"status","payload":{"state":"online","extra":{"a":1}},"later":true}"#,
+    )
+    .unwrap();
     assert!(matches!(d.body, ServerFrame::Status(_)));
 }
 
@@ -117,20 +146,27 @@ fn bad_frames_report_bad_request_with_the_id_when_readable() {
     let e = decode::<ClientFrame>(r#"{"id":5,"type":"sync","payload":{"cursor":-1}}"#).unwrap_err();
     assert_eq!(e.code, ErrorCode::BadRequest);
     assert_eq!(e.id, Some(5u64.into()));
-    let e = decode::<ClientFrame>(r#"{"id":6,"type":"hello","payload":{"device_id":"d"}}"#).unwrap_err();
+    let e = decode::<ClientFrame>(r#"{"id":6,"type":"hello","payload":{"device_id":"d"}}"#)
+        .unwrap_err();
     assert!(e.message.contains("token"), "{}", e.message);
     let e = decode::<ClientFrame>(r#"{"id":7,"type":"sync","payload":[1]}"#).unwrap_err();
     assert_eq!(e.code, ErrorCode::BadRequest);
     let e = decode::<ClientFrame>(r#"{"v":2,"id":8,"type":"ping"}"#).unwrap_err();
     assert_eq!((e.code, e.version_mismatch), (ErrorCode::Unsupported, true));
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-    let e = decode::<ClientFrame>(&format!(r#"{{"id":9,"type":"ping","payload":{{"x":{deep}}}}}"#)).unwrap_err();
+    let e = decode::<ClientFrame>(&format!(
+        r#"{{"id":9,"type":"ping","payload":{{"x":{deep}}}}}"#
+    ))
+    .unwrap_err();
     assert_eq!(e.code, ErrorCode::BadRequest);
 }
 
 #[test]
 fn scope_may_come_from_the_payload() {
-    let d = decode::<ClientFrame>(r#"{"type":"read.receipt","payload":{"chat_id":"c1","message_id":"m"}}"#).unwrap();
+    let d = decode::<ClientFrame>(
+        r#"{"type":"read.receipt","payload":{"chat_id":"c1","message_id":"m"}}"#,
+    )
+    .unwrap();
     assert_eq!(d.header.chat_id.as_deref(), Some("c1"));
 }
 
@@ -141,7 +177,10 @@ fn splicing_cursor_and_id_keeps_valid_json() {
     let with = splice_id(&splice_cursor(&json, 77), &"abc".to_owned().into_id());
     let d = decode::<ServerFrame>(&with).unwrap();
     assert_eq!(d.header.cursor, Some(77));
-    assert_eq!(d.header.id, Some(iris_protocol::RequestId::Str("abc".into())));
+    assert_eq!(
+        d.header.id,
+        Some(iris_protocol::RequestId::Str("abc".into()))
+    );
 }
 
 trait IntoId {

@@ -106,16 +106,23 @@ pub(crate) fn list_jobs(conn: &Connection) -> Result<Vec<CronJobRow>, StoreError
 
 pub(crate) fn get_job(conn: &Connection, job_id: u64) -> Result<Option<CronJobRow>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM cron_jobs WHERE seq = ?1");
-    Ok(conn.prepare_cached(&sql)?.query_row([to_i64(job_id)], row_to_job).optional()?)
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([to_i64(job_id)], row_to_job)
+        .optional()?)
 }
 
 impl WriteTx<'_> {
     /// Inserts a job in an existing lane and returns it with its id. An unknown channel, or a
     /// thread that is not in that channel, is [`StoreError::NotFound`].
     pub fn insert_cron_job(&mut self, job: &NewCronJob) -> Result<CronJobRow, StoreError> {
-        let channel = self.get_channel(&job.chat_id)?.ok_or(StoreError::NotFound)?;
+        let channel = self
+            .get_channel(&job.chat_id)?
+            .ok_or(StoreError::NotFound)?;
         if channel.kind == "thread" {
-            return Err(StoreError::Invalid("a job's chat_id must be a channel".into()));
+            return Err(StoreError::Invalid(
+                "a job's chat_id must be a channel".into(),
+            ));
         }
         if let Some(thread) = &job.thread_id {
             let row = self.get_channel(thread)?.ok_or(StoreError::NotFound)?;

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use iris_acp::{
-    AgentCapabilities, AgentClient, AgentEvent, AgentSpec, AvailableCommand, Implementation, PermissionResponder,
-    RequestPermissionRequest, SessionUpdate,
-};
 use iris_acp::rpc::METHOD_NOT_FOUND;
+use iris_acp::{
+    AgentCapabilities, AgentClient, AgentEvent, AgentSpec, AvailableCommand, Implementation,
+    PermissionResponder, RequestPermissionRequest, SessionUpdate,
+};
 use tokio::sync::{mpsc, oneshot};
 
 /// What a lane hears from the agent.
@@ -131,7 +131,11 @@ impl AgentHost {
 
     /// Whether the agent advertises a command of this name (without slash).
     pub fn has_command(&self, name: &str) -> bool {
-        self.commands.lock().expect("commands lock").iter().any(|c| c.name == name)
+        self.commands
+            .lock()
+            .expect("commands lock")
+            .iter()
+            .any(|c| c.name == name)
     }
 
     /// The running process, starting one if needed (after a backoff when the last one failed).
@@ -144,7 +148,8 @@ impl AgentHost {
             st.current = None;
         }
         if let Some(last) = st.last_failure {
-            let backoff = Duration::from_millis(250 * 2u64.saturating_pow(st.failures.min(8))).min(MAX_BACKOFF);
+            let backoff = Duration::from_millis(250 * 2u64.saturating_pow(st.failures.min(8)))
+                .min(MAX_BACKOFF);
             let wait = (last + backoff).saturating_duration_since(Instant::now());
             if !wait.is_zero() {
                 tokio::time::sleep(wait).await;
@@ -168,22 +173,35 @@ impl AgentHost {
             Err(_) => {
                 st.failures += 1;
                 st.last_failure = Some(Instant::now());
-                Err(format!("{} did not start within {} s", self.label, START_TIMEOUT.as_secs()))
+                Err(format!(
+                    "{} did not start within {} s",
+                    self.label,
+                    START_TIMEOUT.as_secs()
+                ))
             }
         }
     }
 
     async fn start(self: &Arc<Self>, generation: u64) -> Result<Arc<Instance>, String> {
-        let (client, events) = AgentClient::spawn(&self.spec).map_err(|e| format!("cannot start {}: {e}", self.label))?;
+        let (client, events) = AgentClient::spawn(&self.spec)
+            .map_err(|e| format!("cannot start {}: {e}", self.label))?;
         let init = match client.initialize().await {
             Ok(init) => init,
             Err(e) => {
-                let tail = client.process().map(|p| p.stderr_tail()).unwrap_or_default();
-                return Err(format!("{} failed to initialize: {e}{}", self.label, stderr_suffix(&tail)));
+                let tail = client
+                    .process()
+                    .map(|p| p.stderr_tail())
+                    .unwrap_or_default();
+                return Err(format!(
+                    "{} failed to initialize: {e}{}",
+                    self.label,
+                    stderr_suffix(&tail)
+                ));
             }
         };
         if let Some(info) = &init.agent_info {
-            *self.info.lock().expect("info lock") = Some(format!("{} {}", info.name, info.version).trim().to_owned());
+            *self.info.lock().expect("info lock") =
+                Some(format!("{} {}", info.name, info.version).trim().to_owned());
         }
         tracing::info!(agent = %self.label, generation, pid = client.process().map(|p| p.pid()), "agent started");
         let (control, control_rx) = mpsc::unbounded_channel();
@@ -195,7 +213,10 @@ impl AgentHost {
             usage_total: Mutex::new(0),
             control,
         });
-        tokio::spawn(self.clone().route_events(instance.clone(), events, control_rx));
+        tokio::spawn(
+            self.clone()
+                .route_events(instance.clone(), events, control_rx),
+        );
         Ok(instance)
     }
 
@@ -225,7 +246,11 @@ impl AgentHost {
         tracing::warn!(agent = %self.label, generation = instance.generation, %detail, "agent exited");
         {
             let mut st = self.state.lock().await;
-            if st.current.as_ref().is_some_and(|c| c.generation == instance.generation) {
+            if st
+                .current
+                .as_ref()
+                .is_some_and(|c| c.generation == instance.generation)
+            {
                 st.current = None;
                 st.failures += 1;
                 st.last_failure = Some(Instant::now());
@@ -233,12 +258,21 @@ impl AgentHost {
         }
         let routes: Vec<mpsc::UnboundedSender<LaneEvent>> = {
             let mut map = self.routes.lock().expect("routes lock");
-            let dead: Vec<String> =
-                map.iter().filter(|(_, r)| r.generation == instance.generation).map(|(k, _)| k.clone()).collect();
-            dead.iter().filter_map(|k| map.remove(k)).map(|r| r.tx).collect()
+            let dead: Vec<String> = map
+                .iter()
+                .filter(|(_, r)| r.generation == instance.generation)
+                .map(|(k, _)| k.clone())
+                .collect();
+            dead.iter()
+                .filter_map(|k| map.remove(k))
+                .map(|r| r.tx)
+                .collect()
         };
         for tx in routes {
-            let _ = tx.send(LaneEvent::Exited { generation: instance.generation, detail: detail.clone() });
+            let _ = tx.send(LaneEvent::Exited {
+                generation: instance.generation,
+                detail: detail.clone(),
+            });
         }
         while let Ok(fence) = control.try_recv() {
             let _ = fence.send(());
@@ -264,9 +298,14 @@ impl AgentHost {
                     None => responder.cancel(),
                 }
             }
-            AgentEvent::Request { method, responder, .. } => {
+            AgentEvent::Request {
+                method, responder, ..
+            } => {
                 tracing::debug!(%method, "agent asked for a method this client does not offer");
-                responder.error(METHOD_NOT_FOUND, format!("{method} is not supported by this client"));
+                responder.error(
+                    METHOD_NOT_FOUND,
+                    format!("{method} is not supported by this client"),
+                );
             }
             AgentEvent::Notification { .. } => {}
         }
@@ -275,15 +314,27 @@ impl AgentHost {
     /// Records that the agent completed a turn: the restart backoff starts over.
     pub async fn mark_healthy(&self, generation: u64) {
         let mut st = self.state.lock().await;
-        if st.current.as_ref().is_some_and(|c| c.generation == generation) {
+        if st
+            .current
+            .as_ref()
+            .is_some_and(|c| c.generation == generation)
+        {
             st.failures = 0;
             st.last_failure = None;
         }
     }
 
     /// Sends the events of a session to a lane.
-    pub fn add_route(&self, session_id: &str, generation: u64, tx: mpsc::UnboundedSender<LaneEvent>) {
-        self.routes.lock().expect("routes lock").insert(session_id.to_owned(), Route { generation, tx });
+    pub fn add_route(
+        &self,
+        session_id: &str,
+        generation: u64,
+        tx: mpsc::UnboundedSender<LaneEvent>,
+    ) {
+        self.routes
+            .lock()
+            .expect("routes lock")
+            .insert(session_id.to_owned(), Route { generation, tx });
     }
 
     /// Stops routing a session.
@@ -296,7 +347,11 @@ impl AgentHost {
         let mut st = self.state.lock().await;
         // Taken out first: a deliberate kill is no failure (no backoff), and no turn may be handed
         // the dying process.
-        if st.current.as_ref().is_some_and(|c| c.generation == generation) {
+        if st
+            .current
+            .as_ref()
+            .is_some_and(|c| c.generation == generation)
+        {
             let current = st.current.take().expect("checked above");
             tracing::warn!(agent = %self.label, generation, "killing the agent process");
             if let Some(p) = current.client.process() {

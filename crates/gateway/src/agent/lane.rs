@@ -10,12 +10,15 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{ContentBlock, PermissionResponder, RequestPermissionRequest, SessionModelState, SessionUpdate};
-use iris_protocol::{
-    AgentBusy, BusyReason, ChannelRenamed, Choice, Header, Message, ModelEntry, ModelProvider, Notification,
-    PickerApproval, PickerChoice, PickerClarify, PickerModel, ReadReceiptEvent, Role, ServerFrame,
+use iris_acp::{
+    ContentBlock, PermissionResponder, RequestPermissionRequest, SessionModelState, SessionUpdate,
 };
 use iris_protocol::Empty;
+use iris_protocol::{
+    AgentBusy, BusyReason, ChannelRenamed, Choice, Header, Message, ModelEntry, ModelProvider,
+    Notification, PickerApproval, PickerChoice, PickerClarify, PickerModel, ReadReceiptEvent, Role,
+    ServerFrame,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant as TokioInstant;
 
@@ -89,8 +92,14 @@ enum Job {
 }
 
 enum Pending {
-    Approval { responder: PermissionResponder, options: Vec<String>, deadline: Instant },
-    Model { models: Vec<String> },
+    Approval {
+        responder: PermissionResponder,
+        options: Vec<String>,
+        deadline: Instant,
+    },
+    Model {
+        models: Vec<String>,
+    },
     Reasoning,
 }
 
@@ -99,7 +108,6 @@ struct Session {
     generation: u64,
     models: Option<SessionModelState>,
 }
-
 
 pub(super) struct LaneActor {
     shared: Arc<Shared>,
@@ -194,7 +202,11 @@ impl LaneActor {
             LaneCmd::Steer(_, reply) => {
                 let _ = reply.send(Err(WireError::not_found("no turn is running in this lane")));
             }
-            LaneCmd::Picker { picker_id, value, reply } => {
+            LaneCmd::Picker {
+                picker_id,
+                value,
+                reply,
+            } => {
                 let result = self.answer_picker(&picker_id, &value).await;
                 let _ = reply.send(result);
             }
@@ -212,7 +224,11 @@ impl LaneActor {
             LaneEvent::Update(_) => {}
             LaneEvent::Permission(_, responder) => responder.cancel(),
             LaneEvent::Exited { generation, .. } => {
-                if self.session.as_ref().is_some_and(|s| s.generation == generation) {
+                if self
+                    .session
+                    .as_ref()
+                    .is_some_and(|s| s.generation == generation)
+                {
                     self.session = None;
                 }
             }
@@ -226,7 +242,12 @@ impl LaneActor {
     }
 
     /// Appends durable frames of the turn (filed under `message_id`) in one transaction.
-    async fn durable(&self, frames: Vec<ServerFrame>, message_id: Option<String>, final_message: Option<Message>) {
+    async fn durable(
+        &self,
+        frames: Vec<ServerFrame>,
+        message_id: Option<String>,
+        final_message: Option<Message>,
+    ) {
         if frames.is_empty() || self.is_deleted() {
             return;
         }
@@ -237,7 +258,10 @@ impl LaneActor {
             .store
             .write(move |tx| {
                 // A lane deleted meanwhile gets nothing more: checked in the same transaction.
-                if tx.get_channel(lane.thread_id.as_deref().unwrap_or(&lane.chat_id))?.is_none() {
+                if tx
+                    .get_channel(lane.thread_id.as_deref().unwrap_or(&lane.chat_id))?
+                    .is_none()
+                {
                     return Ok(());
                 }
                 if let Some(m) = &final_message {
@@ -273,20 +297,36 @@ impl LaneActor {
                     final_message = Some(m);
                 }
                 Out::Ephemeral(f, key) => {
-                    self.durable(std::mem::take(&mut batch), Some(message_id.to_owned()), final_message.take()).await;
-                    self.shared.broadcast_ephemeral(&self.header(), &f, Some(Arc::from(key.as_str())));
+                    self.durable(
+                        std::mem::take(&mut batch),
+                        Some(message_id.to_owned()),
+                        final_message.take(),
+                    )
+                    .await;
+                    self.shared.broadcast_ephemeral(
+                        &self.header(),
+                        &f,
+                        Some(Arc::from(key.as_str())),
+                    );
                 }
             }
         }
-        self.durable(batch, Some(message_id.to_owned()), final_message).await;
+        self.durable(batch, Some(message_id.to_owned()), final_message)
+            .await;
     }
 
     async fn busy(&self, reason: BusyReason) {
-        self.durable(vec![ServerFrame::AgentBusy(AgentBusy { reason })], None, None).await;
+        self.durable(
+            vec![ServerFrame::AgentBusy(AgentBusy { reason })],
+            None,
+            None,
+        )
+        .await;
     }
 
     async fn idle(&self) {
-        self.durable(vec![ServerFrame::AgentIdle(Empty {})], None, None).await;
+        self.durable(vec![ServerFrame::AgentIdle(Empty {})], None, None)
+            .await;
     }
 
     /// A system message in this lane, stored and delivered like any message.
@@ -299,15 +339,25 @@ impl LaneActor {
             ..Message::default()
         };
         let id = message.message_id.clone();
-        self.durable(vec![ServerFrame::Message(message.clone())], Some(id), Some(message)).await;
+        self.durable(
+            vec![ServerFrame::Message(message.clone())],
+            Some(id),
+            Some(message),
+        )
+        .await;
     }
 
     fn read_receipt(&self, conn: u64, message_id: &str) {
         if conn == 0 {
             return;
         }
-        let frame = ServerFrame::ReadReceipt(ReadReceiptEvent { message_id: message_id.to_owned(), device_id: None });
-        self.shared.hub.send_to(conn, iris_protocol::encode(&self.header(), &frame).into());
+        let frame = ServerFrame::ReadReceipt(ReadReceiptEvent {
+            message_id: message_id.to_owned(),
+            device_id: None,
+        });
+        self.shared
+            .hub
+            .send_to(conn, iris_protocol::encode(&self.header(), &frame).into());
     }
 
     // ----- sessions -------------------------------------------------------------------------
@@ -315,7 +365,11 @@ impl LaneActor {
     /// The agent process and this lane's session on it, creating or restoring the session.
     async fn ensure_session(&mut self) -> Result<Arc<Instance>, String> {
         let instance = self.host.instance().await?;
-        if self.session.as_ref().is_some_and(|s| s.generation == instance.generation) {
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.generation == instance.generation)
+        {
             return Ok(instance);
         }
         if let Some(old) = self.session.take() {
@@ -324,13 +378,18 @@ impl LaneActor {
         let cwd = self.host.cwd.clone();
         if let Some(id) = self.stored_session.clone() {
             if instance.caps.load_session {
-                self.host.add_route(&id, instance.generation, self.ev_tx.clone());
+                self.host
+                    .add_route(&id, instance.generation, self.ev_tx.clone());
                 match instance.client.load_session(&id, &cwd).await {
                     Ok(resp) => {
                         // The agent replays the session's history before answering; drop it.
                         instance.fence().await;
                         self.drain_replay().await;
-                        self.session = Some(Session { id, generation: instance.generation, models: resp.models });
+                        self.session = Some(Session {
+                            id,
+                            generation: instance.generation,
+                            models: resp.models,
+                        });
                         return Ok(instance);
                     }
                     Err(e) => {
@@ -340,11 +399,20 @@ impl LaneActor {
                 }
             }
         }
-        let resp = instance.client.new_session(&cwd).await.map_err(|e| format!("{} could not open a session: {e}", self.host.label))?;
-        self.host.add_route(&resp.session_id, instance.generation, self.ev_tx.clone());
+        let resp = instance
+            .client
+            .new_session(&cwd)
+            .await
+            .map_err(|e| format!("{} could not open a session: {e}", self.host.label))?;
+        self.host
+            .add_route(&resp.session_id, instance.generation, self.ev_tx.clone());
         let had_one = self.stored_session.is_some();
         self.set_stored_session(Some(resp.session_id.clone())).await;
-        self.session = Some(Session { id: resp.session_id, generation: instance.generation, models: resp.models });
+        self.session = Some(Session {
+            id: resp.session_id,
+            generation: instance.generation,
+            models: resp.models,
+        });
         if had_one {
             self.system("The agent restarted and could not restore this conversation; it continues in a fresh session.").await;
         }
@@ -366,7 +434,9 @@ impl LaneActor {
         let result = self
             .shared
             .store
-            .write(move |tx| tx.set_lane_session(&lane.chat_id, lane.thread_id.as_deref(), id.as_deref()))
+            .write(move |tx| {
+                tx.set_lane_session(&lane.chat_id, lane.thread_id.as_deref(), id.as_deref())
+            })
             .await;
         if let Err(e) = result {
             tracing::warn!(error = %e, "could not store the lane's session id");
@@ -374,7 +444,10 @@ impl LaneActor {
     }
 
     fn current_model(&self) -> Option<String> {
-        self.session.as_ref().and_then(|s| s.models.as_ref()).map(|m| m.current_model_id.clone())
+        self.session
+            .as_ref()
+            .and_then(|s| s.models.as_ref())
+            .map(|m| m.current_model_id.clone())
     }
 
     // ----- turns ----------------------------------------------------------------------------
@@ -387,11 +460,16 @@ impl LaneActor {
             Ok(i) => i,
             Err(e) => {
                 self.read_receipt(job.origin_conn, &job.message_id);
-                self.system(format!("The agent is not available: {e}")).await;
+                self.system(format!("The agent is not available: {e}"))
+                    .await;
                 return;
             }
         };
-        let session_id = self.session.as_ref().map(|s| s.id.clone()).unwrap_or_default();
+        let session_id = self
+            .session
+            .as_ref()
+            .map(|s| s.id.clone())
+            .unwrap_or_default();
         self.read_receipt(job.origin_conn, &job.message_id);
         let turn_started = Instant::now();
         self.busy(BusyReason::Processing).await;
@@ -412,7 +490,16 @@ impl LaneActor {
         let images = instance.caps.prompt_capabilities.image;
         blocks.extend(crate::media::agent::prompt_blocks(&self.shared, job.blocks, images).await);
         let mut rx = std::mem::replace(&mut self.ev_rx, mpsc::unbounded_channel().1);
-        let Driven { ended, steered, .. } = self.drive(Mode::Live, &instance, &session_id, blocks, &mut mapper, &mut rx).await;
+        let Driven { ended, steered, .. } = self
+            .drive(
+                Mode::Live,
+                &instance,
+                &session_id,
+                blocks,
+                &mut mapper,
+                &mut rx,
+            )
+            .await;
         self.ev_rx = rx;
         let mut ending = Ending::default();
         let notice = match ended {
@@ -427,7 +514,9 @@ impl LaneActor {
             }
             Ended::Crashed(detail) => {
                 ending.failed = true;
-                Some(format!("The agent stopped unexpectedly ({detail}). Your next message will restart it."))
+                Some(format!(
+                    "The agent stopped unexpectedly ({detail}). Your next message will restart it."
+                ))
             }
             Ended::Failed(detail) => {
                 ending.failed = true;
@@ -452,7 +541,13 @@ impl LaneActor {
         self.idle().await;
     }
 
-    fn cancel_turn(&mut self, instance: &Instance, session_id: &str, stopping: &mut Stopping, turn_pickers: &[String]) {
+    fn cancel_turn(
+        &mut self,
+        instance: &Instance,
+        session_id: &str,
+        stopping: &mut Stopping,
+        turn_pickers: &[String],
+    ) {
         if stopping.since.is_none() {
             stopping.since = Some(Instant::now());
             if let Err(e) = instance.client.cancel(session_id) {
@@ -524,7 +619,8 @@ impl LaneActor {
                 responder.cancel();
             }
             self.agents.forget_pickers(std::iter::once(&id));
-            self.system("The approval request expired without an answer and was cancelled.").await;
+            self.system("The approval request expired without an answer and was cancelled.")
+                .await;
         }
     }
 
@@ -535,26 +631,67 @@ impl LaneActor {
         id
     }
 
-    async fn open_permission(&mut self, request: RequestPermissionRequest, responder: PermissionResponder) -> Option<String> {
-        let options: Vec<String> = request.options.iter().map(|o| o.option_id.clone()).collect();
-        let choices: Vec<Choice> =
-            request.options.iter().map(|o| Choice { value: o.option_id.clone(), label: o.name.clone(), is_current: false }).collect();
+    async fn open_permission(
+        &mut self,
+        request: RequestPermissionRequest,
+        responder: PermissionResponder,
+    ) -> Option<String> {
+        let options: Vec<String> = request
+            .options
+            .iter()
+            .map(|o| o.option_id.clone())
+            .collect();
+        let choices: Vec<Choice> = request
+            .options
+            .iter()
+            .map(|o| Choice {
+                value: o.option_id.clone(),
+                label: o.name.clone(),
+                is_current: false,
+            })
+            .collect();
         let deadline = Instant::now() + self.agents.picker_timeout;
         let question = request.clarify_question().map(str::to_owned);
-        let id = self.register_picker(Pending::Approval { responder, options, deadline });
+        let id = self.register_picker(Pending::Approval {
+            responder,
+            options,
+            deadline,
+        });
         let (frame, kind, title) = match question {
             Some(q) => (
-                ServerFrame::PickerClarify(PickerClarify { picker_id: id.clone(), title: q.clone(), choices }),
+                ServerFrame::PickerClarify(PickerClarify {
+                    picker_id: id.clone(),
+                    title: q.clone(),
+                    choices,
+                }),
                 "clarify",
                 q,
             ),
             None => {
-                let title = request.tool_call.title.clone().unwrap_or_else(|| "The agent asks for permission".into());
-                let preview = request.tool_call.content.as_deref().and_then(permission_preview).or_else(|| {
-                    request.tool_call.raw_input.as_ref().map(|v| super::turn::tail(&v.to_string(), 2000))
-                });
+                let title = request
+                    .tool_call
+                    .title
+                    .clone()
+                    .unwrap_or_else(|| "The agent asks for permission".into());
+                let preview = request
+                    .tool_call
+                    .content
+                    .as_deref()
+                    .and_then(permission_preview)
+                    .or_else(|| {
+                        request
+                            .tool_call
+                            .raw_input
+                            .as_ref()
+                            .map(|v| super::turn::tail(&v.to_string(), 2000))
+                    });
                 (
-                    ServerFrame::PickerApproval(PickerApproval { picker_id: id.clone(), title: title.clone(), preview, choices }),
+                    ServerFrame::PickerApproval(PickerApproval {
+                        picker_id: id.clone(),
+                        title: title.clone(),
+                        preview,
+                        choices,
+                    }),
                     "approval",
                     title,
                 )
@@ -562,12 +699,22 @@ impl LaneActor {
         };
         let note = ServerFrame::Notification(Notification {
             kind: kind.into(),
-            title: if kind == "clarify" { "Question from the agent".into() } else { "Approval needed".into() },
+            title: if kind == "clarify" {
+                "Question from the agent".into()
+            } else {
+                "Approval needed".into()
+            },
             body: Some(super::turn::tail(&title, 200)),
             ts: now_ms(),
         });
         self.durable(
-            vec![frame, note, ServerFrame::AgentBusy(AgentBusy { reason: BusyReason::WaitingInput })],
+            vec![
+                frame,
+                note,
+                ServerFrame::AgentBusy(AgentBusy {
+                    reason: BusyReason::WaitingInput,
+                }),
+            ],
             None,
             None,
         )
@@ -579,22 +726,39 @@ impl LaneActor {
         let Some(pending) = self.pickers.remove(picker_id) else {
             return Err(WireError::not_found("picker unknown or expired"));
         };
-        self.agents.forget_pickers(std::iter::once(&picker_id.to_owned()));
+        self.agents
+            .forget_pickers(std::iter::once(&picker_id.to_owned()));
         match pending {
-            Pending::Approval { responder, options, deadline } => {
+            Pending::Approval {
+                responder,
+                options,
+                deadline,
+            } => {
                 if !options.iter().any(|o| o == value) {
-                    self.pickers.insert(picker_id.to_owned(), Pending::Approval { responder, options, deadline });
+                    self.pickers.insert(
+                        picker_id.to_owned(),
+                        Pending::Approval {
+                            responder,
+                            options,
+                            deadline,
+                        },
+                    );
                     self.agents.remember_picker(picker_id, &self.lane);
-                    return Err(WireError::bad_request("value is not one of the picker's choices"));
+                    return Err(WireError::bad_request(
+                        "value is not one of the picker's choices",
+                    ));
                 }
                 responder.select(value);
                 Ok(())
             }
             Pending::Model { models } => {
                 if !models.iter().any(|m| m == value) {
-                    self.pickers.insert(picker_id.to_owned(), Pending::Model { models });
+                    self.pickers
+                        .insert(picker_id.to_owned(), Pending::Model { models });
                     self.agents.remember_picker(picker_id, &self.lane);
-                    return Err(WireError::bad_request("value is not one of the offered models"));
+                    return Err(WireError::bad_request(
+                        "value is not one of the offered models",
+                    ));
                 }
                 self.set_model(value).await;
                 Ok(())
@@ -621,7 +785,10 @@ impl LaneActor {
                 self.set_stored_session(None).await;
                 match self.ensure_session().await {
                     Ok(_) => self.system("Started a new session.").await,
-                    Err(e) => self.system(format!("Could not start a new session: {e}")).await,
+                    Err(e) => {
+                        self.system(format!("Could not start a new session: {e}"))
+                            .await
+                    }
                 }
             }
             "/stop" => self.system("Nothing is running in this chat.").await,
@@ -632,10 +799,20 @@ impl LaneActor {
             "/help" => {
                 let mut text = String::from("Commands:");
                 for cmd in super::catalog(&self.host) {
-                    let aliases =
-                        if cmd.aliases.is_empty() { String::new() } else { format!(" ({})", cmd.aliases.join(", ")) };
-                    let hint = if cmd.args_hint.is_empty() { String::new() } else { format!(" {}", cmd.args_hint) };
-                    text.push_str(&format!("\n{}{hint}{aliases} — {}", cmd.name, cmd.description));
+                    let aliases = if cmd.aliases.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", cmd.aliases.join(", "))
+                    };
+                    let hint = if cmd.args_hint.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", cmd.args_hint)
+                    };
+                    text.push_str(&format!(
+                        "\n{}{hint}{aliases} — {}",
+                        cmd.name, cmd.description
+                    ));
                 }
                 self.system(text).await;
             }
@@ -645,13 +822,30 @@ impl LaneActor {
                 "" => {
                     let id = self.register_picker(Pending::Reasoning);
                     let choices = vec![
-                        Choice { value: "show".into(), label: "Show reasoning".into(), is_current: self.show_reasoning },
-                        Choice { value: "hide".into(), label: "Hide reasoning".into(), is_current: !self.show_reasoning },
+                        Choice {
+                            value: "show".into(),
+                            label: "Show reasoning".into(),
+                            is_current: self.show_reasoning,
+                        },
+                        Choice {
+                            value: "hide".into(),
+                            label: "Hide reasoning".into(),
+                            is_current: !self.show_reasoning,
+                        },
                     ];
-                    let frame = ServerFrame::PickerChoice(PickerChoice { picker_id: id, title: "Reasoning".into(), choices });
+                    let frame = ServerFrame::PickerChoice(PickerChoice {
+                        picker_id: id,
+                        title: "Reasoning".into(),
+                        choices,
+                    });
                     self.durable(vec![frame], None, None).await;
                 }
-                other => self.system(format!("Unknown option {other:?}: use /reasoning show or /reasoning hide.")).await,
+                other => {
+                    self.system(format!(
+                        "Unknown option {other:?}: use /reasoning show or /reasoning hide."
+                    ))
+                    .await
+                }
             },
             "/cron" => {
                 let text = crate::cron::command::run(&self.shared, &self.lane, &c.args).await;
@@ -666,7 +860,8 @@ impl LaneActor {
             }
             "/model" => {
                 if let Err(e) = self.ensure_session().await {
-                    self.system(format!("The agent is not available: {e}")).await;
+                    self.system(format!("The agent is not available: {e}"))
+                        .await;
                     return;
                 }
                 if c.args.is_empty() {
@@ -678,16 +873,27 @@ impl LaneActor {
                         m.available_models
                             .iter()
                             .find(|x| x.model_id == wanted)
-                            .or_else(|| m.available_models.iter().find(|x| super::turn::bare_model(&x.model_id) == wanted))
+                            .or_else(|| {
+                                m.available_models
+                                    .iter()
+                                    .find(|x| super::turn::bare_model(&x.model_id) == wanted)
+                            })
                             .map(|x| x.model_id.clone())
                     });
                     match found {
                         Some(id) => self.set_model(&id).await,
                         None => {
                             let list = models
-                                .map(|m| m.available_models.iter().map(|x| x.model_id.clone()).collect::<Vec<_>>().join(", "))
+                                .map(|m| {
+                                    m.available_models
+                                        .iter()
+                                        .map(|x| x.model_id.clone())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                })
                                 .unwrap_or_default();
-                            self.system(format!("Unknown model {wanted:?}. Available: {list}")).await;
+                            self.system(format!("Unknown model {wanted:?}. Available: {list}"))
+                                .await;
                         }
                     }
                 }
@@ -701,8 +907,15 @@ impl LaneActor {
             Some(info) => format!("{} ({info})", self.host.label),
             None => self.host.label.clone(),
         };
-        let model = self.current_model().unwrap_or_else(|| "unknown until the first message".into());
-        let session = self.session.as_ref().map(|s| s.id.as_str()).or(self.stored_session.as_deref()).unwrap_or("none yet");
+        let model = self
+            .current_model()
+            .unwrap_or_else(|| "unknown until the first message".into());
+        let session = self
+            .session
+            .as_ref()
+            .map(|s| s.id.as_str())
+            .or(self.stored_session.as_deref())
+            .unwrap_or("none yet");
         format!(
             "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}",
             if self.show_reasoning { "shown" } else { "hidden" },
@@ -713,20 +926,38 @@ impl LaneActor {
 
     async fn model_picker(&mut self) {
         let Some(models) = self.session.as_ref().and_then(|s| s.models.clone()) else {
-            self.system("This agent does not offer a choice of models.").await;
+            self.system("This agent does not offer a choice of models.")
+                .await;
             return;
         };
         let mut providers: Vec<ModelProvider> = Vec::new();
         for m in &models.available_models {
-            let provider = m.model_id.split_once(':').map(|(p, _)| p.to_owned()).unwrap_or_else(|| "default".into());
-            let entry = ModelEntry { id: m.model_id.clone(), label: m.name.clone() };
+            let provider = m
+                .model_id
+                .split_once(':')
+                .map(|(p, _)| p.to_owned())
+                .unwrap_or_else(|| "default".into());
+            let entry = ModelEntry {
+                id: m.model_id.clone(),
+                label: m.name.clone(),
+            };
             match providers.iter_mut().find(|p| p.id == provider) {
                 Some(p) => p.models.push(entry),
-                None => providers.push(ModelProvider { label: provider.clone(), id: provider, models: vec![entry] }),
+                None => providers.push(ModelProvider {
+                    label: provider.clone(),
+                    id: provider,
+                    models: vec![entry],
+                }),
             }
         }
         let current = models.current_model_id.clone();
-        let id = self.register_picker(Pending::Model { models: models.available_models.iter().map(|m| m.model_id.clone()).collect() });
+        let id = self.register_picker(Pending::Model {
+            models: models
+                .available_models
+                .iter()
+                .map(|m| m.model_id.clone())
+                .collect(),
+        });
         let frame = ServerFrame::PickerModel(PickerModel {
             picker_id: id,
             current_provider: current.split_once(':').map(|(p, _)| p.to_owned()),
@@ -738,7 +969,8 @@ impl LaneActor {
 
     async fn set_model(&mut self, model_id: &str) {
         let Some(session) = self.session.as_mut() else {
-            self.system("The agent is not running; send a message first.").await;
+            self.system("The agent is not running; send a message first.")
+                .await;
             return;
         };
         let instance = match self.host.instance().await {
@@ -755,13 +987,24 @@ impl LaneActor {
                 }
                 self.system(format!("Model switched to {model_id}.")).await;
             }
-            Err(e) => self.system(format!("Could not switch the model: {}", short(&e.to_string()))).await,
+            Err(e) => {
+                self.system(format!(
+                    "Could not switch the model: {}",
+                    short(&e.to_string())
+                ))
+                .await
+            }
         }
     }
 
     async fn set_reasoning(&mut self, show: bool) {
         self.show_reasoning = show;
-        self.system(if show { "Reasoning will be shown." } else { "Reasoning will be hidden." }).await;
+        self.system(if show {
+            "Reasoning will be shown."
+        } else {
+            "Reasoning will be hidden."
+        })
+        .await;
     }
 
     /// Renames this lane's thread (or channel) at the user's request.
@@ -770,14 +1013,20 @@ impl LaneActor {
             self.system("A title needs 1-100 characters.").await;
             return;
         };
-        let target = self.lane.thread_id.clone().unwrap_or_else(|| self.lane.chat_id.clone());
+        let target = self
+            .lane
+            .thread_id
+            .clone()
+            .unwrap_or_else(|| self.lane.chat_id.clone());
         self.rename(&target, &name, true).await;
         self.system(format!("Renamed to {name}.")).await;
     }
 
     /// The agent named the session: rename the thread unless the user named it.
     async fn agent_title(&mut self, title: &str) {
-        let (Some(thread), Some(name)) = (self.lane.thread_id.clone(), clean_title(title)) else { return };
+        let (Some(thread), Some(name)) = (self.lane.thread_id.clone(), clean_title(title)) else {
+            return;
+        };
         self.rename(&thread, &name, false).await;
     }
 
@@ -792,9 +1041,23 @@ impl LaneActor {
                 if !tx.rename_channel(&chat, &name, by_user)? {
                     return Ok(false);
                 }
-                let filed = if is_thread { (Some(parent.as_str()), Some(chat.as_str())) } else { (Some(chat.as_str()), None) };
-                let renamed = ServerFrame::ChannelRenamed(ChannelRenamed { chat_id: chat.clone(), name: name.clone() });
-                append_filed(tx, &Header::default(), &renamed, filed, None, &Origin::none())?;
+                let filed = if is_thread {
+                    (Some(parent.as_str()), Some(chat.as_str()))
+                } else {
+                    (Some(chat.as_str()), None)
+                };
+                let renamed = ServerFrame::ChannelRenamed(ChannelRenamed {
+                    chat_id: chat.clone(),
+                    name: name.clone(),
+                });
+                append_filed(
+                    tx,
+                    &Header::default(),
+                    &renamed,
+                    filed,
+                    None,
+                    &Origin::none(),
+                )?;
                 if !by_user {
                     let note = ServerFrame::Notification(Notification {
                         kind: "channel_renamed".into(),
@@ -802,7 +1065,14 @@ impl LaneActor {
                         body: Some(format!("Renamed topic to {name}")),
                         ts: now_ms(),
                     });
-                    append_filed(tx, &Header::lane(parent.clone(), is_thread.then(|| chat.clone())), &note, filed, None, &Origin::none())?;
+                    append_filed(
+                        tx,
+                        &Header::lane(parent.clone(), is_thread.then(|| chat.clone())),
+                        &note,
+                        filed,
+                        None,
+                        &Origin::none(),
+                    )?;
                 }
                 Ok(true)
             })
@@ -815,20 +1085,33 @@ impl LaneActor {
 
 /// A turn for steering text: no stored user message stands behind it, so no read receipt.
 fn steer_job(text: String) -> PromptJob {
-    PromptJob { text, blocks: Vec::new(), origin_conn: 0, message_id: String::new() }
+    PromptJob {
+        text,
+        blocks: Vec::new(),
+        origin_conn: 0,
+        message_id: String::new(),
+    }
 }
 
 /// Hermes acknowledges `/steer` inside the running turn's text ("⏩ Steer queued for the active
 /// turn: …"); that note is not part of the answer.
 fn is_steer_ack(update: &SessionUpdate) -> bool {
     match update {
-        SessionUpdate::AgentMessageChunk(c) => c.content.as_text().is_some_and(|t| t.trim_start().starts_with("⏩ Steer queued")),
+        SessionUpdate::AgentMessageChunk(c) => c
+            .content
+            .as_text()
+            .is_some_and(|t| t.trim_start().starts_with("⏩ Steer queued")),
         _ => false,
     }
 }
 
 fn clean_title(title: &str) -> Option<String> {
-    let t: String = title.trim().chars().filter(|c| !c.is_control()).take(100).collect();
+    let t: String = title
+        .trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(100)
+        .collect();
     Some(t).filter(|t| !t.trim().is_empty())
 }
 

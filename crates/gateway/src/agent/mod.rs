@@ -49,9 +49,12 @@ To use Hermes: `pip install 'hermes-agent[acp]'`, then restart the gateway with 
 /// given) `hermes acp` if `hermes` is on PATH, else the demo agent with a notice.
 pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, String> {
     let demo = |notice: Option<String>| -> Result<AgentChoice, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this program to run the demo agent: {e}"))?;
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find this program to run the demo agent: {e}"))?;
         Ok(AgentChoice {
-            spec: AgentSpec::new(exe.to_string_lossy()).arg("demo-agent").cwd(cwd),
+            spec: AgentSpec::new(exe.to_string_lossy())
+                .arg("demo-agent")
+                .cwd(cwd),
             label: "demo agent".into(),
             is_demo: true,
             disabled: false,
@@ -75,7 +78,10 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
                 spec = spec.arg(w.clone());
             }
             let is_demo = words.get(1).map(String::as_str) == Some("demo-agent");
-            let base = Path::new(&program).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or(program.clone());
+            let base = Path::new(&program)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or(program.clone());
             let label = if is_demo {
                 "demo agent".into()
             } else if base.starts_with("hermes") {
@@ -83,7 +89,13 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
             } else {
                 base
             };
-            Ok(AgentChoice { spec, label, is_demo, disabled: false, notice: None })
+            Ok(AgentChoice {
+                spec,
+                label,
+                is_demo,
+                disabled: false,
+                notice: None,
+            })
         }
         _ => match find_on_path("hermes") {
             Some(hermes) => Ok(AgentChoice {
@@ -103,7 +115,11 @@ fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
-        .find(|p| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false))
+        .find(|p| {
+            p.metadata()
+                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+        })
 }
 
 /// Splits a command line into words, honouring single and double quotes and backslashes.
@@ -153,7 +169,11 @@ pub fn split_command(line: &str) -> Result<Vec<String>, String> {
 }
 
 /// A lane actor's mailbox, task, and the flag that silences it when its lane is deleted.
-type LaneHandle = (mpsc::UnboundedSender<LaneCmd>, JoinHandle<()>, Arc<AtomicBool>);
+type LaneHandle = (
+    mpsc::UnboundedSender<LaneCmd>,
+    JoinHandle<()>,
+    Arc<AtomicBool>,
+);
 
 /// Settings of the agent bridge.
 #[derive(Debug, Clone)]
@@ -216,10 +236,17 @@ impl Agents {
             // Without an agent, messages are stored and synced; there is nothing to run or stop.
             match cmd {
                 LaneCmd::Stop(reply) => drop(reply.send(false)),
-                LaneCmd::Steer(_, reply) => drop(reply.send(Err(WireError::not_found("no agent is configured")))),
-                LaneCmd::Picker { reply, .. } => drop(reply.send(Err(WireError::not_found("picker unknown or expired")))),
+                LaneCmd::Steer(_, reply) => {
+                    drop(reply.send(Err(WireError::not_found("no agent is configured"))))
+                }
+                LaneCmd::Picker { reply, .. } => {
+                    drop(reply.send(Err(WireError::not_found("picker unknown or expired"))))
+                }
                 LaneCmd::Command(c) => {
-                    let text = format!("{} needs an agent, and this gateway runs without one (--agent none).", c.name);
+                    let text = format!(
+                        "{} needs an agent, and this gateway runs without one (--agent none).",
+                        c.name
+                    );
                     tokio::spawn(system_message(shared.clone(), lane.clone(), text));
                 }
                 LaneCmd::Prompt(_) | LaneCmd::Cron(_) | LaneCmd::Close => {}
@@ -238,7 +265,13 @@ impl Agents {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let deleted = Arc::new(AtomicBool::new(false));
-        let actor = LaneActor::new(shared.clone(), self.clone(), lane.clone(), rx, deleted.clone());
+        let actor = LaneActor::new(
+            shared.clone(),
+            self.clone(),
+            lane.clone(),
+            rx,
+            deleted.clone(),
+        );
         let task = tokio::spawn(actor.run());
         let _ = tx.send(cmd);
         lanes.insert(lane.clone(), (tx, task, deleted));
@@ -251,11 +284,18 @@ impl Agents {
 
     /// The lane a pending picker belongs to.
     pub fn picker_lane(&self, picker_id: &str) -> Option<Lane> {
-        self.pickers.lock().expect("pickers lock").get(picker_id).cloned()
+        self.pickers
+            .lock()
+            .expect("pickers lock")
+            .get(picker_id)
+            .cloned()
     }
 
     pub(crate) fn remember_picker(&self, picker_id: &str, lane: &Lane) {
-        self.pickers.lock().expect("pickers lock").insert(picker_id.to_owned(), lane.clone());
+        self.pickers
+            .lock()
+            .expect("pickers lock")
+            .insert(picker_id.to_owned(), lane.clone());
     }
 
     pub(crate) fn forget_pickers<'a>(&self, ids: impl Iterator<Item = &'a String>) {
@@ -332,10 +372,20 @@ async fn system_message(shared: Arc<Shared>, lane: Lane, text: String) {
     let result = shared
         .store
         .write(move |tx| {
-            tx.upsert_message(&crate::handlers::to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message))?;
+            tx.upsert_message(&crate::handlers::to_stored(
+                &lane.chat_id,
+                lane.thread_id.as_deref(),
+                &message,
+            ))?;
             let id = message.message_id.clone();
             let frame = iris_protocol::ServerFrame::Message(message);
-            crate::state::append_frame(tx, &lane.header(), &frame, Some(&id), &crate::state::Origin::none())
+            crate::state::append_frame(
+                tx,
+                &lane.header(),
+                &frame,
+                Some(&id),
+                &crate::state::Origin::none(),
+            )
         })
         .await;
     if let Err(e) = result {
@@ -348,13 +398,20 @@ pub fn catalog(host: &AgentHost) -> Vec<CommandInfo> {
     let mut out = crate::commands::catalog_entries();
     for cmd in host.agent_commands() {
         let name = format!("/{}", cmd.name.trim_start_matches('/'));
-        if out.iter().any(|c| c.name == name || c.aliases.contains(&name)) {
+        if out
+            .iter()
+            .any(|c| c.name == name || c.aliases.contains(&name))
+        {
             continue;
         }
         out.push(CommandInfo {
             name,
             description: cmd.description.clone(),
-            args_hint: cmd.input.as_ref().map(|i| i.hint.clone()).unwrap_or_default(),
+            args_hint: cmd
+                .input
+                .as_ref()
+                .map(|i| i.hint.clone())
+                .unwrap_or_default(),
             category: "Agent".into(),
             aliases: Vec::new(),
         });
@@ -369,7 +426,10 @@ mod tests {
     #[test]
     fn command_lines_split_like_a_shell() {
         assert_eq!(split_command("hermes acp").unwrap(), ["hermes", "acp"]);
-        assert_eq!(split_command("'/opt/my agent/bin' --x \"a b\" c\\ d").unwrap(), ["/opt/my agent/bin", "--x", "a b", "c d"]);
+        assert_eq!(
+            split_command("'/opt/my agent/bin' --x \"a b\" c\\ d").unwrap(),
+            ["/opt/my agent/bin", "--x", "a b", "c d"]
+        );
         assert!(split_command("\"open").is_err());
         assert!(split_command("   ").is_err());
     }

@@ -30,11 +30,18 @@ struct OpenTurn {
 }
 
 fn lane_key(lane: &Lane) -> String {
-    format!("{}/{}", lane.chat_id, lane.thread_id.as_deref().unwrap_or(""))
+    format!(
+        "{}/{}",
+        lane.chat_id,
+        lane.thread_id.as_deref().unwrap_or("")
+    )
 }
 
 fn load(tx: &WriteTx<'_>) -> Result<BTreeMap<String, OpenTurn>, StoreError> {
-    Ok(tx.get_meta(KEY)?.and_then(|v| serde_json::from_str(&v).ok()).unwrap_or_default())
+    Ok(tx
+        .get_meta(KEY)?
+        .and_then(|v| serde_json::from_str(&v).ok())
+        .unwrap_or_default())
 }
 
 fn save(tx: &mut WriteTx<'_>, turns: &BTreeMap<String, OpenTurn>) -> Result<(), StoreError> {
@@ -47,7 +54,10 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[ServerFrame]) -> Resul
     let relevant = frames.iter().any(|f| {
         matches!(
             f,
-            ServerFrame::AgentBusy(_) | ServerFrame::AgentIdle(_) | ServerFrame::MessageStart(_) | ServerFrame::MessageStop(_)
+            ServerFrame::AgentBusy(_)
+                | ServerFrame::AgentIdle(_)
+                | ServerFrame::MessageStart(_)
+                | ServerFrame::MessageStop(_)
         ) || matches!(f, ServerFrame::Message(m) if matches!(m.role, Role::Assistant | Role::Cron))
     });
     if !relevant {
@@ -71,7 +81,10 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[ServerFrame]) -> Resul
                 }
             }
             ServerFrame::MessageStop(m) => {
-                if let Some(t) = turns.get_mut(&key).filter(|t| t.message_id.as_ref() == Some(&m.message_id)) {
+                if let Some(t) = turns
+                    .get_mut(&key)
+                    .filter(|t| t.message_id.as_ref() == Some(&m.message_id))
+                {
                     t.answered = true;
                 }
             }

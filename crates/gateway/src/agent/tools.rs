@@ -84,7 +84,11 @@ const EMOJIS: &[(&str, &str)] = &[
 ];
 
 /// Short names in titles that stand for a registry tool.
-const ALIASES: &[(&str, &str)] = &[("read", "read_file"), ("write", "write_file"), ("search", "search_files")];
+const ALIASES: &[(&str, &str)] = &[
+    ("read", "read_file"),
+    ("write", "write_file"),
+    ("search", "search_files"),
+];
 
 /// The tool name and the rest of a title: `terminal: echo hi` → (`terminal`, `echo hi`).
 pub fn split_title(title: &str) -> (String, Option<String>) {
@@ -101,8 +105,15 @@ pub fn split_title(title: &str) -> (String, Option<String>) {
 
 /// The emoji of a tool, if it is known.
 pub fn emoji(name: &str) -> Option<&'static str> {
-    let canonical = ALIASES.iter().find(|(short, _)| *short == name).map(|(_, full)| *full).unwrap_or(name);
-    EMOJIS.binary_search_by(|(n, _)| n.cmp(&canonical)).ok().map(|i| EMOJIS[i].1)
+    let canonical = ALIASES
+        .iter()
+        .find(|(short, _)| *short == name)
+        .map(|(_, full)| *full)
+        .unwrap_or(name);
+    EMOJIS
+        .binary_search_by(|(n, _)| n.cmp(&canonical))
+        .ok()
+        .map(|i| EMOJIS[i].1)
 }
 
 #[cfg(test)]
@@ -111,8 +122,14 @@ mod tests {
 
     #[test]
     fn names_come_from_titles() {
-        assert_eq!(split_title("terminal: echo hi"), ("terminal".into(), Some("echo hi".into())));
-        assert_eq!(split_title("patch (replace): src/a.rs"), ("patch".into(), Some("src/a.rs".into())));
+        assert_eq!(
+            split_title("terminal: echo hi"),
+            ("terminal".into(), Some("echo hi".into()))
+        );
+        assert_eq!(
+            split_title("patch (replace): src/a.rs"),
+            ("patch".into(), Some("src/a.rs".into()))
+        );
         assert_eq!(split_title("todo (2 items)"), ("todo".into(), None));
         assert_eq!(split_title("web_search"), ("web_search".into(), None));
     }
@@ -123,6 +140,9 @@ mod tests {
         assert_eq!(emoji("read"), Some("📖"));
         assert_eq!(emoji("write_file"), Some("✍️"));
         assert_eq!(emoji("no_such_tool"), None);
-        assert!(EMOJIS.windows(2).all(|w| w[0].0 < w[1].0), "sorted for binary search");
+        assert!(
+            EMOJIS.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted for binary search"
+        );
     }
 }

@@ -16,10 +16,12 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use iris_acp::{ContentBlock, PlanEntryStatus, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate};
+use iris_acp::{
+    ContentBlock, PlanEntryStatus, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+};
 use iris_protocol::{
-    AgentBusy, BusyReason, Commentary, MediaInfo, Message, MessageStart, MessageStop, MessageUpdate, Role, Runtime, ServerFrame,
-    ToolEnd, ToolProgress, ToolStart,
+    AgentBusy, BusyReason, Commentary, MediaInfo, Message, MessageStart, MessageStop,
+    MessageUpdate, Role, Runtime, ServerFrame, ToolEnd, ToolProgress, ToolStart,
 };
 
 use super::tools;
@@ -237,7 +239,11 @@ impl TurnMapper {
                         })));
                     }
                     // Hermes opens the text after a tool with blank lines; a bubble never starts with them.
-                    self.text.push_str(if self.text.is_empty() { t.text.trim_start_matches(['\n', '\r']) } else { &t.text });
+                    self.text.push_str(if self.text.is_empty() {
+                        t.text.trim_start_matches(['\n', '\r'])
+                    } else {
+                        &t.text
+                    });
                     self.dirty = true;
                     out.extend(self.flush_due(now));
                 }
@@ -263,7 +269,13 @@ impl TurnMapper {
                 let was_idle = !self.tool_open();
                 let (name, detail) = tools::split_title(&call.title);
                 let index = self.tools.len() as u32;
-                self.tools.push(ToolState { id: call.tool_call_id.clone(), index, name: name.clone(), started: now, open: true });
+                self.tools.push(ToolState {
+                    id: call.tool_call_id.clone(),
+                    index,
+                    name: name.clone(),
+                    started: now,
+                    open: true,
+                });
                 out.push(Out::Durable(ServerFrame::ToolStart(ToolStart {
                     index,
                     emoji: tools::emoji(&name).map(str::to_owned),
@@ -272,9 +284,14 @@ impl TurnMapper {
                     name,
                 })));
                 if was_idle {
-                    out.push(Out::Durable(ServerFrame::AgentBusy(AgentBusy { reason: BusyReason::Tool })));
+                    out.push(Out::Durable(ServerFrame::AgentBusy(AgentBusy {
+                        reason: BusyReason::Tool,
+                    })));
                 }
-                if matches!(call.status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed)) {
+                if matches!(
+                    call.status,
+                    Some(ToolCallStatus::Completed | ToolCallStatus::Failed)
+                ) {
                     let update = ToolCallUpdate {
                         tool_call_id: call.tool_call_id.clone(),
                         status: call.status,
@@ -296,7 +313,10 @@ impl TurnMapper {
                     };
                     text.push_str(&format!("\n{mark} {}", e.content));
                 }
-                out.push(Out::Durable(ServerFrame::Commentary(Commentary { message_id: id, text })));
+                out.push(Out::Durable(ServerFrame::Commentary(Commentary {
+                    message_id: id,
+                    text,
+                })));
             }
             SessionUpdate::UsageUpdate(usage) => {
                 if let (Some(size), Some(used)) = (usage.size, usage.used) {
@@ -305,7 +325,9 @@ impl TurnMapper {
                     }
                 }
                 if let Some(cost) = usage.cost.as_ref() {
-                    self.cost = cost.as_f64().or_else(|| cost.get("amount").and_then(|a| a.as_f64()));
+                    self.cost = cost
+                        .as_f64()
+                        .or_else(|| cost.get("amount").and_then(|a| a.as_f64()));
                 }
             }
             _ => {}
@@ -319,7 +341,10 @@ impl TurnMapper {
         }
         let (text, paths) = media_agent::split_media_lines(&std::mem::take(&mut self.text));
         self.files.extend(paths.into_iter().map(AgentFile::Path));
-        out.push(Out::Durable(ServerFrame::Commentary(Commentary { message_id: new_id("m_"), text })));
+        out.push(Out::Durable(ServerFrame::Commentary(Commentary {
+            message_id: new_id("m_"),
+            text,
+        })));
         if self.bubble_started {
             out.push(self.update_frame());
         }
@@ -328,17 +353,29 @@ impl TurnMapper {
 
     fn on_tool_update(&mut self, update: &ToolCallUpdate, now: Instant) -> Vec<Out> {
         let mut out = Vec::new();
-        let Some(tool) = self.tools.iter_mut().find(|t| t.id == update.tool_call_id) else { return out };
+        let Some(tool) = self.tools.iter_mut().find(|t| t.id == update.tool_call_id) else {
+            return out;
+        };
         if !tool.open {
             return out;
         }
         if let Some(content) = &update.content {
             self.files_in(content);
         }
-        let Some(tool) = self.tools.iter_mut().find(|t| t.id == update.tool_call_id) else { return out };
-        let output = update.content.as_deref().and_then(content_text).or_else(|| {
-            update.raw_output.as_ref().map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))
-        });
+        let Some(tool) = self.tools.iter_mut().find(|t| t.id == update.tool_call_id) else {
+            return out;
+        };
+        let output = update
+            .content
+            .as_deref()
+            .and_then(content_text)
+            .or_else(|| {
+                update.raw_output.as_ref().map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| v.to_string())
+                })
+            });
         match update.status {
             Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) => {
                 tool.open = false;
@@ -350,13 +387,24 @@ impl TurnMapper {
                     output_preview: output.map(|o| tail(&o, 500)),
                 })));
                 if !self.tool_open() {
-                    out.push(Out::Durable(ServerFrame::AgentBusy(AgentBusy { reason: BusyReason::Processing })));
+                    out.push(Out::Durable(ServerFrame::AgentBusy(AgentBusy {
+                        reason: BusyReason::Processing,
+                    })));
                 }
             }
             _ => {
                 let key = format!("tp:{}:{}", self.cfg.message_id, tool.index);
-                let note = output.map(|o| tail(&o, 200)).or_else(|| Some("running…".into()));
-                out.push(Out::Ephemeral(ServerFrame::ToolProgress(ToolProgress { index: tool.index, name: tool.name.clone(), note }), key));
+                let note = output
+                    .map(|o| tail(&o, 200))
+                    .or_else(|| Some("running…".into()));
+                out.push(Out::Ephemeral(
+                    ServerFrame::ToolProgress(ToolProgress {
+                        index: tool.index,
+                        name: tool.name.clone(),
+                        note,
+                    }),
+                    key,
+                ));
             }
         }
         out
@@ -374,7 +422,11 @@ impl TurnMapper {
 
     /// A pending `message.update`, if one is due.
     pub fn flush_due(&mut self, now: Instant) -> Option<Out> {
-        if !self.dirty || self.last_update.is_some_and(|t| now < t + self.cfg.update_interval) {
+        if !self.dirty
+            || self
+                .last_update
+                .is_some_and(|t| now < t + self.cfg.update_interval)
+        {
             return None;
         }
         self.dirty = false;
@@ -384,7 +436,11 @@ impl TurnMapper {
 
     /// When the next rate-limited `message.update` is due.
     pub fn next_flush(&self) -> Option<Instant> {
-        self.dirty.then(|| self.last_update.map(|t| t + self.cfg.update_interval).unwrap_or_else(Instant::now))
+        self.dirty.then(|| {
+            self.last_update
+                .map(|t| t + self.cfg.update_interval)
+                .unwrap_or_else(Instant::now)
+        })
     }
 
     /// Closes the turn: open tools end, and the final frame carries the text after the last
@@ -403,7 +459,8 @@ impl TurnMapper {
                 output_preview: None,
             })));
         }
-        let reasoning = (self.cfg.show_reasoning && !self.reasoning.trim().is_empty()).then(|| self.reasoning.clone());
+        let reasoning = (self.cfg.show_reasoning && !self.reasoning.trim().is_empty())
+            .then(|| self.reasoning.clone());
         let model = self.cfg.model.as_deref().map(bare_model);
         let runtime = Runtime {
             model: model.clone(),
@@ -412,7 +469,11 @@ impl TurnMapper {
             latency: Some(round_secs(now.duration_since(self.started_at))),
             cost: self.cost,
         };
-        if !self.bubble_started && self.text.is_empty() && reasoning.is_none() && self.media.is_empty() {
+        if !self.bubble_started
+            && self.text.is_empty()
+            && reasoning.is_none()
+            && self.media.is_empty()
+        {
             return out;
         }
         let text = media_agent::split_media_lines(&self.text).0;
@@ -449,7 +510,11 @@ impl TurnMapper {
 /// A model id without its provider or vendor prefix: `openrouter:openai/gpt-5.4` → `gpt-5.4`.
 pub fn bare_model(model: &str) -> String {
     let after_provider = model.rsplit(':').next().unwrap_or(model);
-    after_provider.rsplit('/').next().unwrap_or(after_provider).to_owned()
+    after_provider
+        .rsplit('/')
+        .next()
+        .unwrap_or(after_provider)
+        .to_owned()
 }
 
 fn round_secs(d: Duration) -> f64 {
@@ -466,7 +531,9 @@ mod tests {
     }
 
     fn chunk(text: &str) -> SessionUpdate {
-        update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}))
+        update(
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}),
+        )
     }
 
     fn mapper() -> TurnMapper {
@@ -484,7 +551,9 @@ mod tests {
         use iris_protocol::FrameBody;
         out.iter()
             .map(|o| match o {
-                Out::Durable(f) | Out::Ephemeral(f, _) | Out::Final(f, _) => f.frame_type().to_owned(),
+                Out::Durable(f) | Out::Ephemeral(f, _) | Out::Final(f, _) => {
+                    f.frame_type().to_owned()
+                }
             })
             .collect()
     }
@@ -506,7 +575,18 @@ mod tests {
         all.extend(m.finish(&Ending::default(), t0 + Duration::from_millis(200)));
         assert_eq!(
             types(&all),
-            ["message.start", "message.update", "commentary", "message.update", "tool.start", "agent.busy", "tool.end", "agent.busy", "message.update", "message.stop"]
+            [
+                "message.start",
+                "message.update",
+                "commentary",
+                "message.update",
+                "tool.start",
+                "agent.busy",
+                "tool.end",
+                "agent.busy",
+                "message.update",
+                "message.stop"
+            ]
         );
         match &all[2] {
             Out::Durable(ServerFrame::Commentary(c)) => assert_eq!(c.text, "Let me look."),
@@ -514,7 +594,15 @@ mod tests {
         }
         match &all[4] {
             Out::Durable(ServerFrame::ToolStart(t)) => {
-                assert_eq!((t.index, t.name.as_str(), t.preview.as_deref(), t.emoji.as_deref()), (0, "terminal", Some("echo hi"), Some("💻")));
+                assert_eq!(
+                    (
+                        t.index,
+                        t.name.as_str(),
+                        t.preview.as_deref(),
+                        t.emoji.as_deref()
+                    ),
+                    (0, "terminal", Some("echo hi"), Some("💻"))
+                );
                 assert_eq!(t.args, Some(json!({"command": "echo hi"})));
             }
             other => panic!("{other:?}"),
@@ -555,10 +643,19 @@ mod tests {
         let mut m = mapper();
         let t0 = Instant::now();
         m.on_update(&update(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})), t0);
-        m.on_update(&update(json!({"sessionUpdate": "usage_update", "size": 1000, "used": 380})), t0);
+        m.on_update(
+            &update(json!({"sessionUpdate": "usage_update", "size": 1000, "used": 380})),
+            t0,
+        );
         m.on_update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "w", "title": "write: /tmp/x", "kind": "edit"})), t0);
         m.on_update(&chunk("done"), t0);
-        let out = m.finish(&Ending { tokens: Some(11), ..Ending::default() }, t0);
+        let out = m.finish(
+            &Ending {
+                tokens: Some(11),
+                ..Ending::default()
+            },
+            t0,
+        );
         assert_eq!(types(&out), ["tool.end", "message.stop"]);
         match &out[1] {
             Out::Final(ServerFrame::MessageStop(s), _) => {
@@ -580,7 +677,9 @@ mod tests {
             Instant::now(),
         );
         match &out[0] {
-            Out::Durable(ServerFrame::Commentary(c)) => assert_eq!(c.text, "Plan:\n☑ Say hi\n☐ Say bye"),
+            Out::Durable(ServerFrame::Commentary(c)) => {
+                assert_eq!(c.text, "Plan:\n☑ Say hi\n☐ Say bye")
+            }
             other => panic!("{other:?}"),
         }
         assert!(m.finish(&Ending::default(), Instant::now()).is_empty());
@@ -596,10 +695,22 @@ mod tests {
             other => panic!("{other:?}"),
         }
         m.on_update(&update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "aGk=", "mimeType": "image/png"}})), t0);
-        assert!(matches!(m.take_files().as_slice(), [AgentFile::Data { .. }]));
+        assert!(matches!(
+            m.take_files().as_slice(),
+            [AgentFile::Data { .. }]
+        ));
         m.end_text();
         assert_eq!(m.take_files(), [AgentFile::Path("/tmp/a.txt".into())]);
-        m.add_media(MediaInfo { media_id: "md_1".into(), kind: "file".into(), mime: "text/plain".into(), size: 2, filename: "a.txt".into() }, "ab".into());
+        m.add_media(
+            MediaInfo {
+                media_id: "md_1".into(),
+                kind: "file".into(),
+                mime: "text/plain".into(),
+                size: 2,
+                filename: "a.txt".into(),
+            },
+            "ab".into(),
+        );
         assert!(m.has_media("ab"));
         match m.finish(&Ending::default(), t0).pop() {
             Some(Out::Final(ServerFrame::MessageStop(s), msg)) => {

@@ -74,7 +74,9 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock standing at `start_ms` (unix milliseconds).
     pub fn new(start_ms: i64) -> Arc<ManualClock> {
-        Arc::new(ManualClock { now: watch::channel(start_ms).0 })
+        Arc::new(ManualClock {
+            now: watch::channel(start_ms).0,
+        })
     }
 
     /// Moves the clock forward.

@@ -44,7 +44,9 @@ pub async fn run(shared: &Shared, lane: &Lane, args: &str) -> String {
 async fn add(shared: &Shared, lane: &Lane, args: &str) -> Result<String, StoreError> {
     let (text, prompt) = split_add(args);
     if text.is_empty() {
-        return Ok(format!("Usage: /cron add <schedule> <prompt>\nSchedules: {ACCEPTED_FORMS}."));
+        return Ok(format!(
+            "Usage: /cron add <schedule> <prompt>\nSchedules: {ACCEPTED_FORMS}."
+        ));
     }
     let cron = &shared.cron;
     let (now, tz) = (cron.now_ms(), cron.timezone());
@@ -57,7 +59,9 @@ async fn add(shared: &Shared, lane: &Lane, args: &str) -> Result<String, StoreEr
         }
     };
     if prompt.is_empty() {
-        return Ok("What should the job ask the agent? Usage: /cron add <schedule> <prompt>".into());
+        return Ok(
+            "What should the job ask the agent? Usage: /cron add <schedule> <prompt>".into(),
+        );
     }
     let (kind, spec) = schedule.stored();
     let job = NewCronJob {
@@ -70,7 +74,10 @@ async fn add(shared: &Shared, lane: &Lane, args: &str) -> Result<String, StoreEr
         created_at: now,
         next_run: schedule.first_run(now, tz),
     };
-    let row = shared.store.write(move |tx| tx.insert_cron_job(&job)).await?;
+    let row = shared
+        .store
+        .write(move |tx| tx.insert_cron_job(&job))
+        .await?;
     cron.wake();
     Ok(format!(
         "Scheduled job {} “{}”: {}. Next run: {}.",
@@ -94,7 +101,14 @@ fn next_text(shared: &Shared, job: &CronJobRow) -> String {
         None => "none (done)".into(),
         Some(at) => {
             let now = cron.now_ms();
-            let delay = if at > now { format!(" (in {})", human_delay(Duration::from_millis((at - now) as u64))) } else { " (due now)".into() };
+            let delay = if at > now {
+                format!(
+                    " (in {})",
+                    human_delay(Duration::from_millis((at - now) as u64))
+                )
+            } else {
+                " (due now)".into()
+            };
             format!("{}{delay}", format_time(at, cron.timezone()))
         }
     }
@@ -115,13 +129,25 @@ async fn list(shared: &Shared, lane: &Lane, all: bool) -> Result<String, StoreEr
             "No scheduled jobs{scope}. Add one with /cron add <schedule> <prompt>, e.g. /cron add every 2h Check the build."
         ));
     }
-    let channels = if all { shared.store.list_channels().await? } else { Vec::new() };
-    let mut out = format!("Scheduled jobs{} (times in {tz}):", if all { "" } else { " in this chat" });
+    let channels = if all {
+        shared.store.list_channels().await?
+    } else {
+        Vec::new()
+    };
+    let mut out = format!(
+        "Scheduled jobs{} (times in {tz}):",
+        if all { "" } else { " in this chat" }
+    );
     for job in &jobs {
-        let schedule = Schedule::from_stored(&job.kind, &job.spec).map(|s| s.describe(tz)).unwrap_or_else(|e| e.0);
+        let schedule = Schedule::from_stored(&job.kind, &job.spec)
+            .map(|s| s.describe(tz))
+            .unwrap_or_else(|e| e.0);
         let place = if all {
             let chat = job.thread_id.as_ref().unwrap_or(&job.chat_id);
-            let name = channels.iter().find(|c| &c.chat_id == chat).map_or(chat.as_str(), |c| c.name.as_str());
+            let name = channels
+                .iter()
+                .find(|c| &c.chat_id == chat)
+                .map_or(chat.as_str(), |c| c.name.as_str());
             format!(" in {name}")
         } else {
             String::new()
@@ -163,13 +189,17 @@ async fn change(shared: &Shared, args: &str, change: Change) -> Result<String, S
         Change::Resume => "resume",
     };
     let Some(job_id) = args.trim().trim_start_matches('#').parse::<u64>().ok() else {
-        return Ok(format!("Usage: /cron {verb} <id> (the number /cron list shows)"));
+        return Ok(format!(
+            "Usage: /cron {verb} <id> (the number /cron list shows)"
+        ));
     };
     let (now, tz) = (shared.cron.now_ms(), shared.cron.timezone());
     let changed = shared
         .store
         .write(move |tx| {
-            let Some(job) = tx.get_cron_job(job_id)? else { return Ok(Changed::Unknown) };
+            let Some(job) = tx.get_cron_job(job_id)? else {
+                return Ok(Changed::Unknown);
+            };
             match change {
                 Change::Remove => {
                     tx.delete_cron_job(job_id)?;
@@ -193,7 +223,9 @@ async fn change(shared: &Shared, args: &str, change: Change) -> Result<String, S
                     tx.set_cron_paused(job_id, false, next)?;
                 }
             }
-            Ok(Changed::Done(Box::new(tx.get_cron_job(job_id)?.unwrap_or(job))))
+            Ok(Changed::Done(Box::new(
+                tx.get_cron_job(job_id)?.unwrap_or(job),
+            )))
         })
         .await?;
     shared.cron.wake();
@@ -201,11 +233,20 @@ async fn change(shared: &Shared, args: &str, change: Change) -> Result<String, S
         Changed::Unknown => format!("No scheduled job {job_id}. /cron list shows the jobs."),
         Changed::AlreadyPaused => format!("Job {job_id} is already paused."),
         Changed::NotPaused => format!("Job {job_id} is not paused."),
-        Changed::Finished => format!("Job {job_id} has already run and has nothing left to resume."),
+        Changed::Finished => {
+            format!("Job {job_id} has already run and has nothing left to resume.")
+        }
         Changed::Done(job) => match change {
             Change::Remove => format!("Removed job {job_id} “{}”.", job.name),
-            Change::Pause => format!("Paused job {job_id} “{}”. /cron resume {job_id} starts it again.", job.name),
-            Change::Resume => format!("Resumed job {job_id} “{}”. Next run: {}.", job.name, next_text(shared, &job)),
+            Change::Pause => format!(
+                "Paused job {job_id} “{}”. /cron resume {job_id} starts it again.",
+                job.name
+            ),
+            Change::Resume => format!(
+                "Resumed job {job_id} “{}”. Next run: {}.",
+                job.name,
+                next_text(shared, &job)
+            ),
         },
     })
 }

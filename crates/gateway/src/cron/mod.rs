@@ -55,16 +55,26 @@ pub struct CronConfig {
 
 impl Default for CronConfig {
     fn default() -> Self {
-        CronConfig { timezone: host_timezone(), catch_up: true, clock: Clock::system() }
+        CronConfig {
+            timezone: host_timezone(),
+            catch_up: true,
+            clock: Clock::system(),
+        }
     }
 }
 
 /// The host's time zone: `TZ` when it names an IANA zone, else the system's zone
 /// (`/etc/localtime`), else UTC.
 pub fn host_timezone() -> Tz {
-    let from_env = std::env::var("TZ").ok().and_then(|v| v.trim_start_matches(':').parse::<Tz>().ok());
+    let from_env = std::env::var("TZ")
+        .ok()
+        .and_then(|v| v.trim_start_matches(':').parse::<Tz>().ok());
     from_env
-        .or_else(|| iana_time_zone::get_timezone().ok().and_then(|name| name.parse::<Tz>().ok()))
+        .or_else(|| {
+            iana_time_zone::get_timezone()
+                .ok()
+                .and_then(|name| name.parse::<Tz>().ok())
+        })
         .unwrap_or(chrono_tz::UTC)
 }
 
@@ -89,7 +99,11 @@ impl Cron {
     pub fn new(config: CronConfig) -> Cron {
         Cron {
             config,
-            inner: Arc::new(Inner { wake: Notify::new(), in_flight: Mutex::default(), dropped: Mutex::default() }),
+            inner: Arc::new(Inner {
+                wake: Notify::new(),
+                in_flight: Mutex::default(),
+                dropped: Mutex::default(),
+            }),
             evaluated: watch::channel(i64::MIN).0,
         }
     }
@@ -111,7 +125,11 @@ impl Cron {
 
     /// Whether the job has been handed to its lane and not finished yet.
     pub fn is_running(&self, job_id: u64) -> bool {
-        self.inner.in_flight.lock().expect("cron lock").contains(&job_id)
+        self.inner
+            .in_flight
+            .lock()
+            .expect("cron lock")
+            .contains(&job_id)
     }
 
     /// Waits until the scheduler has looked at the jobs at a clock time of at least `at_ms`, so
@@ -136,7 +154,9 @@ pub struct CronRun {
 impl fmt::Debug for CronRun {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The prompt is user text: not for logs.
-        f.debug_struct("CronRun").field("job_id", &self.job_id).finish_non_exhaustive()
+        f.debug_struct("CronRun")
+            .field("job_id", &self.job_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -150,9 +170,17 @@ struct Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        self.inner.in_flight.lock().expect("cron lock").remove(&self.job_id);
+        self.inner
+            .in_flight
+            .lock()
+            .expect("cron lock")
+            .remove(&self.job_id);
         if !self.finished {
-            self.inner.dropped.lock().expect("cron lock").push(self.job_id);
+            self.inner
+                .dropped
+                .lock()
+                .expect("cron lock")
+                .push(self.job_id);
         }
         self.inner.wake.notify_one();
     }
@@ -188,7 +216,9 @@ pub async fn finish(shared: &Shared, lane: &Lane, mut run: CronRun, outcome: Out
     let result = shared
         .store
         .write(move |tx| {
-            let Some(job) = tx.get_cron_job(job_id)? else { return Ok(None) };
+            let Some(job) = tx.get_cron_job(job_id)? else {
+                return Ok(None);
+            };
             let next_run = next_run_after(&job, now, tz);
             let (status, delivery): (&str, Option<(Message, String)>) = match outcome {
                 Outcome::Answer(m) if m.text.trim_start().starts_with(SILENT) => ("silent", None),
@@ -211,12 +241,38 @@ pub async fn finish(shared: &Shared, lane: &Lane, mut run: CronRun, outcome: Out
             };
             if let Some((message, body)) = delivery {
                 let id = message.message_id.clone();
-                tx.upsert_message(&to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message))?;
-                append_frame(tx, &header, &ServerFrame::Message(message), Some(&id), &Origin::none())?;
-                let note = Notification { kind: "cron".into(), title: name.clone(), body: Some(body), ts: now_ms() };
-                append_frame(tx, &header, &ServerFrame::Notification(note), Some(&id), &Origin::none())?;
+                tx.upsert_message(&to_stored(
+                    &lane.chat_id,
+                    lane.thread_id.as_deref(),
+                    &message,
+                ))?;
+                append_frame(
+                    tx,
+                    &header,
+                    &ServerFrame::Message(message),
+                    Some(&id),
+                    &Origin::none(),
+                )?;
+                let note = Notification {
+                    kind: "cron".into(),
+                    title: name.clone(),
+                    body: Some(body),
+                    ts: now_ms(),
+                };
+                append_frame(
+                    tx,
+                    &header,
+                    &ServerFrame::Notification(note),
+                    Some(&id),
+                    &Origin::none(),
+                )?;
             }
-            let record = CronRunRecord { at: now, status: status.into(), next_run, counted: true };
+            let record = CronRunRecord {
+                at: now,
+                status: status.into(),
+                next_run,
+                counted: true,
+            };
             tx.record_cron_run(job_id, &record)?;
             Ok(Some(status))
         })
@@ -259,7 +315,10 @@ async fn scheduler(shared: Arc<Shared>) {
     let mut jumps = cron.config.clock.jumps();
     let mut first = true;
     loop {
-        let dropped: HashSet<u64> = std::mem::take(&mut *cron.inner.dropped.lock().expect("cron lock")).into_iter().collect();
+        let dropped: HashSet<u64> =
+            std::mem::take(&mut *cron.inner.dropped.lock().expect("cron lock"))
+                .into_iter()
+                .collect();
         let now = cron.now_ms();
         let next_wake = match shared.store.list_cron_jobs().await {
             Ok(jobs) => {
@@ -274,7 +333,9 @@ async fn scheduler(shared: Arc<Shared>) {
                 Some(now + 5_000)
             }
         };
-        let wait = next_wake.map_or(MAX_SLEEP, |at| Duration::from_millis(at.saturating_sub(now).max(0) as u64).min(MAX_SLEEP));
+        let wait = next_wake.map_or(MAX_SLEEP, |at| {
+            Duration::from_millis(at.saturating_sub(now).max(0) as u64).min(MAX_SLEEP)
+        });
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = cron.inner.wake.notified() => {}
@@ -285,11 +346,22 @@ async fn scheduler(shared: Arc<Shared>) {
 }
 
 /// One look at the jobs: hands the due ones to their lanes and returns the earliest next run.
-async fn pass(shared: &Arc<Shared>, jobs: Vec<CronJobRow>, now: i64, first: bool, dropped: &HashSet<u64>) -> Option<i64> {
+async fn pass(
+    shared: &Arc<Shared>,
+    jobs: Vec<CronJobRow>,
+    now: i64,
+    first: bool,
+    dropped: &HashSet<u64>,
+) -> Option<i64> {
     let cron = &shared.cron;
     let mut next_wake: Option<i64> = None;
     for job in jobs {
-        let Some(at) = job.next_run.filter(|_| !job.paused && !cron.is_running(job.job_id)) else { continue };
+        let Some(at) = job
+            .next_run
+            .filter(|_| !job.paused && !cron.is_running(job.job_id))
+        else {
+            continue;
+        };
         if at > now {
             next_wake = Some(next_wake.map_or(at, |w| w.min(at)));
             continue;
@@ -315,11 +387,25 @@ async fn pass(shared: &Arc<Shared>, jobs: Vec<CronJobRow>, now: i64, first: bool
 }
 
 /// Records a run that did not happen and moves the job to its next run.
-async fn skip_run(shared: &Shared, job: &CronJobRow, now: i64, status: &'static str) -> Option<i64> {
+async fn skip_run(
+    shared: &Shared,
+    job: &CronJobRow,
+    now: i64,
+    status: &'static str,
+) -> Option<i64> {
     let next_run = next_run_after(job, now, shared.cron.timezone());
     let job_id = job.job_id;
-    let record = CronRunRecord { at: now, status: status.into(), next_run, counted: false };
-    if let Err(e) = shared.store.write(move |tx| tx.record_cron_run(job_id, &record)).await {
+    let record = CronRunRecord {
+        at: now,
+        status: status.into(),
+        next_run,
+        counted: false,
+    };
+    if let Err(e) = shared
+        .store
+        .write(move |tx| tx.record_cron_run(job_id, &record))
+        .await
+    {
         tracing::warn!(job_id, error = %e, "could not record a skipped run");
     }
     tracing::info!(job_id, status, "scheduled run skipped");
@@ -328,10 +414,26 @@ async fn skip_run(shared: &Shared, job: &CronJobRow, now: i64, status: &'static 
 
 fn dispatch(shared: &Arc<Shared>, job: CronJobRow) {
     let cron = &shared.cron;
-    cron.inner.in_flight.lock().expect("cron lock").insert(job.job_id);
-    let ticket = Ticket { job_id: job.job_id, inner: cron.inner.clone(), finished: false };
-    let run = CronRun { job_id: job.job_id, name: job.name, prompt: job.prompt, ticket };
-    let lane = Lane { chat_id: job.chat_id, thread_id: job.thread_id };
+    cron.inner
+        .in_flight
+        .lock()
+        .expect("cron lock")
+        .insert(job.job_id);
+    let ticket = Ticket {
+        job_id: job.job_id,
+        inner: cron.inner.clone(),
+        finished: false,
+    };
+    let run = CronRun {
+        job_id: job.job_id,
+        name: job.name,
+        prompt: job.prompt,
+        ticket,
+    };
+    let lane = Lane {
+        chat_id: job.chat_id,
+        thread_id: job.thread_id,
+    };
     tracing::info!(job_id = job.job_id, "scheduled job is due");
     shared.agents.send(shared, &lane, LaneCmd::Cron(run));
 }

@@ -84,9 +84,16 @@ impl Schedule {
     pub fn from_stored(kind: &str, spec: &str) -> Result<Schedule, ScheduleError> {
         let bad = || invalid(format!("stored schedule {kind} {spec:?} is unreadable"));
         match kind {
-            "cron" => Ok(Schedule::Cron { text: spec.to_owned(), cron: Box::new(cron_parser().parse(spec).map_err(|_| bad())?) }),
-            "every" => Ok(Schedule::Every { secs: spec.parse().map_err(|_| bad())? }),
-            "once" => Ok(Schedule::Once { at_ms: spec.parse().map_err(|_| bad())? }),
+            "cron" => Ok(Schedule::Cron {
+                text: spec.to_owned(),
+                cron: Box::new(cron_parser().parse(spec).map_err(|_| bad())?),
+            }),
+            "every" => Ok(Schedule::Every {
+                secs: spec.parse().map_err(|_| bad())?,
+            }),
+            "once" => Ok(Schedule::Once {
+                at_ms: spec.parse().map_err(|_| bad())?,
+            }),
             _ => Err(bad()),
         }
     }
@@ -119,12 +126,20 @@ impl Schedule {
         match self {
             Schedule::Cron { cron, .. } => {
                 // The pattern has minute resolution: search from the whole second.
-                let start = tz.timestamp_millis_opt(t_ms.div_euclid(1000) * 1000).single()?;
-                cron.find_next_occurrence(&start, false).ok().map(|d| d.timestamp_millis())
+                let start = tz
+                    .timestamp_millis_opt(t_ms.div_euclid(1000) * 1000)
+                    .single()?;
+                cron.find_next_occurrence(&start, false)
+                    .ok()
+                    .map(|d| d.timestamp_millis())
             }
             Schedule::Every { secs } => {
                 let step = i64::try_from(secs * 1000).ok()?.max(1);
-                let k = if t_ms < anchor_ms { 1 } else { (t_ms - anchor_ms) / step + 1 };
+                let k = if t_ms < anchor_ms {
+                    1
+                } else {
+                    (t_ms - anchor_ms) / step + 1
+                };
                 anchor_ms.checked_add(k.checked_mul(step)?)
             }
             Schedule::Once { at_ms } => (*at_ms > t_ms).then_some(*at_ms),
@@ -163,7 +178,10 @@ fn short_duration(secs: u64) -> String {
 }
 
 fn cron_parser() -> CronParser {
-    CronParser::builder().seconds(Seconds::Disallowed).year(Year::Disallowed).build()
+    CronParser::builder()
+        .seconds(Seconds::Disallowed)
+        .year(Year::Disallowed)
+        .build()
 }
 
 fn parse_cron(text: &str, tz: Tz, now_ms: i64) -> Result<Schedule, ScheduleError> {
@@ -174,8 +192,13 @@ fn parse_cron(text: &str, tz: Tz, now_ms: i64) -> Result<Schedule, ScheduleError
             "“{text}” is not a schedule: a cron expression has exactly 5 fields (minute hour day-of-month month day-of-week), this has {fields}."
         )));
     }
-    let cron = cron_parser().parse(&text).map_err(|e| invalid(format!("“{text}” is not a valid cron expression ({e}).")))?;
-    let schedule = Schedule::Cron { text: text.clone(), cron: Box::new(cron) };
+    let cron = cron_parser()
+        .parse(&text)
+        .map_err(|e| invalid(format!("“{text}” is not a valid cron expression ({e}).")))?;
+    let schedule = Schedule::Cron {
+        text: text.clone(),
+        cron: Box::new(cron),
+    };
     if schedule.next_after(now_ms, now_ms, tz).is_none() {
         return Err(invalid(format!("“{text}” never matches a date.")));
     }
@@ -186,7 +209,9 @@ fn parse_cron(text: &str, tz: Tz, now_ms: i64) -> Result<Schedule, ScheduleError
 fn parse_duration(text: &str) -> Result<u64, ScheduleError> {
     let text = text.trim();
     let bad = || invalid(format!("“{text}” is not a duration like 30m, 2h or 1d."));
-    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (num, unit) = text.split_at(digits);
     let n: u64 = num.parse().map_err(|_| bad())?;
     let unit_secs = match unit.trim() {
@@ -195,7 +220,10 @@ fn parse_duration(text: &str) -> Result<u64, ScheduleError> {
         "d" | "day" | "days" => 86_400,
         _ => return Err(bad()),
     };
-    let secs = n.checked_mul(unit_secs).filter(|s| *s > 0).ok_or_else(bad)?;
+    let secs = n
+        .checked_mul(unit_secs)
+        .filter(|s| *s > 0)
+        .ok_or_else(bad)?;
     if secs > MAX_INTERVAL {
         return Err(invalid("Durations are limited to 366 days."));
     }
@@ -205,26 +233,53 @@ fn parse_duration(text: &str) -> Result<u64, ScheduleError> {
 /// An ISO-8601 time; without an offset it is a wall-clock time in `tz`.
 fn parse_time(text: &str, tz: Tz, now_ms: i64) -> Result<Schedule, ScheduleError> {
     let raw = text.trim();
-    let bad = || invalid(format!("“{raw}” is not an ISO-8601 time like 2030-06-01T09:00 or 2030-06-01T09:00:00+02:00."));
+    let bad = || {
+        invalid(format!(
+            "“{raw}” is not an ISO-8601 time like 2030-06-01T09:00 or 2030-06-01T09:00:00+02:00."
+        ))
+    };
     // `2030-06-01 09:00` reads like `2030-06-01T09:00`; `Z` is the UTC offset.
     let mut t = raw.replacen(' ', "T", 1);
     if t.ends_with(['Z', 'z']) {
         t.pop();
         t.push_str("+00:00");
     }
-    let with_offset = ["%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M:%S%:z", "%Y-%m-%dT%H:%M%:z", "%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%dT%H:%M%z"];
-    let at_ms = if let Some(dt) = with_offset.iter().find_map(|f| DateTime::parse_from_str(&t, f).ok()) {
+    let with_offset = [
+        "%Y-%m-%dT%H:%M:%S%.f%:z",
+        "%Y-%m-%dT%H:%M:%S%:z",
+        "%Y-%m-%dT%H:%M%:z",
+        "%Y-%m-%dT%H:%M:%S%.f%z",
+        "%Y-%m-%dT%H:%M%z",
+    ];
+    let at_ms = if let Some(dt) = with_offset
+        .iter()
+        .find_map(|f| DateTime::parse_from_str(&t, f).ok())
+    {
         dt.timestamp_millis()
     } else {
-        let local = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"];
-        let naive = local.iter().find_map(|f| NaiveDateTime::parse_from_str(&t, f).ok()).ok_or_else(bad)?;
+        let local = [
+            "%Y-%m-%dT%H:%M:%S%.f",
+            "%Y-%m-%dT%H:%M:%S",
+            "%Y-%m-%dT%H:%M",
+        ];
+        let naive = local
+            .iter()
+            .find_map(|f| NaiveDateTime::parse_from_str(&t, f).ok())
+            .ok_or_else(bad)?;
         match tz.from_local_datetime(&naive).earliest() {
             Some(dt) => dt.timestamp_millis(),
-            None => return Err(invalid(format!("{raw} does not exist in {tz} (the clocks skip it)."))),
+            None => {
+                return Err(invalid(format!(
+                    "{raw} does not exist in {tz} (the clocks skip it)."
+                )))
+            }
         }
     };
     if at_ms <= now_ms {
-        return Err(invalid(format!("{} is in the past.", format_time(at_ms, tz))));
+        return Err(invalid(format!(
+            "{} is in the past.",
+            format_time(at_ms, tz)
+        )));
     }
     Ok(Schedule::Once { at_ms })
 }
@@ -232,7 +287,8 @@ fn parse_time(text: &str, tz: Tz, now_ms: i64) -> Result<Schedule, ScheduleError
 /// The rest of `text` after a leading `word` and whitespace.
 fn strip_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
     let rest = text.strip_prefix(word)?;
-    rest.starts_with(char::is_whitespace).then(|| rest.trim_start())
+    rest.starts_with(char::is_whitespace)
+        .then(|| rest.trim_start())
 }
 
 fn looks_like_date(t: &str) -> bool {
@@ -252,21 +308,42 @@ fn looks_like_clock(t: &str) -> bool {
 /// else the five fields of a cron expression.
 pub fn split_add(args: &str) -> (String, String) {
     let args = args.trim();
-    for (open, close) in [('"', '"'), ('\'', '\''), ('“', '”'), ('„', '“'), ('‘', '’'), ('«', '»')] {
+    for (open, close) in [
+        ('"', '"'),
+        ('\'', '\''),
+        ('“', '”'),
+        ('„', '“'),
+        ('‘', '’'),
+        ('«', '»'),
+    ] {
         if let Some(rest) = args.strip_prefix(open) {
             if let Some(end) = rest.find(close) {
-                return (rest[..end].trim().to_owned(), rest[end + close.len_utf8()..].trim().to_owned());
+                return (
+                    rest[..end].trim().to_owned(),
+                    rest[end + close.len_utf8()..].trim().to_owned(),
+                );
             }
         }
     }
     let words: Vec<&str> = args.split_whitespace().take(6).collect();
     let word = |i: usize| words.get(i).copied().unwrap_or("");
     let first = word(0).to_lowercase();
-    let date_time = |i: usize| if looks_like_date(word(i)) && !word(i).contains(':') && looks_like_clock(word(i + 1)) { 2 } else { 1 };
+    let date_time = |i: usize| {
+        if looks_like_date(word(i)) && !word(i).contains(':') && looks_like_clock(word(i + 1)) {
+            2
+        } else {
+            1
+        }
+    };
     let n = match first.as_str() {
         "every" | "in" => {
-            let spaced_unit = word(1).chars().all(|c| c.is_ascii_digit()) && parse_duration(&format!("1{}", word(2))).is_ok();
-            if spaced_unit { 3 } else { 2 }
+            let spaced_unit = word(1).chars().all(|c| c.is_ascii_digit())
+                && parse_duration(&format!("1{}", word(2))).is_ok();
+            if spaced_unit {
+                3
+            } else {
+                2
+            }
         }
         "at" => 1 + date_time(1),
         f if f.starts_with('@') => 1,
@@ -322,7 +399,10 @@ mod tests {
 
     #[test]
     fn the_anchor_constant_is_what_it_says() {
-        assert_eq!(format_time(MON_0600Z, chrono_tz::UTC), "Mon 2030-06-03 06:00 UTC");
+        assert_eq!(
+            format_time(MON_0600Z, chrono_tz::UTC),
+            "Mon 2030-06-03 06:00 UTC"
+        );
         assert_eq!(format_time(MON_0600Z, BERLIN), "Mon 2030-06-03 08:00 CEST");
     }
 
@@ -331,7 +411,10 @@ mod tests {
         let s = Schedule::parse("0 9 * * 1-5", BERLIN, MON_0600Z).unwrap();
         let next = s.first_run(MON_0600Z, BERLIN).unwrap();
         assert_eq!(format_time(next, BERLIN), "Mon 2030-06-03 09:00 CEST");
-        assert_eq!(format_time(s.next_after(next, MON_0600Z, BERLIN).unwrap(), BERLIN), "Tue 2030-06-04 09:00 CEST");
+        assert_eq!(
+            format_time(s.next_after(next, MON_0600Z, BERLIN).unwrap(), BERLIN),
+            "Tue 2030-06-04 09:00 CEST"
+        );
         // Just before the minute, the same minute is still ahead.
         assert_eq!(s.next_after(next - 1, MON_0600Z, BERLIN), Some(next));
         let (kind, spec) = s.stored();
@@ -342,7 +425,13 @@ mod tests {
 
     #[test]
     fn bad_cron_expressions_say_why() {
-        for bad in ["0 9 * *", "0 0 9 * * 1", "61 * * * *", "0 9 * * banana", "0 0 31 2 *"] {
+        for bad in [
+            "0 9 * *",
+            "0 0 9 * * 1",
+            "61 * * * *",
+            "0 9 * * banana",
+            "0 0 31 2 *",
+        ] {
             let e = Schedule::parse(bad, BERLIN, MON_0600Z).unwrap_err();
             assert!(e.0.contains('“'), "{bad}: {e}");
         }
@@ -355,9 +444,17 @@ mod tests {
         assert_eq!(first, MON_0600Z + 1_800_000);
         // Two hours late: the next run is on the grid, after now.
         let late = MON_0600Z + 7_200_000 + 5_000;
-        assert_eq!(s.next_after(late, MON_0600Z, BERLIN), Some(MON_0600Z + 9_000_000));
+        assert_eq!(
+            s.next_after(late, MON_0600Z, BERLIN),
+            Some(MON_0600Z + 9_000_000)
+        );
         assert_eq!(s.describe(BERLIN), "every 30m");
-        assert_eq!(Schedule::parse("every 2 hours", BERLIN, 0).unwrap().describe(BERLIN), "every 2h");
+        assert_eq!(
+            Schedule::parse("every 2 hours", BERLIN, 0)
+                .unwrap()
+                .describe(BERLIN),
+            "every 2h"
+        );
         assert!(Schedule::parse("every 10s", BERLIN, 0).is_err());
         assert!(Schedule::parse("every 0m", BERLIN, 0).is_err());
         assert!(Schedule::parse("every banana", BERLIN, 0).is_err());
@@ -376,22 +473,49 @@ mod tests {
         assert_eq!(utc.first_run(0, BERLIN), Some(MON_0600Z + 5_400_000));
         let offset = Schedule::parse("2030-06-03T09:30+02:00", BERLIN, MON_0600Z).unwrap();
         assert_eq!(offset.first_run(0, BERLIN), Some(MON_0600Z + 5_400_000));
-        assert!(Schedule::parse("2030-06-03T07:00", BERLIN, MON_0600Z).unwrap_err().0.contains("past"));
+        assert!(Schedule::parse("2030-06-03T07:00", BERLIN, MON_0600Z)
+            .unwrap_err()
+            .0
+            .contains("past"));
         assert!(Schedule::parse("2030-13-03T07:00", BERLIN, MON_0600Z).is_err());
     }
 
     #[test]
     fn add_arguments_split_into_schedule_and_prompt() {
         let split = |s: &str| split_add(s);
-        assert_eq!(split("\"0 9 * * 1-5\" Morning report"), ("0 9 * * 1-5".into(), "Morning report".into()));
-        assert_eq!(split("“0 9 * * 1-5” Morning  report"), ("0 9 * * 1-5".into(), "Morning  report".into()));
-        assert_eq!(split("0 9 * * 1-5 Morning report"), ("0 9 * * 1-5".into(), "Morning report".into()));
-        assert_eq!(split("every 30m Check the\nbuild"), ("every 30m".into(), "Check the\nbuild".into()));
-        assert_eq!(split("every 2 hours Stretch"), ("every 2 hours".into(), "Stretch".into()));
+        assert_eq!(
+            split("\"0 9 * * 1-5\" Morning report"),
+            ("0 9 * * 1-5".into(), "Morning report".into())
+        );
+        assert_eq!(
+            split("“0 9 * * 1-5” Morning  report"),
+            ("0 9 * * 1-5".into(), "Morning  report".into())
+        );
+        assert_eq!(
+            split("0 9 * * 1-5 Morning report"),
+            ("0 9 * * 1-5".into(), "Morning report".into())
+        );
+        assert_eq!(
+            split("every 30m Check the\nbuild"),
+            ("every 30m".into(), "Check the\nbuild".into())
+        );
+        assert_eq!(
+            split("every 2 hours Stretch"),
+            ("every 2 hours".into(), "Stretch".into())
+        );
         assert_eq!(split("in 20m Tea"), ("in 20m".into(), "Tea".into()));
-        assert_eq!(split("2030-06-03T09:30 Call"), ("2030-06-03T09:30".into(), "Call".into()));
-        assert_eq!(split("2030-06-03 09:30 Call"), ("2030-06-03 09:30".into(), "Call".into()));
-        assert_eq!(split("at 2030-06-03 09:30 Call"), ("at 2030-06-03 09:30".into(), "Call".into()));
+        assert_eq!(
+            split("2030-06-03T09:30 Call"),
+            ("2030-06-03T09:30".into(), "Call".into())
+        );
+        assert_eq!(
+            split("2030-06-03 09:30 Call"),
+            ("2030-06-03 09:30".into(), "Call".into())
+        );
+        assert_eq!(
+            split("at 2030-06-03 09:30 Call"),
+            ("at 2030-06-03 09:30".into(), "Call".into())
+        );
         assert_eq!(split("@daily Digest"), ("@daily".into(), "Digest".into()));
         assert_eq!(split("every 30m"), ("every 30m".into(), String::new()));
     }

@@ -87,7 +87,9 @@ pub fn from_block(block: &ContentBlock) -> Option<AgentFile> {
             match (&r.blob, &r.text) {
                 (Some(blob), _) => Some(AgentFile::Data {
                     base64: blob.clone(),
-                    mime: mime.unwrap_or_else(|| mime_from_name(name.as_deref().unwrap_or("")).to_owned()),
+                    mime: mime.unwrap_or_else(|| {
+                        mime_from_name(name.as_deref().unwrap_or("")).to_owned()
+                    }),
                     name,
                 }),
                 (None, Some(text)) => Some(AgentFile::Text {
@@ -98,7 +100,9 @@ pub fn from_block(block: &ContentBlock) -> Option<AgentFile> {
                 (None, None) => None,
             }
         }
-        ContentBlock::ResourceLink(link) if link.uri.starts_with("file://") => Some(AgentFile::Path(link.uri.clone())),
+        ContentBlock::ResourceLink(link) if link.uri.starts_with("file://") => {
+            Some(AgentFile::Path(link.uri.clone()))
+        }
         _ => None,
     }
 }
@@ -106,7 +110,10 @@ pub fn from_block(block: &ContentBlock) -> Option<AgentFile> {
 /// The path of a `MEDIA:` line, if the line is one.
 fn media_line(line: &str) -> Option<&str> {
     let rest = line.trim().strip_prefix(MEDIA_PREFIX)?;
-    Some(rest.trim().trim_matches(|c| c == '`' || c == '"' || c == '\''))
+    Some(
+        rest.trim()
+            .trim_matches(|c| c == '`' || c == '"' || c == '\''),
+    )
 }
 
 /// Splits `MEDIA:` lines off a text: the text without them, and their paths.
@@ -191,7 +198,11 @@ pub fn prompt_links(shared: &Shared, rows: &[MediaRow]) -> Vec<ContentBlock> {
 
 /// The blocks of a prompt as the agent gets them: links to stored images become inline `image`
 /// blocks when the agent accepts images.
-pub async fn prompt_blocks(shared: &Shared, blocks: Vec<ContentBlock>, images: bool) -> Vec<ContentBlock> {
+pub async fn prompt_blocks(
+    shared: &Shared,
+    blocks: Vec<ContentBlock>,
+    images: bool,
+) -> Vec<ContentBlock> {
     if !images {
         return blocks;
     }
@@ -201,12 +212,17 @@ pub async fn prompt_blocks(shared: &Shared, blocks: Vec<ContentBlock>, images: b
         let inline = match &block {
             ContentBlock::ResourceLink(link)
                 if link.uri.starts_with(&prefix)
-                    && link.mime_type.as_deref().is_some_and(|m| m.starts_with("image/"))
+                    && link
+                        .mime_type
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("image/"))
                     && link.size.is_some_and(|s| s <= INLINE_IMAGE_MAX) =>
             {
                 let sha = link.uri.rsplit('/').next().unwrap_or("");
                 match is_sha256(sha) {
-                    true => inline_image(shared, sha, link.mime_type.clone().unwrap_or_default()).await,
+                    true => {
+                        inline_image(shared, sha, link.mime_type.clone().unwrap_or_default()).await
+                    }
                     false => None,
                 }
             }
@@ -219,7 +235,9 @@ pub async fn prompt_blocks(shared: &Shared, blocks: Vec<ContentBlock>, images: b
 
 async fn inline_image(shared: &Shared, sha: &str, mime: String) -> Option<ContentBlock> {
     let path = shared.media.blob_path(sha);
-    let encoded = tokio::task::spawn_blocking(move || std::fs::read(path).map(|bytes| BASE64.encode(bytes))).await;
+    let encoded =
+        tokio::task::spawn_blocking(move || std::fs::read(path).map(|bytes| BASE64.encode(bytes)))
+            .await;
     match encoded {
         Ok(Ok(data)) => Some(ContentBlock::image(data, mime)),
         Ok(Err(e)) => {
@@ -262,12 +280,19 @@ pub async fn collect(shared: &Shared, lane: &Header, mapper: &mut TurnMapper) {
         };
         match store(shared, lane, mapper, file).await {
             Ok(()) => {}
-            Err(e) => tracing::warn!(reason = %e, kind = what, "a file from the agent was not served"),
+            Err(e) => {
+                tracing::warn!(reason = %e, kind = what, "a file from the agent was not served")
+            }
         }
     }
 }
 
-async fn store(shared: &Shared, lane: &Header, mapper: &mut TurnMapper, file: AgentFile) -> Result<(), Refused> {
+async fn store(
+    shared: &Shared,
+    lane: &Header,
+    mapper: &mut TurnMapper,
+    file: AgentFile,
+) -> Result<(), Refused> {
     let limit = shared.config.media.max_upload_bytes;
     let mut temp = shared.media.temp().await?;
     let (mime, filename) = match file {
@@ -276,15 +301,24 @@ async fn store(shared: &Shared, lane: &Header, mapper: &mut TurnMapper, file: Ag
             if temp.copy_from(path.clone(), limit).await?.is_none() {
                 return Err(Refused::TooLarge);
             }
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            (mime_from_name(&name).to_owned(), display_name(&name, "file"))
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (
+                mime_from_name(&name).to_owned(),
+                display_name(&name, "file"),
+            )
         }
         AgentFile::Data { base64, mime, name } => {
             if (base64.len() as u64 / 4).saturating_mul(3) > limit {
                 return Err(Refused::TooLarge);
             }
             let bytes = tokio::task::spawn_blocking(move || {
-                let compact: String = base64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+                let compact: String = base64
+                    .chars()
+                    .filter(|c| !c.is_ascii_whitespace())
+                    .collect();
                 BASE64.decode(compact)
             })
             .await
@@ -359,10 +393,16 @@ async fn allowed_path(shared: &Shared, raw: String) -> Result<PathBuf, Refused> 
             None => raw,
         };
         let path = match text.strip_prefix("~/") {
-            Some(rest) => crate::config::home_dir().ok_or(Refused::NotAFile)?.join(rest),
+            Some(rest) => crate::config::home_dir()
+                .ok_or(Refused::NotAFile)?
+                .join(rest),
             None => PathBuf::from(&text),
         };
-        let path = if path.is_absolute() { path } else { cwd.join(path) };
+        let path = if path.is_absolute() {
+            path
+        } else {
+            cwd.join(path)
+        };
         // Canonical paths resolve `..` and symlinks, so a link inside an allowed directory
         // cannot point outside it.
         let real = path.canonicalize().map_err(|_| Refused::NotAFile)?;
@@ -389,11 +429,15 @@ mod tests {
 
     #[test]
     fn media_lines_are_split_off() {
-        let (text, paths) = split_media_lines("Here it is.\nMEDIA:/tmp/a.png\n  MEDIA: `b c.txt`\nBye");
+        let (text, paths) =
+            split_media_lines("Here it is.\nMEDIA:/tmp/a.png\n  MEDIA: `b c.txt`\nBye");
         assert_eq!(text, "Here it is.\nBye");
         assert_eq!(paths, ["/tmp/a.png", "b c.txt"]);
         assert_eq!(split_media_lines("no media here").0, "no media here");
-        assert_eq!(split_media_lines("inline MEDIA:/x stays").0, "inline MEDIA:/x stays");
+        assert_eq!(
+            split_media_lines("inline MEDIA:/x stays").0,
+            "inline MEDIA:/x stays"
+        );
         assert_eq!(display_text("Look\nMEDIA:/tmp/pa"), "Look");
     }
 
@@ -401,18 +445,32 @@ mod tests {
     fn file_uris_round_trip() {
         let uri = file_uri(Path::new("/data dir/ü.png"));
         assert_eq!(uri, "file:///data%20dir/%C3%BC.png");
-        assert_eq!(percent_decode(uri.strip_prefix("file://").unwrap()), "/data dir/ü.png");
+        assert_eq!(
+            percent_decode(uri.strip_prefix("file://").unwrap()),
+            "/data dir/ü.png"
+        );
         assert_eq!(percent_decode("100%"), "100%");
-        assert_eq!(uri_name("file:///a/b/c%20d.txt").as_deref(), Some("c d.txt"));
+        assert_eq!(
+            uri_name("file:///a/b/c%20d.txt").as_deref(),
+            Some("c d.txt")
+        );
     }
 
     #[test]
     fn content_blocks_carry_files() {
         let image = ContentBlock::image("aGk=", "image/png");
-        assert!(matches!(from_block(&image), Some(AgentFile::Data { ref mime, .. }) if mime == "image/png"));
+        assert!(
+            matches!(from_block(&image), Some(AgentFile::Data { ref mime, .. }) if mime == "image/png")
+        );
         assert_eq!(from_block(&ContentBlock::text("hi")), None);
         let link = ContentBlock::resource_link("file:///tmp/x.txt", "x.txt");
-        assert_eq!(from_block(&link), Some(AgentFile::Path("file:///tmp/x.txt".into())));
-        assert_eq!(from_block(&ContentBlock::resource_link("https://example.com/x", "x")), None);
+        assert_eq!(
+            from_block(&link),
+            Some(AgentFile::Path("file:///tmp/x.txt".into()))
+        );
+        assert_eq!(
+            from_block(&ContentBlock::resource_link("https://example.com/x", "x")),
+            None
+        );
     }
 }

@@ -28,14 +28,21 @@ pub struct MediaFiles {
 
 /// Whether `s` is a lowercase hex SHA-256, the only thing ever turned into a file name here.
 pub fn is_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl MediaFiles {
     /// The store for a data directory; nothing is touched on disk until first use.
     pub fn new(data_dir: &Path) -> MediaFiles {
         let root = data_dir.join("media");
-        MediaFiles { tmp: root.join("tmp"), root, started: SystemTime::now(), lock: tokio::sync::Mutex::new(()) }
+        MediaFiles {
+            tmp: root.join("tmp"),
+            root,
+            started: SystemTime::now(),
+            lock: tokio::sync::Mutex::new(()),
+        }
     }
 
     /// `<data_dir>/media`.
@@ -62,10 +69,17 @@ impl MediaFiles {
         let open = path.clone();
         let file = tokio::task::spawn_blocking(move || {
             std::fs::create_dir_all(&dir)?;
-            std::fs::OpenOptions::new().write(true).create_new(true).open(&open)
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&open)
         })
         .await??;
-        Ok(TempBlob { path: Some(path), inner: Some((file, Sha256::new())), len: 0 })
+        Ok(TempBlob {
+            path: Some(path),
+            inner: Some((file, Sha256::new())),
+            len: 0,
+        })
     }
 
     /// Moves a finished temporary file to its content's place (or drops it when that content is
@@ -84,7 +98,10 @@ impl MediaFiles {
         if !is_sha256(&row.sha256) {
             return Err(MediaError::Invalid("not a sha256".into()));
         }
-        let src = temp.path.take().ok_or_else(|| MediaError::Invalid("temporary file already used".into()))?;
+        let src = temp
+            .path
+            .take()
+            .ok_or_else(|| MediaError::Invalid("temporary file already used".into()))?;
         let dest = self.blob_path(&row.sha256);
         let _guard = self.lock.lock().await;
         let placed = tokio::task::spawn_blocking(move || place_file(&src, &dest)).await??;
@@ -116,7 +133,9 @@ impl MediaFiles {
             match store.media_sha_in_use(&sha).await {
                 Ok(false) => remove_quietly(self.blob_path(&sha)).await,
                 Ok(true) => {}
-                Err(e) => tracing::warn!(error = %e, "could not check whether a media file is still used"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not check whether a media file is still used")
+                }
             }
         }
     }
@@ -142,7 +161,10 @@ impl MediaFiles {
             }
             if let Ok(entries) = std::fs::read_dir(&tmp) {
                 for entry in entries.flatten() {
-                    let stale = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < started);
+                    let stale = entry
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|t| t < started);
                     if stale && std::fs::remove_file(entry.path()).is_ok() {
                         removed += 1;
                     }
@@ -168,7 +190,9 @@ fn stored_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let fan_out = name.to_str().is_some_and(|n| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit()));
+        let fan_out = name
+            .to_str()
+            .is_some_and(|n| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit()));
         if fan_out && entry.file_type().is_ok_and(|t| t.is_dir()) {
             for file in std::fs::read_dir(entry.path())?.flatten() {
                 out.push(file.path());
@@ -185,7 +209,9 @@ fn place_file(src: &Path, dest: &Path) -> std::io::Result<bool> {
         std::fs::remove_file(src)?;
         return Ok(false);
     }
-    let dir = dest.parent().ok_or_else(|| std::io::Error::other("blob path without parent"))?;
+    let dir = dest
+        .parent()
+        .ok_or_else(|| std::io::Error::other("blob path without parent"))?;
     std::fs::create_dir_all(dir)?;
     std::fs::rename(src, dest)?;
     // The rename is durable once the directory entry is.
@@ -197,7 +223,9 @@ async fn remove_quietly(path: PathBuf) {
     match tokio::fs::remove_file(&path).await {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => tracing::warn!(error = %e, path = %path.display(), "could not remove a media file"),
+        Err(e) => {
+            tracing::warn!(error = %e, path = %path.display(), "could not remove a media file")
+        }
     }
 }
 
@@ -222,8 +250,10 @@ impl TempBlob {
 
     /// Appends bytes (on a blocking thread: file IO and hashing stay off the async workers).
     pub async fn write(&mut self, bytes: Bytes) -> Result<(), MediaError> {
-        let (mut file, mut hasher) =
-            self.inner.take().ok_or_else(|| MediaError::Invalid("file already finished".into()))?;
+        let (mut file, mut hasher) = self
+            .inner
+            .take()
+            .ok_or_else(|| MediaError::Invalid("file already finished".into()))?;
         let n = bytes.len() as u64;
         let (file, hasher) = tokio::task::spawn_blocking(move || {
             file.write_all(&bytes)?;
@@ -237,10 +267,16 @@ impl TempBlob {
     }
 
     /// Copies a whole file into this one with a size limit; `Ok(None)` when it is larger.
-    pub async fn copy_from(&mut self, source: PathBuf, limit: u64) -> Result<Option<()>, MediaError> {
+    pub async fn copy_from(
+        &mut self,
+        source: PathBuf,
+        limit: u64,
+    ) -> Result<Option<()>, MediaError> {
         use std::io::Read;
-        let (mut file, mut hasher) =
-            self.inner.take().ok_or_else(|| MediaError::Invalid("file already finished".into()))?;
+        let (mut file, mut hasher) = self
+            .inner
+            .take()
+            .ok_or_else(|| MediaError::Invalid("file already finished".into()))?;
         let (file, hasher, n) = tokio::task::spawn_blocking(move || {
             let mut src = std::fs::File::open(source)?.take(limit.saturating_add(1));
             let mut buf = vec![0u8; 256 * 1024];
@@ -264,7 +300,10 @@ impl TempBlob {
 
     /// Flushes the file to disk and returns the hash of everything written.
     pub async fn finish(&mut self) -> Result<String, MediaError> {
-        let (file, hasher) = self.inner.take().ok_or_else(|| MediaError::Invalid("file already finished".into()))?;
+        let (file, hasher) = self
+            .inner
+            .take()
+            .ok_or_else(|| MediaError::Invalid("file already finished".into()))?;
         let sha = tokio::task::spawn_blocking(move || {
             file.sync_all()?;
             Ok::<_, std::io::Error>(hex::encode(hasher.finalize()))

@@ -75,7 +75,10 @@ pub fn display_name(raw: &str, fallback: &str) -> String {
     if cleaned.len() <= MAX_NAME {
         return cleaned.to_owned();
     }
-    let ext = cleaned.rsplit_once('.').map(|(_, e)| e).filter(|e| !e.is_empty() && e.len() <= 16);
+    let ext = cleaned
+        .rsplit_once('.')
+        .map(|(_, e)| e)
+        .filter(|e| !e.is_empty() && e.len() <= 16);
     let keep = MAX_NAME - ext.map_or(0, |e| e.len() + 1);
     let mut stem_end = keep.min(cleaned.len());
     while !cleaned.is_char_boundary(stem_end) {
@@ -92,7 +95,11 @@ pub fn display_name(raw: &str, fallback: &str) -> String {
 /// `application/octet-stream`.
 pub fn clean_mime(raw: &str) -> String {
     let m = raw.trim().to_ascii_lowercase();
-    let token = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b));
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+    };
     let ok = m.len() <= 127 && m.split_once('/').is_some_and(|(t, s)| token(t) && token(s));
     if ok {
         m
@@ -122,7 +129,10 @@ pub fn kind_of(mime: &str) -> &'static str {
 
 /// A MIME type guessed from a file name's extension.
 pub fn mime_from_name(name: &str) -> &'static str {
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
     match ext.as_str() {
         "png" => "image/png",
         "jpg" | "jpeg" => "image/jpeg",
@@ -168,16 +178,27 @@ pub fn extension_of(mime: &str) -> &'static str {
 }
 
 /// The media a device's upload references name, in order; an unknown reference is `not_found`.
-pub async fn resolve_refs(shared: &Shared, device_id: &str, refs: &[String]) -> Result<Vec<MediaRow>, WireError> {
+pub async fn resolve_refs(
+    shared: &Shared,
+    device_id: &str,
+    refs: &[String],
+) -> Result<Vec<MediaRow>, WireError> {
     const MAX_REFS: usize = 32;
     if refs.len() > MAX_REFS {
-        return Err(WireError::bad_request(format!("at most {MAX_REFS} media_refs per message")));
+        return Err(WireError::bad_request(format!(
+            "at most {MAX_REFS} media_refs per message"
+        )));
     }
     let mut rows = Vec::with_capacity(refs.len());
     for r in refs {
         match shared.store.media_by_ref(device_id, r).await? {
             Some(row) => rows.push(row),
-            None => return Err(WireError::not_found(format!("media_ref {:?} unknown", upload::short(r)))),
+            None => {
+                return Err(WireError::not_found(format!(
+                    "media_ref {:?} unknown",
+                    upload::short(r)
+                )))
+            }
         }
     }
     Ok(rows)
@@ -190,7 +211,10 @@ pub async fn remove_unused(shared: &Shared, shas: Vec<String>) {
 
 /// Runs expiry once now (see [`MediaFiles::sweep`]).
 pub async fn sweep(shared: &Shared) -> Result<usize, MediaError> {
-    shared.media.sweep(&shared.store, shared.config.media.unreferenced_ttl).await
+    shared
+        .media
+        .sweep(&shared.store, shared.config.media.unreferenced_ttl)
+        .await
 }
 
 /// Sweeps expired media at start and then every `sweep_interval` until shutdown.
@@ -231,7 +255,10 @@ mod tests {
     #[test]
     fn mime_and_kind_are_cleaned() {
         assert_eq!(clean_mime("Image/PNG"), "image/png");
-        assert_eq!(clean_mime("text/plain; charset=utf-8"), "application/octet-stream");
+        assert_eq!(
+            clean_mime("text/plain; charset=utf-8"),
+            "application/octet-stream"
+        );
         assert_eq!(clean_mime("nonsense"), "application/octet-stream");
         assert_eq!(clean_kind("", "image/png"), "image");
         assert_eq!(clean_kind("weird", "application/pdf"), "file");

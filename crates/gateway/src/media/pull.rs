@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use iris_protocol::{encode, ErrorCode, ErrorPayload, Header, MediaPullEnd, MediaPullHeader, RequestId, ServerFrame};
+use iris_protocol::{
+    encode, ErrorCode, ErrorPayload, Header, MediaPullEnd, MediaPullHeader, RequestId, ServerFrame,
+};
 use iris_store::MediaRow;
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
@@ -47,7 +49,9 @@ pub struct PullWorker {
 
 impl std::fmt::Debug for PullRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PullRequest").field("media_id", &self.row.media_id).finish()
+        f.debug_struct("PullRequest")
+            .field("media_id", &self.row.media_id)
+            .finish()
     }
 }
 
@@ -57,17 +61,24 @@ impl PullWorker {
         let (requests, rx) = mpsc::channel(MAX_QUEUED);
         let (tx, items) = mpsc::channel(2);
         let task = tokio::spawn(run(shared, rx, tx));
-        PullWorker { requests, items, task }
+        PullWorker {
+            requests,
+            items,
+            task,
+        }
     }
 
     /// Queues a pull; refused when too many are waiting.
     pub fn queue(&self, id: Option<RequestId>, row: MediaRow) -> Result<(), WireError> {
-        self.requests.try_send(PullRequest { id, row }).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => {
-                WireError::new(ErrorCode::RateLimited, format!("at most {MAX_QUEUED} pulls may wait at once"))
-            }
-            mpsc::error::TrySendError::Closed(_) => WireError::internal("pull task ended"),
-        })
+        self.requests
+            .try_send(PullRequest { id, row })
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => WireError::new(
+                    ErrorCode::RateLimited,
+                    format!("at most {MAX_QUEUED} pulls may wait at once"),
+                ),
+                mpsc::error::TrySendError::Closed(_) => WireError::internal("pull task ended"),
+            })
     }
 
     /// The next item to write; pending while there is none.
@@ -85,7 +96,11 @@ impl Drop for PullWorker {
     }
 }
 
-async fn run(shared: Arc<Shared>, mut requests: mpsc::Receiver<PullRequest>, out: mpsc::Sender<PullItem>) {
+async fn run(
+    shared: Arc<Shared>,
+    mut requests: mpsc::Receiver<PullRequest>,
+    out: mpsc::Sender<PullItem>,
+) {
     while let Some(req) = requests.recv().await {
         if serve(&shared, req, &out).await.is_err() {
             // The connection is gone.
@@ -96,14 +111,19 @@ async fn run(shared: Arc<Shared>, mut requests: mpsc::Receiver<PullRequest>, out
 
 /// Streams one pull. `Err` only when the connection stopped taking items.
 async fn serve(shared: &Shared, req: PullRequest, out: &mpsc::Sender<PullItem>) -> Result<(), ()> {
-    let text = |frame: ServerFrame| PullItem::Text(encode(&Header::default().with_id(req.id.clone()), &frame));
+    let text = |frame: ServerFrame| {
+        PullItem::Text(encode(&Header::default().with_id(req.id.clone()), &frame))
+    };
     let path = shared.media.blob_path(&req.row.sha256);
     let file = match tokio::fs::File::open(&path).await {
         Ok(f) => f,
         Err(e) => {
             // The media row outlived its file (removed meanwhile, or lost): nothing to send.
             tracing::warn!(error = %e, media_id = %req.row.media_id, "media file missing");
-            let err = ErrorPayload { code: ErrorCode::NotFound, message: "media is no longer available".into() };
+            let err = ErrorPayload {
+                code: ErrorCode::NotFound,
+                message: "media is no longer available".into(),
+            };
             return out.send(text(ServerFrame::Error(err))).await.map_err(drop);
         }
     };
@@ -116,7 +136,9 @@ async fn serve(shared: &Shared, req: PullRequest, out: &mpsc::Sender<PullItem>) 
         filename: row.filename.clone(),
         sha256: row.sha256.clone(),
     };
-    out.send(text(ServerFrame::MediaPullHeader(header))).await.map_err(drop)?;
+    out.send(text(ServerFrame::MediaPullHeader(header)))
+        .await
+        .map_err(drop)?;
     let mut reader = file.take(row.size);
     let mut sent = 0u64;
     let ok = loop {
@@ -133,7 +155,9 @@ async fn serve(shared: &Shared, req: PullRequest, out: &mpsc::Sender<PullItem>) 
             Ok(0) => break sent == row.size,
             Ok(n) => {
                 sent += n as u64;
-                out.send(PullItem::Binary(buf.freeze())).await.map_err(drop)?;
+                out.send(PullItem::Binary(buf.freeze()))
+                    .await
+                    .map_err(drop)?;
             }
             Err(e) => {
                 tracing::warn!(error = %e, media_id = %row.media_id, "reading a media file failed");
@@ -141,5 +165,7 @@ async fn serve(shared: &Shared, req: PullRequest, out: &mpsc::Sender<PullItem>) 
             }
         }
     };
-    out.send(text(ServerFrame::MediaPullEnd(MediaPullEnd { ok }))).await.map_err(drop)
+    out.send(text(ServerFrame::MediaPullEnd(MediaPullEnd { ok })))
+        .await
+        .map_err(drop)
 }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use iris_protocol::{
-    ErrorCode, Header, MediaPull, MediaUploadAck, MediaUploadEnd, MediaUploadStart, RequestId, ServerFrame,
+    ErrorCode, Header, MediaPull, MediaUploadAck, MediaUploadEnd, MediaUploadStart, RequestId,
+    ServerFrame,
 };
 use iris_store::MediaRow;
 
@@ -66,7 +67,12 @@ fn valid_ref(r: &str) -> bool {
 
 impl ConnMedia {
     /// `media.upload.start`: opens the upload. Success has no response of its own.
-    pub async fn start(&mut self, shared: &Shared, header: &Header, req: MediaUploadStart) -> Result<Reply, WireError> {
+    pub async fn start(
+        &mut self,
+        shared: &Shared,
+        header: &Header,
+        req: MediaUploadStart,
+    ) -> Result<Reply, WireError> {
         if let UploadState::Open(open) = &self.upload {
             return Err(WireError::bad_request(format!(
                 "upload {:?} is still open: one upload at a time per connection",
@@ -105,7 +111,12 @@ impl ConnMedia {
         let open = match &mut self.upload {
             UploadState::Open(open) => open,
             UploadState::Failed { .. } => return None,
-            UploadState::Idle => return Some((None, WireError::bad_request("binary frame without an open upload"))),
+            UploadState::Idle => {
+                return Some((
+                    None,
+                    WireError::bad_request("binary frame without an open upload"),
+                ))
+            }
         };
         let total = open.temp.len() + bytes.len() as u64;
         if total > open.size {
@@ -125,37 +136,63 @@ impl ConnMedia {
     /// Ends the open upload as failed; its file is deleted before this returns.
     async fn fail(&mut self, reason: String) {
         if let UploadState::Open(open) = std::mem::take(&mut self.upload) {
-            self.upload = UploadState::Failed { media_ref: open.media_ref, reason };
+            self.upload = UploadState::Failed {
+                media_ref: open.media_ref,
+                reason,
+            };
             open.temp.discard().await;
         }
     }
 
     /// `media.upload.end`: checks size and hash, stores the file and answers `media.upload.ack`.
-    pub async fn end(&mut self, shared: &Shared, device_id: &str, req: MediaUploadEnd) -> Result<Reply, WireError> {
+    pub async fn end(
+        &mut self,
+        shared: &Shared,
+        device_id: &str,
+        req: MediaUploadEnd,
+    ) -> Result<Reply, WireError> {
         let open = match std::mem::take(&mut self.upload) {
             UploadState::Idle => return Err(WireError::bad_request("no upload is open")),
             UploadState::Failed { media_ref, reason } => {
                 if media_ref != req.media_ref {
-                    return Err(WireError::bad_request("media_ref does not name the open upload"));
+                    return Err(WireError::bad_request(
+                        "media_ref does not name the open upload",
+                    ));
                 }
-                return Err(WireError::bad_request(format!("the upload failed: {reason}")));
+                return Err(WireError::bad_request(format!(
+                    "the upload failed: {reason}"
+                )));
             }
             UploadState::Open(open) if open.media_ref != req.media_ref => {
                 self.upload = UploadState::Open(open);
-                return Err(WireError::bad_request("media_ref does not name the open upload"));
+                return Err(WireError::bad_request(
+                    "media_ref does not name the open upload",
+                ));
             }
             UploadState::Open(open) => open,
         };
-        let Upload { media_ref, kind, mime, filename, size, mut temp, .. } = *open;
+        let Upload {
+            media_ref,
+            kind,
+            mime,
+            filename,
+            size,
+            mut temp,
+            ..
+        } = *open;
         if temp.len() != size {
             let got = temp.len();
             temp.discard().await;
-            return Err(WireError::bad_request(format!("received {got} bytes of the declared {size}")));
+            return Err(WireError::bad_request(format!(
+                "received {got} bytes of the declared {size}"
+            )));
         }
         let sha = temp.finish().await?;
         if !sha.eq_ignore_ascii_case(req.sha256.trim()) {
             temp.discard().await;
-            return Err(WireError::bad_request("sha256 does not match the received bytes"));
+            return Err(WireError::bad_request(
+                "sha256 does not match the received bytes",
+            ));
         }
         let row = MediaRow {
             media_id: new_id("md_"),
@@ -168,14 +205,28 @@ impl ConnMedia {
             device_id: Some(device_id.to_owned()),
             media_ref: Some(media_ref.clone()),
         };
-        shared.media.place(&shared.store, temp, row, |_, _| Ok(())).await?;
+        shared
+            .media
+            .place(&shared.store, temp, row, |_, _| Ok(()))
+            .await?;
         tracing::debug!(size, "upload stored");
-        Ok(Reply::Direct(ServerFrame::MediaUploadAck(MediaUploadAck { ok: true, media_ref }), Header::default()))
+        Ok(Reply::Direct(
+            ServerFrame::MediaUploadAck(MediaUploadAck {
+                ok: true,
+                media_ref,
+            }),
+            Header::default(),
+        ))
     }
 
     /// `media.pull`: queues the pull behind the connection's earlier ones. Its header, bytes and
     /// `media.pull.end` arrive through [`ConnMedia::next_pull_item`].
-    pub async fn pull(&mut self, shared: &Arc<Shared>, header: &Header, req: MediaPull) -> Result<Reply, WireError> {
+    pub async fn pull(
+        &mut self,
+        shared: &Arc<Shared>,
+        header: &Header,
+        req: MediaPull,
+    ) -> Result<Reply, WireError> {
         if req.media_id.is_empty() {
             return Err(WireError::bad_request("media_id is required"));
         }
@@ -183,7 +234,9 @@ impl ConnMedia {
         let Some(row) = row.filter(|r| is_sha256(&r.sha256)) else {
             return Err(WireError::not_found("media_id unknown"));
         };
-        let worker = self.pulls.get_or_insert_with(|| PullWorker::spawn(shared.clone()));
+        let worker = self
+            .pulls
+            .get_or_insert_with(|| PullWorker::spawn(shared.clone()));
         worker.queue(header.id.clone(), row)?;
         Ok(Reply::Nothing)
     }

@@ -86,11 +86,18 @@ impl Fcm {
     /// Reads the service account and prepares the endpoints.
     pub(crate) fn load(cfg: &FcmConfig, http: reqwest::Client) -> Result<Fcm, PushError> {
         let path = &cfg.service_account;
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| PushError::ReadServiceAccount { path: path.clone(), source })?;
-        let invalid = |message: String| PushError::InvalidServiceAccount { path: path.clone(), message };
+        let text =
+            std::fs::read_to_string(path).map_err(|source| PushError::ReadServiceAccount {
+                path: path.clone(),
+                source,
+            })?;
+        let invalid = |message: String| PushError::InvalidServiceAccount {
+            path: path.clone(),
+            message,
+        };
         // serde's message names the missing field and never echoes the key.
-        let account: ServiceAccount = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        let account: ServiceAccount =
+            serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
         let key = EncodingKey::from_rsa_pem(account.private_key.as_bytes())
             .map_err(|e| invalid(format!("private_key is not an RSA key in PEM form ({e})")))?;
         let project = cfg
@@ -98,7 +105,11 @@ impl Fcm {
             .clone()
             .or(account.project_id)
             .ok_or_else(|| invalid("no project_id: set push.fcm.project_id".into()))?;
-        let token_url = cfg.token_url.clone().or(account.token_uri).unwrap_or_else(|| GOOGLE_TOKEN_URL.into());
+        let token_url = cfg
+            .token_url
+            .clone()
+            .or(account.token_uri)
+            .unwrap_or_else(|| GOOGLE_TOKEN_URL.into());
         Ok(Fcm {
             http,
             send_url: format!("{}/v1/projects/{project}/messages:send", cfg.base_url),
@@ -116,9 +127,17 @@ impl Fcm {
         if let Some(t) = cached.as_ref().filter(|t| Instant::now() < t.renew_at) {
             return Ok(t.value.clone());
         }
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        let claims =
-            Claims { iss: &self.client_email, scope: SCOPE, aud: &self.token_url, iat: now, exp: now + ASSERTION_SECS };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let claims = Claims {
+            iss: &self.client_email,
+            scope: SCOPE,
+            aud: &self.token_url,
+            iat: now,
+            exp: now + ASSERTION_SECS,
+        };
         let mut header = Header::new(Algorithm::RS256);
         header.kid = self.key_id.clone();
         let assertion = jsonwebtoken::encode(&header, &claims, &self.key)
@@ -127,7 +146,10 @@ impl Fcm {
         let response = self
             .http
             .post(&self.token_url)
-            .form(&[("grant_type", GRANT_TYPE), ("assertion", assertion.as_str())])
+            .form(&[
+                ("grant_type", GRANT_TYPE),
+                ("assertion", assertion.as_str()),
+            ])
             .send()
             .await
             .map_err(|e| Outcome::Retry {
@@ -143,7 +165,10 @@ impl Fcm {
                 .await
                 .ok()
                 .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned));
-            let reason = format!("token endpoint answered {status} {}", error.unwrap_or_default());
+            let reason = format!(
+                "token endpoint answered {status} {}",
+                error.unwrap_or_default()
+            );
             return Err(Outcome::Retry { after, reason });
         }
         let token: TokenResponse = response.json().await.map_err(|e| Outcome::Retry {
@@ -151,8 +176,14 @@ impl Fcm {
             reason: format!("unreadable token response: {}", without_url(e)),
         })?;
         let lifetime = Duration::from_secs(token.expires_in.unwrap_or(ASSERTION_SECS));
-        *cached = Some(CachedToken { value: token.access_token.clone(), renew_at: renew_at(obtained, lifetime) });
-        tracing::debug!(expires_in = lifetime.as_secs(), "obtained an FCM access token");
+        *cached = Some(CachedToken {
+            value: token.access_token.clone(),
+            renew_at: renew_at(obtained, lifetime),
+        });
+        tracing::debug!(
+            expires_in = lifetime.as_secs(),
+            "obtained an FCM access token"
+        );
         Ok(token.access_token)
     }
 
@@ -162,13 +193,22 @@ impl Fcm {
             Ok(t) => t,
             Err(outcome) => return outcome,
         };
-        let response =
-            match self.http.post(&self.send_url).bearer_auth(access).json(&message(registration, push)).send().await {
-                Ok(r) => r,
-                Err(e) => {
-                    return Outcome::Retry { after: None, reason: format!("FCM unreachable: {}", without_url(e)) }
+        let response = match self
+            .http
+            .post(&self.send_url)
+            .bearer_auth(access)
+            .json(&message(registration, push))
+            .send()
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                return Outcome::Retry {
+                    after: None,
+                    reason: format!("FCM unreachable: {}", without_url(e)),
                 }
-            };
+            }
+        };
         let status = response.status();
         if status.is_success() {
             return Outcome::Delivered;
@@ -183,17 +223,29 @@ impl Fcm {
             .find_map(|d| d.get("errorCode").and_then(Value::as_str))
             .unwrap_or_default();
         let about_token = error["details"].as_array().into_iter().flatten().any(|d| {
-            d["fieldViolations"].as_array().into_iter().flatten().any(|v| v["field"].as_str() == Some("message.token"))
-        }) || error["message"].as_str().is_some_and(|m| m.contains("registration token"));
+            d["fieldViolations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|v| v["field"].as_str() == Some("message.token"))
+        }) || error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("registration token"));
         match status.as_u16() {
             _ if fcm_code == "UNREGISTERED" => Outcome::Unregistered,
             400 if about_token => Outcome::Unregistered,
             401 => {
                 // The access token was revoked or expired early: fetch a new one next time.
                 *self.token.lock().await = None;
-                Outcome::Retry { after, reason: "FCM refused the access token".into() }
+                Outcome::Retry {
+                    after,
+                    reason: "FCM refused the access token".into(),
+                }
             }
-            429 | 500..=599 => Outcome::Retry { after, reason: format!("FCM answered {status} {fcm_code}") },
+            429 | 500..=599 => Outcome::Retry {
+                after,
+                reason: format!("FCM answered {status} {fcm_code}"),
+            },
             _ => Outcome::Rejected(format!("FCM answered {status} {fcm_code}")),
         }
     }
@@ -234,9 +286,15 @@ mod tests {
     #[test]
     fn tokens_are_renewed_shortly_before_they_expire() {
         let t0 = Instant::now();
-        assert_eq!(renew_at(t0, Duration::from_secs(3600)), t0 + Duration::from_secs(3540));
+        assert_eq!(
+            renew_at(t0, Duration::from_secs(3600)),
+            t0 + Duration::from_secs(3540)
+        );
         // A short-lived token is renewed halfway, never after it expired.
-        assert_eq!(renew_at(t0, Duration::from_secs(10)), t0 + Duration::from_secs(5));
+        assert_eq!(
+            renew_at(t0, Duration::from_secs(10)),
+            t0 + Duration::from_secs(5)
+        );
         assert_eq!(renew_at(t0, Duration::ZERO), t0);
     }
 }

@@ -189,7 +189,11 @@ pub struct WebPushConfig {
 
 impl Default for WebPushConfig {
     fn default() -> Self {
-        WebPushConfig { subject: webpush::DEFAULT_SUBJECT.into(), ttl: Duration::from_secs(86_400), public_key: None }
+        WebPushConfig {
+            subject: webpush::DEFAULT_SUBJECT.into(),
+            ttl: Duration::from_secs(86_400),
+            public_key: None,
+        }
     }
 }
 
@@ -230,35 +234,54 @@ impl PushConfig {
         let d = PushConfig::default();
         let url = |key: &'static str, value: String| -> Result<String, ConfigError> {
             match reqwest::Url::parse(&value) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(value.trim_end_matches('/').to_owned()),
-                _ => Err(ConfigError::Invalid { key, message: format!("{value:?} is not an http(s) URL") }),
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {
+                    Ok(value.trim_end_matches('/').to_owned())
+                }
+                _ => Err(ConfigError::Invalid {
+                    key,
+                    message: format!("{value:?} is not an http(s) URL"),
+                }),
             }
         };
         let fcm = match file.fcm {
             Some(f) => Some(FcmConfig {
                 service_account: f.service_account,
                 project_id: f.project_id.filter(|p| !p.trim().is_empty()),
-                token_url: f.token_url.map(|u| url("push.fcm.token_url", u)).transpose()?,
-                base_url: url("push.fcm.base_url", f.base_url.unwrap_or_else(|| FCM_BASE_URL.into()))?,
+                token_url: f
+                    .token_url
+                    .map(|u| url("push.fcm.token_url", u))
+                    .transpose()?,
+                base_url: url(
+                    "push.fcm.base_url",
+                    f.base_url.unwrap_or_else(|| FCM_BASE_URL.into()),
+                )?,
             }),
             None => None,
         };
         let ntfy = match file.ntfy {
             Some(n) => Some(NtfyConfig {
-                server: url("push.ntfy.server", n.server.unwrap_or_else(|| NTFY_SERVER.into()))?,
+                server: url(
+                    "push.ntfy.server",
+                    n.server.unwrap_or_else(|| NTFY_SERVER.into()),
+                )?,
                 token: n.token.filter(|t| !t.trim().is_empty()),
             }),
             None => None,
         };
         let webpush = match file.webpush.unwrap_or_default() {
-            WebPushFileConfig { enabled: Some(false), .. } => None,
+            WebPushFileConfig {
+                enabled: Some(false),
+                ..
+            } => None,
             w => {
                 let d = WebPushConfig::default();
                 let subject = w.subject.map(|s| s.trim().to_owned()).unwrap_or(d.subject);
                 let lower = subject.to_ascii_lowercase();
                 let contact = match lower.split_once(':') {
                     Some(("mailto", rest)) => rest.contains('@'),
-                    Some(("https", _)) => reqwest::Url::parse(&subject).is_ok_and(|u| u.host_str().is_some()),
+                    Some(("https", _)) => {
+                        reqwest::Url::parse(&subject).is_ok_and(|u| u.host_str().is_some())
+                    }
                     _ => false,
                 };
                 if !contact {
@@ -274,22 +297,36 @@ impl PushConfig {
                         message: "at most 2419200 (four weeks)".into(),
                     });
                 }
-                Some(WebPushConfig { subject, ttl, public_key: None })
+                Some(WebPushConfig {
+                    subject,
+                    ttl,
+                    public_key: None,
+                })
             }
         };
         let max_attempts = file.max_attempts.unwrap_or(d.max_attempts);
         if max_attempts == 0 {
-            return Err(ConfigError::Invalid { key: "push.max_attempts", message: "must be at least 1".into() });
+            return Err(ConfigError::Invalid {
+                key: "push.max_attempts",
+                message: "must be at least 1".into(),
+            });
         }
         Ok(PushConfig {
             previews: file.previews.unwrap_or(d.previews),
-            coalesce: file.coalesce_ms.map(Duration::from_millis).unwrap_or(d.coalesce),
+            coalesce: file
+                .coalesce_ms
+                .map(Duration::from_millis)
+                .unwrap_or(d.coalesce),
             retry_initial: file
                 .retry_initial_ms
                 .map(Duration::from_millis)
                 .unwrap_or(d.retry_initial)
                 .max(Duration::from_millis(10)),
-            retry_max: file.retry_max_secs.map(Duration::from_secs).unwrap_or(d.retry_max).max(Duration::from_secs(1)),
+            retry_max: file
+                .retry_max_secs
+                .map(Duration::from_secs)
+                .unwrap_or(d.retry_max)
+                .max(Duration::from_secs(1)),
             max_attempts,
             fcm,
             ntfy,
@@ -300,8 +337,16 @@ impl PushConfig {
     /// What `hello.ack` announces as `server_caps.push`: the configured backends, comma-separated
     /// in the order `fcm`, `ntfy`, `webpush`; `None` when push is off.
     pub fn caps(&self) -> Option<String> {
-        let on = [("fcm", self.fcm.is_some()), ("ntfy", self.ntfy.is_some()), ("webpush", self.webpush.is_some())];
-        let names: Vec<&str> = on.iter().filter(|(_, on)| *on).map(|(name, _)| *name).collect();
+        let on = [
+            ("fcm", self.fcm.is_some()),
+            ("ntfy", self.ntfy.is_some()),
+            ("webpush", self.webpush.is_some()),
+        ];
+        let names: Vec<&str> = on
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(name, _)| *name)
+            .collect();
         (!names.is_empty()).then(|| names.join(","))
     }
 
@@ -369,14 +414,33 @@ impl Push {
             .user_agent(concat!("iris-gateway/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| PushError::Http(e.to_string()))?;
-        let fcm = config.fcm.as_ref().map(|c| fcm::Fcm::load(c, http.clone())).transpose()?;
-        let ntfy = config.ntfy.as_ref().map(|c| ntfy::Ntfy::new(c, http.clone()));
-        let webpush = config.webpush.as_ref().map(|c| webpush::WebPush::load(c, data_dir, http.clone())).transpose()?;
+        let fcm = config
+            .fcm
+            .as_ref()
+            .map(|c| fcm::Fcm::load(c, http.clone()))
+            .transpose()?;
+        let ntfy = config
+            .ntfy
+            .as_ref()
+            .map(|c| ntfy::Ntfy::new(c, http.clone()));
+        let webpush = config
+            .webpush
+            .as_ref()
+            .map(|c| webpush::WebPush::load(c, data_dir, http.clone()))
+            .transpose()?;
         let mut config = config.clone();
         if let (Some(cfg), Some(backend)) = (config.webpush.as_mut(), &webpush) {
             cfg.public_key = Some(backend.public_key().to_owned());
         }
-        Ok(Push { backends: Arc::new(Backends { config, fcm, ntfy, webpush }), wake: Arc::new(Notify::new()) })
+        Ok(Push {
+            backends: Arc::new(Backends {
+                config,
+                fcm,
+                ntfy,
+                webpush,
+            }),
+            wake: Arc::new(Notify::new()),
+        })
     }
 
     /// The VAPID public key, when Web Push is on.
@@ -386,14 +450,24 @@ impl Push {
 
     /// The handle the commit hook pokes.
     pub fn waker(&self) -> PushWaker {
-        PushWaker { wake: self.wake.clone() }
+        PushWaker {
+            wake: self.wake.clone(),
+        }
     }
 
     /// Starts the push worker. It runs until [`PushWorker::stop`].
     pub fn spawn(&self, shared: Arc<Shared>) -> PushWorker {
         let stop = CancellationToken::new();
-        let worker = worker::Worker::new(shared, self.backends.clone(), self.wake.clone(), stop.clone());
-        PushWorker { stop, task: tokio::spawn(worker.run()) }
+        let worker = worker::Worker::new(
+            shared,
+            self.backends.clone(),
+            self.wake.clone(),
+            stop.clone(),
+        );
+        PushWorker {
+            stop,
+            task: tokio::spawn(worker.run()),
+        }
     }
 }
 
@@ -407,7 +481,10 @@ pub struct PushWaker {
 impl PushWaker {
     /// Wakes the worker if any of the committed frames may want a push.
     pub fn on_commit(&self, frames: &[Committed]) {
-        if frames.iter().any(|f| policy::may_want_attention(&f.frame_type)) {
+        if frames
+            .iter()
+            .any(|f| policy::may_want_attention(&f.frame_type))
+        {
             self.wake.notify_one();
         }
     }
@@ -424,7 +501,10 @@ impl PushWorker {
     /// sent again (idempotently) after the restart.
     pub async fn stop(self) {
         self.stop.cancel();
-        if tokio::time::timeout(Duration::from_secs(5), self.task).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), self.task)
+            .await
+            .is_err()
+        {
             tracing::warn!("push worker did not stop in time");
         }
     }
@@ -467,15 +547,29 @@ mod tests {
     #[test]
     fn web_push_is_on_by_default_and_other_backends_once_configured() {
         let cfg = resolve("").expect("empty section");
-        assert_eq!((cfg.caps().as_deref(), cfg.previews, cfg.coalesce), (Some("webpush"), true, Duration::from_secs(2)));
+        assert_eq!(
+            (cfg.caps().as_deref(), cfg.previews, cfg.coalesce),
+            (Some("webpush"), true, Duration::from_secs(2))
+        );
         let webpush = cfg.webpush.expect("on by default");
-        assert_eq!((webpush.subject.as_str(), webpush.ttl), ("mailto:admin@localhost", Duration::from_secs(86_400)));
-        assert_eq!(PushConfig::default().caps(), None, "built in code, push starts off");
+        assert_eq!(
+            (webpush.subject.as_str(), webpush.ttl),
+            ("mailto:admin@localhost", Duration::from_secs(86_400))
+        );
+        assert_eq!(
+            PushConfig::default().caps(),
+            None,
+            "built in code, push starts off"
+        );
         let cfg = resolve("[webpush]\nenabled = false\n").expect("off");
         assert_eq!(cfg.caps(), None);
-        let cfg = resolve("[webpush]\nsubject = \"https://iris.example.com\"\nttl_secs = 60\n").expect("set");
+        let cfg = resolve("[webpush]\nsubject = \"https://iris.example.com\"\nttl_secs = 60\n")
+            .expect("set");
         let webpush = cfg.webpush.expect("on");
-        assert_eq!((webpush.subject.as_str(), webpush.ttl), ("https://iris.example.com", Duration::from_secs(60)));
+        assert_eq!(
+            (webpush.subject.as_str(), webpush.ttl),
+            ("https://iris.example.com", Duration::from_secs(60))
+        );
         let cfg = resolve("[ntfy]\n[webpush]\nenabled = false\n").expect("ntfy with defaults");
         assert_eq!(cfg.caps().as_deref(), Some("ntfy"));
         assert_eq!(cfg.ntfy.expect("ntfy").server, NTFY_SERVER);
@@ -492,13 +586,19 @@ mod tests {
 
     #[test]
     fn bad_push_settings_are_refused() {
-        assert!(resolve("preview = true\n").is_err(), "unknown keys are rejected");
+        assert!(
+            resolve("preview = true\n").is_err(),
+            "unknown keys are rejected"
+        );
         let err = resolve("[ntfy]\nserver = \"ntfy.sh\"\n").expect_err("not a URL");
         assert!(err.contains("push.ntfy.server"), "{err}");
         assert!(resolve("max_attempts = 0\n").is_err());
         let err = resolve("[webpush]\nsubject = \"admin@example.com\"\n").expect_err("no scheme");
         assert!(err.contains("push.webpush.subject"), "{err}");
         assert!(resolve("[webpush]\nttl_secs = 9999999\n").is_err());
-        assert!(resolve("[webpush]\nsubjet = \"mailto:a@b.c\"\n").is_err(), "unknown keys are rejected");
+        assert!(
+            resolve("[webpush]\nsubjet = \"mailto:a@b.c\"\n").is_err(),
+            "unknown keys are rejected"
+        );
     }
 }

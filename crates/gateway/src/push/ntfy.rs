@@ -18,7 +18,11 @@ pub struct Ntfy {
 
 impl Ntfy {
     pub(crate) fn new(cfg: &NtfyConfig, http: reqwest::Client) -> Ntfy {
-        Ntfy { http, server: cfg.server.clone(), token: cfg.token.clone() }
+        Ntfy {
+            http,
+            server: cfg.server.clone(),
+            token: cfg.token.clone(),
+        }
     }
 
     /// Publishes one push to a topic.
@@ -26,7 +30,9 @@ impl Ntfy {
         // ntfy topics are 1-64 of these characters; anything else is a bad registration.
         if topic.is_empty()
             || topic.len() > 64
-            || !topic.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            || !topic
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
             return Outcome::Rejected("the ntfy topic is not a valid topic name".into());
         }
@@ -39,21 +45,35 @@ impl Ntfy {
             }
             Err(()) => return Outcome::Rejected("the ntfy server is not a URL".into()),
         }
-        let mut request = self.http.post(url).headers(headers(push)).body(push.body.clone());
-        if let Some(Ok(mut value)) = self.token.as_ref().map(|t| HeaderValue::from_str(&format!("Bearer {t}"))) {
+        let mut request = self
+            .http
+            .post(url)
+            .headers(headers(push))
+            .body(push.body.clone());
+        if let Some(Ok(mut value)) = self
+            .token
+            .as_ref()
+            .map(|t| HeaderValue::from_str(&format!("Bearer {t}")))
+        {
             value.set_sensitive(true);
             request = request.header(AUTHORIZATION, value);
         }
         let response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return Outcome::Retry { after: None, reason: format!("ntfy unreachable: {}", without_url(e)) },
+            Err(e) => {
+                return Outcome::Retry {
+                    after: None,
+                    reason: format!("ntfy unreachable: {}", without_url(e)),
+                }
+            }
         };
         let status = response.status();
         match status.as_u16() {
             200..=299 => Outcome::Delivered,
-            429 | 500..=599 => {
-                Outcome::Retry { after: retry_after(response.headers()), reason: format!("ntfy answered {status}") }
-            }
+            429 | 500..=599 => Outcome::Retry {
+                after: retry_after(response.headers()),
+                reason: format!("ntfy answered {status}"),
+            },
             _ => Outcome::Rejected(format!("ntfy answered {status}")),
         }
     }
@@ -68,7 +88,14 @@ fn headers(push: &PushContent) -> HeaderMap {
         }
     };
     put("title", &header_text(&push.title));
-    put("priority", if push.kind.needs_action() { "high" } else { "default" });
+    put(
+        "priority",
+        if push.kind.needs_action() {
+            "high"
+        } else {
+            "default"
+        },
+    );
     put("tags", push.kind.ntfy_tag());
     put("click", click_url(push).as_str());
     // Pushes of one lane share a sequence id, so a newer one (or a resend) replaces the older.
@@ -82,7 +109,10 @@ pub fn header_text(text: &str) -> String {
     if clean.is_ascii() {
         return clean;
     }
-    format!("=?UTF-8?B?{}?=", base64::engine::general_purpose::STANDARD.encode(clean.as_bytes()))
+    format!(
+        "=?UTF-8?B?{}?=",
+        base64::engine::general_purpose::STANDARD.encode(clean.as_bytes())
+    )
 }
 
 /// The app link opened when the notification is tapped:
@@ -95,8 +125,11 @@ pub fn click_url(push: &PushContent) -> Url {
         ("message_id", push.message_id.as_deref()),
         ("cursor", Some(cursor.as_str())),
     ];
-    Url::parse_with_params("iris://open", params.iter().filter_map(|(k, v)| v.map(|v| (*k, v))))
-        .unwrap_or_else(|_| Url::parse("iris://open").expect("a constant URL"))
+    Url::parse_with_params(
+        "iris://open",
+        params.iter().filter_map(|(k, v)| v.map(|v| (*k, v))),
+    )
+    .unwrap_or_else(|_| Url::parse("iris://open").expect("a constant URL"))
 }
 
 #[cfg(test)]
@@ -106,6 +139,9 @@ mod tests {
     #[test]
     fn non_ascii_titles_become_encoded_words() {
         assert_eq!(header_text("Approval needed"), "Approval needed");
-        assert_eq!(header_text("Hermes replied in Küche"), "=?UTF-8?B?SGVybWVzIHJlcGxpZWQgaW4gS8O8Y2hl?=");
+        assert_eq!(
+            header_text("Hermes replied in Küche"),
+            "=?UTF-8?B?SGVybWVzIHJlcGxpZWQgaW4gS8O8Y2hl?="
+        );
     }
 }

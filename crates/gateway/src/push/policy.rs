@@ -75,7 +75,12 @@ impl Kind {
 pub fn may_want_attention(frame_type: &str) -> bool {
     matches!(
         frame_type,
-        "message" | "message.stop" | "notification" | "picker.approval" | "picker.clarify" | "picker.choice"
+        "message"
+            | "message.stop"
+            | "notification"
+            | "picker.approval"
+            | "picker.clarify"
+            | "picker.choice"
     )
 }
 
@@ -143,12 +148,20 @@ pub fn describe(frame: &ServerFrame, kind: Kind, ctx: Context<'_>) -> (String, S
         ServerFrame::PickerChoice(p) => (generic, p.title.as_str()),
         ServerFrame::Notification(n) => {
             let own = n.title.trim();
-            let title = if ctx.previews && !own.is_empty() { excerpt(own, 80) } else { generic };
+            let title = if ctx.previews && !own.is_empty() {
+                excerpt(own, 80)
+            } else {
+                generic
+            };
             (title, n.body.as_deref().unwrap_or_default())
         }
         _ => (generic, ""),
     };
-    let preview = if ctx.previews { excerpt(content, PREVIEW_CHARS) } else { String::new() };
+    let preview = if ctx.previews {
+        excerpt(content, PREVIEW_CHARS)
+    } else {
+        String::new()
+    };
     (title, preview)
 }
 
@@ -191,7 +204,9 @@ pub struct PushContent {
 /// important frame (the latest among equals) and carries the highest cursor.
 pub fn summarize(items: &[PushItem]) -> Option<PushContent> {
     let cursor = items.iter().map(|i| i.cursor).max()?;
-    let head = items.iter().max_by_key(|i| (Kind::parse(&i.kind).rank(), i.cursor))?;
+    let head = items
+        .iter()
+        .max_by_key(|i| (Kind::parse(&i.kind).rank(), i.cursor))?;
     let body = match (head.preview.is_empty(), items.len()) {
         (false, _) => head.preview.clone(),
         (true, 1) => "Open Iris to see it.".to_owned(),
@@ -216,7 +231,13 @@ pub fn collapse_key(chat_id: Option<&str>, thread_id: Option<&str>) -> String {
     let mut key = String::from("iris");
     for part in [chat_id, thread_id].into_iter().flatten() {
         key.push('-');
-        key.extend(part.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }));
+        key.extend(part.chars().map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        }));
     }
     key.truncate(64);
     key
@@ -291,11 +312,19 @@ mod tests {
         ];
         let push = summarize(&items).expect("a push");
         assert_eq!(
-            (push.cursor, push.count, push.title.as_str(), push.body.as_str()),
+            (
+                push.cursor,
+                push.count,
+                push.title.as_str(),
+                push.body.as_str()
+            ),
             (9, 3, "Approval needed", "rm -rf")
         );
-        let quiet =
-            summarize(&[item(4, Kind::Reply, "replied", ""), item(6, Kind::Reply, "replied", "")]).expect("a push");
+        let quiet = summarize(&[
+            item(4, Kind::Reply, "replied", ""),
+            item(6, Kind::Reply, "replied", ""),
+        ])
+        .expect("a push");
         assert_eq!(quiet.body, "2 new updates. Open Iris to see them.");
     }
 

@@ -48,7 +48,9 @@ pub struct VapidKey {
 // The private key stays out of logs.
 impl fmt::Debug for VapidKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VapidKey").field("public", &self.public).finish_non_exhaustive()
+        f.debug_struct("VapidKey")
+            .field("public", &self.public)
+            .finish_non_exhaustive()
     }
 }
 
@@ -57,7 +59,10 @@ impl VapidKey {
     /// file does not exist. Returns the key and whether it was made now.
     pub fn load_or_create(dir: &Path) -> Result<(VapidKey, bool), PushError> {
         let path = dir.join(VAPID_FILE);
-        let fail = |message: String| PushError::VapidKey { path: path.clone(), message };
+        let fail = |message: String| PushError::VapidKey {
+            path: path.clone(),
+            message,
+        };
         match std::fs::read_to_string(&path) {
             Ok(pem) => {
                 warn_if_readable_by_others(&path);
@@ -67,7 +72,9 @@ impl VapidKey {
             Err(e) => return Err(fail(e.to_string())),
         }
         let secret = new_secret().map_err(fail)?;
-        let pem = secret.to_pkcs8_pem(LineEnding::LF).map_err(|e| fail(e.to_string()))?;
+        let pem = secret
+            .to_pkcs8_pem(LineEnding::LF)
+            .map_err(|e| fail(e.to_string()))?;
         // Written to a private temporary file, then linked into place: a crash never leaves half
         // a key, and of two gateways starting at once on one data dir the first key wins.
         let tmp = dir.join(format!(".{VAPID_FILE}.{}", std::process::id()));
@@ -96,7 +103,10 @@ impl VapidKey {
     fn from_secret(secret: &p256::SecretKey) -> Result<VapidKey, String> {
         let der = secret.to_pkcs8_der().map_err(|e| e.to_string())?;
         let public = URL_SAFE_NO_PAD.encode(secret.public_key().to_encoded_point(false).as_bytes());
-        Ok(VapidKey { signing: EncodingKey::from_ec_der(der.as_bytes()), public })
+        Ok(VapidKey {
+            signing: EncodingKey::from_ec_der(der.as_bytes()),
+            public,
+        })
     }
 
     /// The public key as browsers take it for `applicationServerKey`: the uncompressed point,
@@ -107,15 +117,26 @@ impl VapidKey {
 
     /// The `Authorization` value for a push resource of `audience` (its origin):
     /// `vapid t=<ES256 JWT>, k=<public key>`.
-    fn authorization(&self, audience: &str, subject: &str) -> Result<String, jsonwebtoken::errors::Error> {
+    fn authorization(
+        &self,
+        audience: &str,
+        subject: &str,
+    ) -> Result<String, jsonwebtoken::errors::Error> {
         #[derive(Serialize)]
         struct Claims<'a> {
             aud: &'a str,
             exp: u64,
             sub: &'a str,
         }
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        let claims = Claims { aud: audience, exp: now + JWT_LIFETIME.as_secs(), sub: subject };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let claims = Claims {
+            aud: audience,
+            exp: now + JWT_LIFETIME.as_secs(),
+            sub: subject,
+        };
         let token = jsonwebtoken::encode(&Header::new(Algorithm::ES256), &claims, &self.signing)?;
         Ok(format!("vapid t={token}, k={}", self.public))
     }
@@ -126,7 +147,9 @@ fn new_secret() -> Result<p256::SecretKey, String> {
     use rand::TryRngCore;
     loop {
         let mut bytes = p256::elliptic_curve::zeroize::Zeroizing::new([0u8; 32]);
-        rand::rngs::OsRng.try_fill_bytes(bytes.as_mut()).map_err(|e| e.to_string())?;
+        rand::rngs::OsRng
+            .try_fill_bytes(bytes.as_mut())
+            .map_err(|e| e.to_string())?;
         // Fails only for the (astronomically rare) values that are not a valid scalar.
         if let Ok(secret) = p256::SecretKey::from_slice(bytes.as_ref()) {
             return Ok(secret);
@@ -137,7 +160,11 @@ fn new_secret() -> Result<p256::SecretKey, String> {
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     file.write_all(bytes)?;
     file.sync_all()
 }
@@ -153,7 +180,9 @@ fn warn_if_readable_by_others(path: &PathBuf) {
 
 /// Checks a subscription a device sent. `Ok(None)` asks to remove the stored one (empty
 /// endpoint); the error says what is wrong, without echoing the values.
-pub fn parse_subscription(sub: &iris_protocol::WebPushSubscription) -> Result<Option<WebPushRow>, String> {
+pub fn parse_subscription(
+    sub: &iris_protocol::WebPushSubscription,
+) -> Result<Option<WebPushRow>, String> {
     let endpoint = sub.endpoint.trim();
     if endpoint.is_empty() {
         return Ok(None);
@@ -165,15 +194,25 @@ pub fn parse_subscription(sub: &iris_protocol::WebPushSubscription) -> Result<Op
     origin(&url)?;
     decode_public(&sub.p256dh)?;
     decode_auth(&sub.auth)?;
-    Ok(Some(WebPushRow { endpoint: endpoint.to_owned(), p256dh: sub.p256dh.trim().to_owned(), auth: sub.auth.trim().to_owned() }))
+    Ok(Some(WebPushRow {
+        endpoint: endpoint.to_owned(),
+        p256dh: sub.p256dh.trim().to_owned(),
+        auth: sub.auth.trim().to_owned(),
+    }))
 }
 
 /// The origin of a push resource, the JWT's `aud`. Push services are reached over https; plain
 /// http is accepted for loopback addresses only (a push service on this machine).
 fn origin(url: &Url) -> Result<String, String> {
-    let Some(host) = url.host_str().filter(|h| !h.is_empty()) else { return Err("endpoint has no host".to_owned()) };
+    let Some(host) = url.host_str().filter(|h| !h.is_empty()) else {
+        return Err("endpoint has no host".to_owned());
+    };
     let loopback = host.eq_ignore_ascii_case("localhost")
-        || host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
     match url.scheme() {
         "https" => {}
         "http" if loopback => {}
@@ -184,8 +223,20 @@ fn origin(url: &Url) -> Result<String, String> {
 
 /// Base64url as browsers write it; padding and the standard alphabet are tolerated.
 fn base64url(text: &str) -> Option<Vec<u8>> {
-    let clean: String =
-        text.trim().trim_end_matches('=').chars().map(|c| if c == '+' { '-' } else if c == '/' { '_' } else { c }).collect();
+    let clean: String = text
+        .trim()
+        .trim_end_matches('=')
+        .chars()
+        .map(|c| {
+            if c == '+' {
+                '-'
+            } else if c == '/' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
     URL_SAFE_NO_PAD.decode(clean).ok()
 }
 
@@ -213,13 +264,20 @@ pub struct WebPush {
 
 impl fmt::Debug for WebPush {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WebPush").field("key", &self.key).field("subject", &self.subject).finish_non_exhaustive()
+        f.debug_struct("WebPush")
+            .field("key", &self.key)
+            .field("subject", &self.subject)
+            .finish_non_exhaustive()
     }
 }
 
 impl WebPush {
     /// Loads (or makes) the VAPID key in the data dir.
-    pub(crate) fn load(cfg: &WebPushConfig, data_dir: &Path, http: reqwest::Client) -> Result<WebPush, PushError> {
+    pub(crate) fn load(
+        cfg: &WebPushConfig,
+        data_dir: &Path,
+        http: reqwest::Client,
+    ) -> Result<WebPush, PushError> {
         let (key, created) = VapidKey::load_or_create(data_dir)?;
         if created {
             tracing::info!(path = %data_dir.join(VAPID_FILE).display(), "generated the Web Push (VAPID) key pair");
@@ -231,7 +289,12 @@ impl WebPush {
                 "Web Push to Safari needs a real contact: set [push.webpush] subject to a mailto: or https: address"
             );
         }
-        Ok(WebPush { http, key, subject: cfg.subject.clone(), ttl: cfg.ttl })
+        Ok(WebPush {
+            http,
+            key,
+            subject: cfg.subject.clone(),
+            ttl: cfg.ttl,
+        })
     }
 
     /// The public key offered to browsers in `hello.ack`.
@@ -242,9 +305,14 @@ impl WebPush {
     /// Sends one push to one subscription.
     pub(crate) async fn send(&self, sub: &WebPushRow, push: &PushContent) -> Outcome {
         // Checked when it was registered; a row that no longer parses can never be delivered to.
-        let Ok(url) = Url::parse(&sub.endpoint) else { return Outcome::Unregistered };
-        let (Ok(audience), Ok(public), Ok(auth)) = (origin(&url), decode_public(&sub.p256dh), decode_auth(&sub.auth))
-        else {
+        let Ok(url) = Url::parse(&sub.endpoint) else {
+            return Outcome::Unregistered;
+        };
+        let (Ok(audience), Ok(public), Ok(auth)) = (
+            origin(&url),
+            decode_public(&sub.p256dh),
+            decode_auth(&sub.auth),
+        ) else {
             return Outcome::Unregistered;
         };
         let body = match web_push_native::encrypt(payload(push), &public, &auth) {
@@ -266,14 +334,24 @@ impl WebPush {
             .header(CONTENT_ENCODING, "aes128gcm")
             .header(CONTENT_TYPE, "application/octet-stream")
             .header("ttl", self.ttl.as_secs().to_string())
-            .header("urgency", if push.kind.needs_action() { "high" } else { "normal" })
+            .header(
+                "urgency",
+                if push.kind.needs_action() {
+                    "high"
+                } else {
+                    "normal"
+                },
+            )
             .header("topic", topic(&push.collapse_key))
             .body(body);
         let response = match request.send().await {
             Ok(r) => r,
             // The endpoint URL is a capability: errors are logged without it.
             Err(e) => {
-                return Outcome::Retry { after: None, reason: format!("push service unreachable: {}", without_url(e)) }
+                return Outcome::Retry {
+                    after: None,
+                    reason: format!("push service unreachable: {}", without_url(e)),
+                }
             }
         };
         let status = response.status();
@@ -284,7 +362,10 @@ impl WebPush {
         let reason = service_reason(response).await;
         match status.as_u16() {
             404 | 410 => Outcome::Unregistered,
-            429 | 500..=599 => Outcome::Retry { after, reason: format!("push service answered {status}{reason}") },
+            429 | 500..=599 => Outcome::Retry {
+                after,
+                reason: format!("push service answered {status}{reason}"),
+            },
             _ => Outcome::Rejected(format!("push service answered {status}{reason}")),
         }
     }
@@ -328,8 +409,13 @@ pub fn topic(collapse_key: &str) -> String {
 /// A short reason from a push service's error body (Apple's `reason`, Mozilla's `message`), for
 /// the log.
 async fn service_reason(response: reqwest::Response) -> String {
-    let Ok(body) = response.json::<Value>().await else { return String::new() };
-    match ["reason", "message", "error"].iter().find_map(|k| body.get(*k).and_then(Value::as_str)) {
+    let Ok(body) = response.json::<Value>().await else {
+        return String::new();
+    };
+    match ["reason", "message", "error"]
+        .iter()
+        .find_map(|k| body.get(*k).and_then(Value::as_str))
+    {
         Some(text) => format!(" ({})", excerpt(text, 120)),
         None => String::new(),
     }
@@ -340,7 +426,11 @@ mod tests {
     use super::*;
 
     fn sub(endpoint: &str, p256dh: &str, auth: &str) -> iris_protocol::WebPushSubscription {
-        iris_protocol::WebPushSubscription { endpoint: endpoint.into(), p256dh: p256dh.into(), auth: auth.into() }
+        iris_protocol::WebPushSubscription {
+            endpoint: endpoint.into(),
+            p256dh: p256dh.into(),
+            auth: auth.into(),
+        }
     }
 
     #[test]
@@ -354,9 +444,19 @@ mod tests {
         let (read, created) = VapidKey::load_or_create(dir.path()).expect("read");
         assert!(!created);
         assert_eq!(read.public_key(), made.public_key());
-        let point = URL_SAFE_NO_PAD.decode(made.public_key()).expect("base64url");
-        assert_eq!((point.len(), point[0]), (65, 4), "an uncompressed P-256 point");
-        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1, "no temporary file left");
+        let point = URL_SAFE_NO_PAD
+            .decode(made.public_key())
+            .expect("base64url");
+        assert_eq!(
+            (point.len(), point[0]),
+            (65, 4),
+            "an uncompressed P-256 point"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).expect("dir").count(),
+            1,
+            "no temporary file left"
+        );
 
         std::fs::write(dir.path().join(VAPID_FILE), "not a key").expect("write");
         let err = VapidKey::load_or_create(dir.path()).expect_err("a broken key is not replaced");
@@ -368,10 +468,20 @@ mod tests {
         let secret = new_secret().expect("key");
         let p256dh = URL_SAFE_NO_PAD.encode(secret.public_key().to_encoded_point(false).as_bytes());
         let auth = URL_SAFE_NO_PAD.encode([7u8; 16]);
-        let ok = parse_subscription(&sub("https://push.example.com/x", &p256dh, &auth)).expect("valid");
-        assert_eq!(ok.map(|r| r.endpoint).as_deref(), Some("https://push.example.com/x"));
-        assert_eq!(parse_subscription(&sub("", "", "")), Ok(None), "an empty endpoint removes");
-        assert!(parse_subscription(&sub("http://127.0.0.1:9/x", &p256dh, &format!("{auth}=="))).is_ok());
+        let ok =
+            parse_subscription(&sub("https://push.example.com/x", &p256dh, &auth)).expect("valid");
+        assert_eq!(
+            ok.map(|r| r.endpoint).as_deref(),
+            Some("https://push.example.com/x")
+        );
+        assert_eq!(
+            parse_subscription(&sub("", "", "")),
+            Ok(None),
+            "an empty endpoint removes"
+        );
+        assert!(
+            parse_subscription(&sub("http://127.0.0.1:9/x", &p256dh, &format!("{auth}=="))).is_ok()
+        );
         for (bad, what) in [
             (sub("http://push.example.com/x", &p256dh, &auth), "https"),
             (sub("https://push.example.com/x", "BAAA", &auth), "p256dh"),
@@ -395,7 +505,9 @@ mod tests {
     fn topics_are_short_url_safe_and_per_lane() {
         let t = topic("iris-default");
         assert_eq!(t.len(), 32);
-        assert!(t.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        assert!(t
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
         assert_ne!(t, topic("iris-other"));
     }
 }

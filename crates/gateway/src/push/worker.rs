@@ -60,7 +60,11 @@ impl Worker {
         wake: Arc<Notify>,
         stop: CancellationToken,
     ) -> Worker {
-        Worker { ctx: Arc::new(Ctx { shared, backends }), wake, stop }
+        Worker {
+            ctx: Arc::new(Ctx { shared, backends }),
+            wake,
+            stop,
+        }
     }
 
     pub(crate) async fn run(self) {
@@ -91,7 +95,9 @@ impl Worker {
                         if busy.values().any(|d| *d == p.device_id) {
                             continue;
                         }
-                        let due = ctx.due_at(&p).max(cooling.get(&p.device_id).copied().unwrap_or(0));
+                        let due = ctx
+                            .due_at(&p)
+                            .max(cooling.get(&p.device_id).copied().unwrap_or(0));
                         if due > now {
                             wake_at = Some(wake_at.map_or(due, |w| w.min(due)));
                         } else if in_flight.len() < MAX_IN_FLIGHT {
@@ -117,7 +123,10 @@ impl Worker {
             }
             let sleep = async move {
                 match wake_at {
-                    Some(at) => tokio::time::sleep(Duration::from_millis((at - now_ms()).max(0) as u64)).await,
+                    Some(at) => {
+                        tokio::time::sleep(Duration::from_millis((at - now_ms()).max(0) as u64))
+                            .await
+                    }
                     None => std::future::pending().await,
                 }
             };
@@ -165,7 +174,9 @@ impl Ctx {
         let mut position = store.push_scan_position().await?;
         loop {
             let rows = store.replay(position, SCAN_PAGE).await?;
-            let Some(last) = rows.last().map(|r| r.0) else { return Ok(()) };
+            let Some(last) = rows.last().map(|r| r.0) else {
+                return Ok(());
+            };
             let more = rows.len() == SCAN_PAGE;
             let items = self.pick(&rows).await?;
             if !items.is_empty() {
@@ -188,7 +199,10 @@ impl Ctx {
 
     /// The queue rows for one page of outbox frames.
     async fn pick(&self, rows: &[(u64, Arc<str>)]) -> Result<Vec<PushItem>, StoreError> {
-        if self.backends.fcm.is_none() && self.backends.ntfy.is_none() && self.backends.webpush.is_none() {
+        if self.backends.fcm.is_none()
+            && self.backends.ntfy.is_none()
+            && self.backends.webpush.is_none()
+        {
             return Ok(Vec::new());
         }
         let frames: Vec<_> = rows
@@ -202,8 +216,12 @@ impl Ctx {
             return Ok(Vec::new());
         }
         let store = &self.shared.store;
-        let devices: Vec<DeviceRow> =
-            store.list_devices().await?.into_iter().filter(|d| self.route(d).is_some()).collect();
+        let devices: Vec<DeviceRow> = store
+            .list_devices()
+            .await?
+            .into_iter()
+            .filter(|d| self.route(d).is_some())
+            .collect();
         if devices.is_empty() {
             return Ok(Vec::new());
         }
@@ -212,9 +230,19 @@ impl Ctx {
         let now = now_ms();
         let mut items = Vec::new();
         for (cursor, kind, decoded) in frames {
-            let lane = decoded.header.thread_id.as_deref().or(decoded.header.chat_id.as_deref());
-            let chat_name = lane.and_then(|id| channels.iter().find(|c| c.chat_id == id)).map(|c| c.name.as_str());
-            let ctx = Context { agent, chat_name, previews: self.backends.config.previews };
+            let lane = decoded
+                .header
+                .thread_id
+                .as_deref()
+                .or(decoded.header.chat_id.as_deref());
+            let chat_name = lane
+                .and_then(|id| channels.iter().find(|c| c.chat_id == id))
+                .map(|c| c.name.as_str());
+            let ctx = Context {
+                agent,
+                chat_name,
+                previews: self.backends.config.previews,
+            };
             let (title, preview) = policy::describe(&decoded.body, kind, ctx);
             for d in &devices {
                 // Only a device that is not connected and has not confirmed the frame needs waking.
@@ -245,15 +273,27 @@ impl Ctx {
     /// registration, else FCM, else ntfy, else Web Push; `None` when no configured backend knows
     /// it.
     fn route(&self, d: &DeviceRow) -> Option<Route> {
-        let fcm = d.fcm_token.as_deref().filter(|t| !t.is_empty() && self.backends.fcm.is_some());
-        let ntfy = d.ntfy_topic.as_deref().filter(|t| !t.is_empty() && self.backends.ntfy.is_some());
-        let webpush = d.webpush.as_ref().filter(|_| self.backends.webpush.is_some());
+        let fcm = d
+            .fcm_token
+            .as_deref()
+            .filter(|t| !t.is_empty() && self.backends.fcm.is_some());
+        let ntfy = d
+            .ntfy_topic
+            .as_deref()
+            .filter(|t| !t.is_empty() && self.backends.ntfy.is_some());
+        let webpush = d
+            .webpush
+            .as_ref()
+            .filter(|_| self.backends.webpush.is_some());
         let caps = serde_json::from_str::<serde_json::Value>(&d.caps).unwrap_or_default();
         let fcm = fcm.map(|t| Route::Fcm(t.to_owned()));
         let ntfy = ntfy.map(|t| Route::Ntfy(t.to_owned()));
         let webpush = webpush.map(|w| Route::WebPush(w.clone()));
         let mut routes = [fcm, ntfy, webpush];
-        let preferred = routes.iter().position(|r| r.as_ref().is_some_and(|r| caps["push"].as_str() == Some(r.backend())));
+        let preferred = routes.iter().position(|r| {
+            r.as_ref()
+                .is_some_and(|r| caps["push"].as_str() == Some(r.backend()))
+        });
         match preferred {
             Some(i) => routes[i].take(),
             None => routes.into_iter().flatten().next(),
@@ -264,14 +304,20 @@ impl Ctx {
     /// with ±20 % jitter so that many devices do not retry in lockstep.
     fn backoff(&self, attempt: u32) -> Duration {
         let cfg = &self.backends.config;
-        let base = cfg.retry_initial.saturating_mul(1u32 << attempt.saturating_sub(1).min(20)).min(cfg.retry_max);
+        let base = cfg
+            .retry_initial
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
+            .min(cfg.retry_max);
         base.mul_f64(0.8 + 0.4 * rand::random::<f64>())
     }
 
     /// Removes the device's rows up to `upto` without recording a push.
     async fn drop_queued(&self, device_id: &str, upto: u64) -> Result<(), StoreError> {
         let id = device_id.to_owned();
-        self.shared.store.write(move |tx| tx.finish_push(&id, upto).map(|_| ())).await
+        self.shared
+            .store
+            .write(move |tx| tx.finish_push(&id, upto).map(|_| ()))
+            .await
     }
 
     /// Sends one device's coalesced push and records the outcome.
@@ -279,16 +325,26 @@ impl Ctx {
         let store = &self.shared.store;
         let device_id = p.device_id.as_str();
         // A deleted device takes its queue rows with it.
-        let Some(device) = store.get_device(device_id).await? else { return Ok(()) };
+        let Some(device) = store.get_device(device_id).await? else {
+            return Ok(());
+        };
         let items = store.push_items(device_id).await?;
-        let Some(last) = items.last().map(|i| i.cursor) else { return Ok(()) };
+        let Some(last) = items.last().map(|i| i.cursor) else {
+            return Ok(());
+        };
         if self.shared.hub.is_online(device_id) {
             // Connected again: the app gets the frames by sync and notifies on its own, since they
             // are above its `last_pushed_cursor`.
-            tracing::debug!(device_id, "push: device came back; dropping its queued push");
+            tracing::debug!(
+                device_id,
+                "push: device came back; dropping its queued push"
+            );
             return self.drop_queued(device_id, last).await;
         }
-        let items: Vec<PushItem> = items.into_iter().filter(|i| i.cursor > device.confirmed_cursor).collect();
+        let items: Vec<PushItem> = items
+            .into_iter()
+            .filter(|i| i.cursor > device.confirmed_cursor)
+            .collect();
         let (Some(route), Some(content)) = (self.route(&device), policy::summarize(&items)) else {
             // Received meanwhile, or no registration left for a configured backend.
             return self.drop_queued(device_id, last).await;
@@ -302,7 +358,9 @@ impl Ctx {
         // after the restart, with the same collapse key, so the device shows it once.
         let next_at = now_ms() + self.backoff(p.attempts + 1).as_millis() as i64;
         let id = device_id.to_owned();
-        let attempt = store.write(move |tx| tx.record_push_attempt(&id, next_at)).await?;
+        let attempt = store
+            .write(move |tx| tx.record_push_attempt(&id, next_at))
+            .await?;
         let backends = &self.backends;
         let outcome = match (&route, &backends.fcm, &backends.ntfy, &backends.webpush) {
             (Route::Fcm(token), Some(fcm), _, _) => fcm.send(token, &content).await,
@@ -322,17 +380,29 @@ impl Ctx {
                         tx.set_last_pushed(&id, cursor)
                     })
                     .await?;
-                tracing::info!(device_id, backend, cursor, frames = content.count, attempt, "push delivered");
+                tracing::info!(
+                    device_id,
+                    backend,
+                    cursor,
+                    frames = content.count,
+                    attempt,
+                    "push delivered"
+                );
             }
             Outcome::Retry { after, reason } => {
                 tracing::warn!(device_id, backend, attempt, %reason, "push failed; will retry");
                 if let Some(after) = after {
-                    let at = now_ms() + after.min(self.backends.config.retry_max).as_millis() as i64;
+                    let at =
+                        now_ms() + after.min(self.backends.config.retry_max).as_millis() as i64;
                     store.write(move |tx| tx.delay_push(&id, at)).await?;
                 }
             }
             Outcome::Unregistered => {
-                tracing::info!(device_id, backend, "push registration no longer valid; removed");
+                tracing::info!(
+                    device_id,
+                    backend,
+                    "push registration no longer valid; removed"
+                );
                 // Another registration of the device, if any, takes over.
                 let mut rest = device.clone();
                 match &route {

@@ -57,7 +57,14 @@ impl TestGateway {
         let task = tokio::spawn(gateway.serve(async move {
             let _ = stopped.await;
         }));
-        TestGateway { url, dir: dir.to_path_buf(), shared, stop: Some(stop), task: Some(task), _tmp: None }
+        TestGateway {
+            url,
+            dir: dir.to_path_buf(),
+            shared,
+            stop: Some(stop),
+            task: Some(task),
+            _tmp: None,
+        }
     }
 
     pub fn options(&self, device: &str) -> ConnectOptions {
@@ -66,7 +73,9 @@ impl TestGateway {
 
     /// Connects a device and consumes its `status online`.
     pub async fn connect(&self, device: &str) -> (Client, HelloAck) {
-        let (mut client, ack) = Client::connect(self.options(device)).await.expect("connect");
+        let (mut client, ack) = Client::connect(self.options(device))
+            .await
+            .expect("connect");
         let status = client.next_event().await.expect("status");
         assert_eq!(status.frame_type(), "status");
         (client, ack)
@@ -97,8 +106,14 @@ impl Drop for TestGateway {
 
 /// Sends a message and returns the echo (the response with the request id).
 pub async fn send_text(client: &mut Client, chat: &str, text: &str) -> Event {
-    let frame = ClientFrame::MessageSend(MessageSend { text: text.into(), ..Default::default() });
-    client.request(Header::lane(chat, None), frame).await.expect("message.send answered")
+    let frame = ClientFrame::MessageSend(MessageSend {
+        text: text.into(),
+        ..Default::default()
+    });
+    client
+        .request(Header::lane(chat, None), frame)
+        .await
+        .expect("message.send answered")
 }
 
 /// The message id of a `message` event.
@@ -132,8 +147,15 @@ pub fn default_lane() -> Header {
 
 /// Sends a message to a lane; returns the echo.
 pub async fn send(client: &mut Client, lane: Header, text: &str, auto_thread: bool) -> Event {
-    let frame = ClientFrame::MessageSend(MessageSend { text: text.into(), auto_thread, ..Default::default() });
-    client.request(lane, frame).await.expect("message.send answered")
+    let frame = ClientFrame::MessageSend(MessageSend {
+        text: text.into(),
+        auto_thread,
+        ..Default::default()
+    });
+    client
+        .request(lane, frame)
+        .await
+        .expect("message.send answered")
 }
 
 /// Every frame up to and including the first one matching `pred`.
@@ -194,8 +216,15 @@ pub fn system_texts(events: &[Event]) -> Vec<String> {
 }
 
 /// Answers a picker.
-pub async fn select(client: &mut Client, picker_id: &str, value: &str) -> Result<Event, iris_client::ClientError> {
-    let frame = ClientFrame::PickerSelect(iris_protocol::PickerSelect { picker_id: picker_id.into(), value: value.into() });
+pub async fn select(
+    client: &mut Client,
+    picker_id: &str,
+    value: &str,
+) -> Result<Event, iris_client::ClientError> {
+    let frame = ClientFrame::PickerSelect(iris_protocol::PickerSelect {
+        picker_id: picker_id.into(),
+        value: value.into(),
+    });
     client.request(Header::default(), frame).await
 }
 

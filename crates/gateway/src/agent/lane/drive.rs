@@ -32,7 +32,10 @@ pub(super) enum Mode {
 #[derive(Debug)]
 pub(super) enum Ended {
     /// The agent answered (`cancelled` when the turn was stopped or the agent says so).
-    Answered { cancelled: bool, tokens: Option<u64> },
+    Answered {
+        cancelled: bool,
+        tokens: Option<u64>,
+    },
     /// The turn was stopped and the agent failed it or did not end it; the agent was restarted.
     Stopped,
     /// The agent process died.
@@ -83,13 +86,20 @@ impl LaneActor {
         let mut timed_out = false;
         let mut steered: Option<(String, usize)> = None;
         let result: Option<Result<PromptResponse, AcpError>> = loop {
-            let flush_at = if live { mapper.next_flush().map(TokioInstant::from_std) } else { None };
+            let flush_at = if live {
+                mapper.next_flush().map(TokioInstant::from_std)
+            } else {
+                None
+            };
             let cancel_deadline = stopping
                 .since
                 .filter(|_| !stopping.killed)
                 .map(|t| TokioInstant::from_std(t + self.agents.cancel_grace));
             // Waiting for the user is not the agent hanging.
-            let waiting_for_user = self.pickers.values().any(|p| matches!(p, Pending::Approval { .. }));
+            let waiting_for_user = self
+                .pickers
+                .values()
+                .any(|p| matches!(p, Pending::Approval { .. }));
             let idle_deadline = (stopping.since.is_none() && !waiting_for_user)
                 .then(|| TokioInstant::from_std(last_activity + self.agents.turn_idle_timeout));
             let expiry = self.next_picker_deadline();
@@ -176,7 +186,10 @@ impl LaneActor {
             instance.fence().await;
             while let Ok(ev) = rx.try_recv() {
                 match ev {
-                    LaneEvent::Update(update) => self.take_update(mode, update, mapper, &turn_id, steered.is_some()).await,
+                    LaneEvent::Update(update) => {
+                        self.take_update(mode, update, mapper, &turn_id, steered.is_some())
+                            .await
+                    }
                     LaneEvent::Permission(_, responder) => responder.cancel(),
                     other => self.idle_event(other).await,
                 }
@@ -193,8 +206,14 @@ impl LaneActor {
         let ended = match result {
             Some(Ok(resp)) => {
                 self.host.mark_healthy(instance.generation).await;
-                let tokens = resp.usage.map(|u| instance.usage_delta(u.total_tokens)).filter(|t| *t > 0);
-                Ended::Answered { cancelled: cancelled || resp.stop_reason == StopReason::Cancelled, tokens }
+                let tokens = resp
+                    .usage
+                    .map(|u| instance.usage_delta(u.total_tokens))
+                    .filter(|t| *t > 0);
+                Ended::Answered {
+                    cancelled: cancelled || resp.stop_reason == StopReason::Cancelled,
+                    tokens,
+                }
             }
             Some(Err(e)) if cancelled => {
                 // Hermes fails a prompt cancelled during a tool or a permission prompt and then
@@ -212,12 +231,23 @@ impl LaneActor {
         if matches!(ended, Ended::Stopped | Ended::Crashed(_)) {
             self.session = None;
         }
-        Driven { ended, timed_out, steered }
+        Driven {
+            ended,
+            timed_out,
+            steered,
+        }
     }
 
     /// One update of the running prompt: streamed to the devices in a live turn, only collected
     /// for the final answer in a scheduled one.
-    async fn take_update(&mut self, mode: Mode, update: SessionUpdate, mapper: &mut TurnMapper, turn_id: &str, steered: bool) {
+    async fn take_update(
+        &mut self,
+        mode: Mode,
+        update: SessionUpdate,
+        mapper: &mut TurnMapper,
+        turn_id: &str,
+        steered: bool,
+    ) {
         match (mode, update) {
             (Mode::Live, SessionUpdate::SessionInfoUpdate(info)) => {
                 if let Some(title) = info.title {

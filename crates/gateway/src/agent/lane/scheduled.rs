@@ -41,27 +41,54 @@ impl LaneActor {
     async fn cron_turn(&mut self, prompt: &str) -> Option<Outcome> {
         let instance = match self.host.instance().await {
             Ok(i) => i,
-            Err(e) => return Some(Outcome::Failed(format!("the agent is not available: {}", short(&e)))),
+            Err(e) => {
+                return Some(Outcome::Failed(format!(
+                    "the agent is not available: {}",
+                    short(&e)
+                )))
+            }
         };
         let session = match instance.client.new_session(&self.host.cwd).await {
             Ok(s) => s,
-            Err(e) => return Some(Outcome::Failed(format!("the agent could not open a session: {}", short(&e.to_string())))),
+            Err(e) => {
+                return Some(Outcome::Failed(format!(
+                    "the agent could not open a session: {}",
+                    short(&e.to_string())
+                )))
+            }
         };
         let (tx, mut rx) = mpsc::unbounded_channel();
-        self.host.add_route(&session.session_id, instance.generation, tx);
-        let model = self.cron_model(&instance, &session.session_id, session.models).await;
-        let outcome = self.cron_prompt(&instance, &session.session_id, model, prompt, &mut rx).await;
+        self.host
+            .add_route(&session.session_id, instance.generation, tx);
+        let model = self
+            .cron_model(&instance, &session.session_id, session.models)
+            .await;
+        let outcome = self
+            .cron_prompt(&instance, &session.session_id, model, prompt, &mut rx)
+            .await;
         self.host.remove_route(&session.session_id);
         outcome
     }
 
     /// The model of the run: the one chosen in this lane, when the agent offers it.
-    async fn cron_model(&self, instance: &Instance, session_id: &str, models: Option<SessionModelState>) -> Option<String> {
+    async fn cron_model(
+        &self,
+        instance: &Instance,
+        session_id: &str,
+        models: Option<SessionModelState>,
+    ) -> Option<String> {
         let offered = models?;
-        let Some(wanted) = self.current_model().filter(|m| *m != offered.current_model_id) else {
+        let Some(wanted) = self
+            .current_model()
+            .filter(|m| *m != offered.current_model_id)
+        else {
             return Some(offered.current_model_id);
         };
-        if !offered.available_models.iter().any(|m| m.model_id == wanted) {
+        if !offered
+            .available_models
+            .iter()
+            .any(|m| m.model_id == wanted)
+        {
             return Some(offered.current_model_id);
         }
         match instance.client.set_model(session_id, &wanted).await {
@@ -90,28 +117,55 @@ impl LaneActor {
             update_interval: self.agents.update_interval,
         });
         let blocks = vec![ContentBlock::text(prompt.to_owned())];
-        let Driven { ended, timed_out, .. } = self.drive(Mode::Scheduled, instance, session_id, blocks, &mut mapper, rx).await;
+        let Driven {
+            ended, timed_out, ..
+        } = self
+            .drive(
+                Mode::Scheduled,
+                instance,
+                session_id,
+                blocks,
+                &mut mapper,
+                rx,
+            )
+            .await;
         if self.closing {
             return None;
         }
         let (cancelled, tokens) = match ended {
             Ended::Answered { cancelled, tokens } => (cancelled, tokens),
             Ended::Stopped => (true, None),
-            Ended::Crashed(detail) => return Some(Outcome::Failed(format!("the agent stopped unexpectedly ({detail})"))),
-            Ended::Failed(detail) => return Some(Outcome::Failed(format!("the agent reported an error: {detail}"))),
+            Ended::Crashed(detail) => {
+                return Some(Outcome::Failed(format!(
+                    "the agent stopped unexpectedly ({detail})"
+                )))
+            }
+            Ended::Failed(detail) => {
+                return Some(Outcome::Failed(format!(
+                    "the agent reported an error: {detail}"
+                )))
+            }
         };
         if timed_out {
             let secs = self.agents.turn_idle_timeout.as_secs();
-            return Some(Outcome::Failed(format!("the agent sent nothing for {secs} s, so the run was cancelled")));
+            return Some(Outcome::Failed(format!(
+                "the agent sent nothing for {secs} s, so the run was cancelled"
+            )));
         }
         if cancelled {
             return Some(Outcome::Cancelled);
         }
-        let ending = Ending { tokens, ..Ending::default() };
-        let answer = mapper.finish(&ending, Instant::now()).into_iter().find_map(|o| match o {
-            Out::Final(_, message) if !message.text.trim().is_empty() => Some(message),
-            _ => None,
-        });
+        let ending = Ending {
+            tokens,
+            ..Ending::default()
+        };
+        let answer = mapper
+            .finish(&ending, Instant::now())
+            .into_iter()
+            .find_map(|o| match o {
+                Out::Final(_, message) if !message.text.trim().is_empty() => Some(message),
+                _ => None,
+            });
         Some(answer.map_or(Outcome::Empty, |m| Outcome::Answer(Box::new(m))))
     }
 }
