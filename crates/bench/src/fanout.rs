@@ -46,14 +46,18 @@ struct Tally {
 /// The `type` of an encoded server frame (the envelope's first `"type"` key; see
 /// `iris_protocol::encode`).
 fn frame_type(text: &str) -> &str {
-    let Some(at) = text.find("\"type\":\"") else { return "" };
+    let Some(at) = text.find("\"type\":\"") else {
+        return "";
+    };
     let rest = &text[at + 8..];
     &rest[..rest.find('"').unwrap_or(0)]
 }
 
 /// The payload's `text` string (the benchmark's texts need no unescaping: digits, spaces, `x`).
 fn payload_text(text: &str) -> &str {
-    let Some(at) = text.find("\"text\":\"") else { return "" };
+    let Some(at) = text.find("\"text\":\"") else {
+        return "";
+    };
     let rest = &text[at + 8..];
     &rest[..rest.find('"').unwrap_or(0)]
 }
@@ -67,7 +71,11 @@ async fn collect_stream(mut device: RawConnection, stops: usize) -> anyhow::Resu
     let (mut samples, mut later) = (Vec::new(), Vec::new());
     let mut first = true;
     loop {
-        let text = match device.recv_timeout(FRAME_TIMEOUT).await.context("stream stalled")? {
+        let text = match device
+            .recv_timeout(FRAME_TIMEOUT)
+            .await
+            .context("stream stalled")?
+        {
             RawFrame::Text(t) => t,
             other => bail!("unexpected frame: {other:?}"),
         };
@@ -77,7 +85,11 @@ async fn collect_stream(mut device: RawConnection, stops: usize) -> anyhow::Resu
         match frame_type(&text) {
             "message.update" => {
                 updates += 1;
-                if let Some(sent) = payload_text(&text).split_whitespace().last().and_then(|w| w.parse::<u64>().ok()) {
+                if let Some(sent) = payload_text(&text)
+                    .split_whitespace()
+                    .last()
+                    .and_then(|w| w.parse::<u64>().ok())
+                {
                     samples.push(now.saturating_sub(sent));
                     if !first {
                         later.push(now.saturating_sub(sent));
@@ -89,7 +101,15 @@ async fn collect_stream(mut device: RawConnection, stops: usize) -> anyhow::Resu
             "message.stop" => {
                 seen += 1;
                 if seen == stops {
-                    return Ok(Tally { device, frames, bytes, updates, samples, later, done: Instant::now() });
+                    return Ok(Tally {
+                        device,
+                        frames,
+                        bytes,
+                        updates,
+                        samples,
+                        later,
+                        done: Instant::now(),
+                    });
                 }
             }
             "error" => bail!("gateway error: {text}"),
@@ -110,17 +130,34 @@ async fn raw_device(gw: &InProcess, id: &str) -> anyhow::Result<RawConnection> {
 
 /// Sends `turns` prompts `bench <chunks> <gap_us>` at once (they queue in the lane and run one
 /// after the other).
-async fn send_prompts(driver: &mut RawConnection, turns: usize, chunks: usize, gap: Duration) -> anyhow::Result<()> {
+async fn send_prompts(
+    driver: &mut RawConnection,
+    turns: usize,
+    chunks: usize,
+    gap: Duration,
+) -> anyhow::Result<()> {
     for i in 0..turns {
-        let header = Header { id: Some(RequestId::from(1_000_000 + i as u64)), ..Header::lane("default", None) };
+        let header = Header {
+            id: Some(RequestId::from(1_000_000 + i as u64)),
+            ..Header::lane("default", None)
+        };
         let text = format!("bench {chunks} {}", gap.as_micros());
-        driver.send(&header, &ClientFrame::MessageSend(MessageSend { text, ..Default::default() })).await?;
+        driver
+            .send(
+                &header,
+                &ClientFrame::MessageSend(MessageSend {
+                    text,
+                    ..Default::default()
+                }),
+            )
+            .await?;
     }
     Ok(())
 }
 
 struct StreamRun {
     devices: Vec<RawConnection>,
+    secs: f64,
     frames_per_sec: f64,
     updates_per_sec: f64,
     mean_size: usize,
@@ -141,7 +178,10 @@ async fn stream_run(
     let coalesced_before = gw.shared.metrics.frames_coalesced.load(Ordering::Relaxed);
     let started = Instant::now();
     send_prompts(&mut devices[0], turns, chunks, gap).await?;
-    let tasks: Vec<_> = devices.into_iter().map(|c| tokio::spawn(collect_stream(c, turns))).collect();
+    let tasks: Vec<_> = devices
+        .into_iter()
+        .map(|c| tokio::spawn(collect_stream(c, turns)))
+        .collect();
     let (mut frames, mut bytes, mut updates) = (0u64, 0u64, 0u64);
     let (mut samples, mut later) = (Vec::new(), Vec::new());
     let mut last = started;
@@ -159,6 +199,7 @@ async fn stream_run(
     let secs = (last - started).as_secs_f64();
     Ok(StreamRun {
         devices,
+        secs,
         frames_per_sec: frames as f64 / secs,
         updates_per_sec: updates as f64 / secs,
         mean_size: (bytes / frames.max(1)) as usize,
@@ -172,7 +213,9 @@ async fn stream_run(
 
 /// Starts a gateway with the demo agent and `message.update` unthrottled, warms the lane up,
 /// and connects `n` devices (the first one drives).
-async fn streaming_setup(n: usize) -> anyhow::Result<(InProcess, Vec<RawConnection>, tempfile::TempDir)> {
+async fn streaming_setup(
+    n: usize,
+) -> anyhow::Result<(InProcess, Vec<RawConnection>, tempfile::TempDir)> {
     let dir = tempfile::tempdir()?;
     let mut cfg = config(dir.path());
     // Every chunk becomes its own `message.update` (the default sends at most one per 50 ms).
@@ -222,7 +265,11 @@ async fn durable_run(n: usize, messages: usize) -> anyhow::Result<(f64, u64, u64
                 let (mut got, mut bytes) = (0usize, 0u64);
                 let mut samples = Vec::with_capacity(total);
                 while got < total {
-                    let text = match c.recv_timeout(FRAME_TIMEOUT).await.context("durable fan-out stalled")? {
+                    let text = match c
+                        .recv_timeout(FRAME_TIMEOUT)
+                        .await
+                        .context("durable fan-out stalled")?
+                    {
                         RawFrame::Text(t) => t,
                         other => bail!("unexpected frame: {other:?}"),
                     };
@@ -230,7 +277,10 @@ async fn durable_run(n: usize, messages: usize) -> anyhow::Result<(f64, u64, u64
                     if frame_type(&text) == "message" {
                         got += 1;
                         bytes += text.len() as u64;
-                        if let Some(sent) = payload_text(&text).get(..20).and_then(|s| s.parse::<u64>().ok()) {
+                        if let Some(sent) = payload_text(&text)
+                            .get(..20)
+                            .and_then(|s| s.parse::<u64>().ok())
+                        {
                             samples.push(now.saturating_sub(sent));
                         }
                     }
@@ -249,11 +299,25 @@ async fn durable_run(n: usize, messages: usize) -> anyhow::Result<(f64, u64, u64
                 while acked < per_sender {
                     while sent < per_sender && sent - acked < SEND_WINDOW {
                         sent += 1;
-                        let header = Header { id: Some(RequestId::from(sent as u64)), ..Header::lane("default", None) };
+                        let header = Header {
+                            id: Some(RequestId::from(sent as u64)),
+                            ..Header::lane("default", None)
+                        };
                         let text = format!("{:020} {filler}", unix_nanos());
-                        sender.send(header, ClientFrame::MessageSend(MessageSend { text, ..Default::default() })).await?;
+                        sender
+                            .send(
+                                header,
+                                ClientFrame::MessageSend(MessageSend {
+                                    text,
+                                    ..Default::default()
+                                }),
+                            )
+                            .await?;
                     }
-                    let ev = sender.next_event_timeout(FRAME_TIMEOUT).await.context("sender got no answer")?;
+                    let ev = sender
+                        .next_event_timeout(FRAME_TIMEOUT)
+                        .await
+                        .context("sender got no answer")?;
                     match &ev.body {
                         ServerFrame::Error(e) => bail!("message.send refused: {}", e.message),
                         _ if ev.id().is_some() => acked += 1,
@@ -280,7 +344,12 @@ async fn durable_run(n: usize, messages: usize) -> anyhow::Result<(f64, u64, u64
     let delivered = samples.len();
     let rate = delivered as f64 / (last - started).as_secs_f64();
     gw.stop();
-    Ok((rate, percentile(&mut samples, 50.0), percentile(&mut samples, 99.0), (bytes / delivered.max(1) as u64) as usize))
+    Ok((
+        rate,
+        percentile(&mut samples, 50.0),
+        percentile(&mut samples, 99.0),
+        (bytes / delivered.max(1) as u64) as usize,
+    ))
 }
 
 /// Both fan-outs for each device count, each beside its raw baseline.
@@ -305,12 +374,14 @@ pub async fn run(report: &mut Report, counts: &[usize], runs: usize) -> anyhow::
             let (gw, devices, _dir) = streaming_setup(n).await?;
             let burst = stream_run(&gw, devices, BURST_TURNS, BURST_CHUNKS, Duration::ZERO).await?;
             println!(
-                "  streaming: mean frame {} B, {} updates coalesced, back-to-back p50 {:.2} ms",
+                "  streaming: {:.1} ms per turn of {BURST_CHUNKS} chunks, mean frame {} B, {} of {} updates coalesced",
+                burst.secs * 1e3 / BURST_TURNS as f64,
                 burst.mean_size,
                 burst.coalesced,
-                burst.p50 as f64 / 1e6
+                BURST_TURNS * BURST_CHUNKS * n
             );
-            let paced = stream_run(&gw, burst.devices, PACED_TURNS, PACED_CHUNKS, PACED_GAP).await?;
+            let paced =
+                stream_run(&gw, burst.devices, PACED_TURNS, PACED_CHUNKS, PACED_GAP).await?;
             drop(paced.devices);
             gw.stop();
             report.add(&fps, "frames/s", burst.frames_per_sec);
@@ -323,14 +394,26 @@ pub async fn run(report: &mut Report, counts: &[usize], runs: usize) -> anyhow::
 
             let messages = (100_000 / n).clamp(1000, 5000);
             let (rate, d50, d99, dsize) = durable_run(n, messages).await?;
-            println!("  durable: {messages} messages, mean frame {dsize} B, p99 {:.1} ms", d99 as f64 / 1e6);
+            println!(
+                "  durable: {messages} messages, mean frame {dsize} B, p99 {:.1} ms",
+                d99 as f64 / 1e6
+            );
             report.add(&dur, "frames/s", rate);
             report.add(&dp50, "ms", d50 as f64 / 1e6);
 
             let raw = RawServer::start()?;
-            report.add(&echo_s, "frames/s", raw::echo_rate(&raw.url, burst.mean_size, 20_000).await?);
-            report.add(&echo_d, "frames/s", raw::echo_rate(&raw.url, dsize, 20_000).await?);
-            let fan = raw::fan_out(&raw.url, n, burst.mean_size, 1000, Duration::ZERO).await?;
+            report.add(
+                &echo_s,
+                "frames/s",
+                raw::echo_rate(&raw.url, burst.mean_size, raw::ECHO_FRAMES).await?,
+            );
+            report.add(
+                &echo_d,
+                "frames/s",
+                raw::echo_rate(&raw.url, dsize, raw::ECHO_FRAMES).await?,
+            );
+            let fan =
+                raw::fan_out(&raw.url, n, burst.mean_size, 500_000 / n, Duration::ZERO).await?;
             report.add(&raw_fan, "frames/s", fan.rate);
             let fan = raw::fan_out(&raw.url, n, burst.mean_size, 200, PACED_GAP).await?;
             report.add(&raw_p50, "ms", fan.p50 as f64 / 1e6);

@@ -22,14 +22,20 @@ pub const SERVER_WORKERS: usize = 2;
 
 /// Raises this process's soft open-file limit to the hard limit: thousands of client sockets.
 pub fn raise_nofile_limit() -> u64 {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
             return 0;
         }
         if limit.rlim_cur < limit.rlim_max {
-            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
                 return limit.rlim_max;
             }
@@ -43,14 +49,25 @@ pub fn status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':')?.trim().trim_end_matches("kB").trim().parse().ok())
+        .find_map(|l| {
+            l.strip_prefix(field)?
+                .strip_prefix(':')?
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok()
+        })
         .ok_or_else(|| anyhow!("no {field} in /proc/{pid}/status"))
 }
 
 /// The release `iris-gateway` binary beside this one.
 pub fn gateway_binary() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
-    let bin = exe.parent().map(|d| d.join("iris-gateway")).unwrap_or_default();
+    let bin = exe
+        .parent()
+        .map(|d| d.join("iris-gateway"))
+        .unwrap_or_default();
     if !bin.is_file() {
         bail!(
             "{} not found: build both binaries first (cargo build --release -p iris-gateway -p iris-bench)",
@@ -83,42 +100,49 @@ impl InProcess {
     /// Binds and serves `config`; returns once the gateway accepts connections.
     pub fn start(config: Config) -> anyhow::Result<InProcess> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new().name("gateway-runtime".into()).spawn(move || {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(SERVER_WORKERS)
-                .thread_name("gateway")
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(anyhow!("gateway runtime: {e}")));
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                let gateway = match Gateway::bind(config).await {
-                    Ok(g) => g,
+        let thread = std::thread::Builder::new()
+            .name("gateway-runtime".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(SERVER_WORKERS)
+                    .thread_name("gateway")
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(anyhow!("gateway: {e}")));
+                        let _ = ready_tx.send(Err(anyhow!("gateway runtime: {e}")));
                         return;
                     }
                 };
-                let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-                let url = format!("ws://{}/ws", gateway.addr);
-                let _ = ready_tx.send(Ok((url, gateway.shared(), stop_tx)));
-                if let Err(e) = gateway
-                    .serve(async move {
-                        let _ = stop_rx.await;
-                    })
-                    .await
-                {
-                    eprintln!("gateway: {e}");
-                }
-            });
-        })?;
+                rt.block_on(async move {
+                    let gateway = match Gateway::bind(config).await {
+                        Ok(g) => g,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(anyhow!("gateway: {e}")));
+                            return;
+                        }
+                    };
+                    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+                    let url = format!("ws://{}/ws", gateway.addr);
+                    let _ = ready_tx.send(Ok((url, gateway.shared(), stop_tx)));
+                    if let Err(e) = gateway
+                        .serve(async move {
+                            let _ = stop_rx.await;
+                        })
+                        .await
+                    {
+                        eprintln!("gateway: {e}");
+                    }
+                });
+            })?;
         let (url, shared, stop) = ready_rx.recv().context("gateway thread died")??;
-        Ok(InProcess { url, shared, stop: Some(stop), thread: Some(thread) })
+        Ok(InProcess {
+            url,
+            shared,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
     }
 
     /// Connection options for a device.
@@ -170,10 +194,18 @@ impl ServerProcess {
     /// `iris-gateway serve` on a fresh port with no agent, in `data_dir`.
     pub async fn gateway(data_dir: &Path) -> anyhow::Result<ServerProcess> {
         let mut cmd = Command::new(gateway_binary()?);
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN, "--agent", "none"])
-            .arg("--data-dir")
-            .arg(data_dir)
-            .env("IRIS_LOG", "warn");
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            TOKEN,
+            "--agent",
+            "none",
+        ])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("IRIS_LOG", "error");
         Self::spawn(cmd, "WebSocket: ").await
     }
 
@@ -188,7 +220,10 @@ impl ServerProcess {
     }
 
     async fn spawn(mut cmd: Command, marker: &str) -> anyhow::Result<ServerProcess> {
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
         let mut child = cmd.spawn().context("spawn server process")?;
         let pid = child.id().ok_or_else(|| anyhow!("server exited at once"))?;
         let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
@@ -218,7 +253,10 @@ impl ServerProcess {
         unsafe {
             libc::kill(self.pid as libc::pid_t, libc::SIGTERM);
         }
-        if tokio::time::timeout(Duration::from_secs(20), self.child.wait()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(20), self.child.wait())
+            .await
+            .is_err()
+        {
             let _ = self.child.start_kill();
             let _ = self.child.wait().await;
         }

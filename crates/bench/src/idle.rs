@@ -24,8 +24,10 @@ const SETTLE: Duration = Duration::from_secs(2);
 pub async fn run(report: &mut Report, counts: &[usize], runs: usize) -> anyhow::Result<()> {
     for &n in counts {
         let name = format!("idle memory per connection, {n} devices");
-        let base = format!("raw idle memory per connection, {n} connections, gateway's buffer sizes");
-        let defaults = format!("raw idle memory per connection, {n} connections, tungstenite defaults");
+        let base =
+            format!("raw idle memory per connection, {n} connections, gateway's buffer sizes");
+        let defaults =
+            format!("raw idle memory per connection, {n} connections, tungstenite defaults");
         for run in 0..runs {
             println!("idle: {n} connections, run {}", run + 1);
             report.add(&defaults, "bytes", raw_per_connection(n, false).await?);
@@ -44,7 +46,14 @@ async fn gateway_per_connection(n: usize) -> anyhow::Result<f64> {
     let url = server.url.clone();
     let open = |i: usize, tag: &'static str| {
         let url = url.clone();
-        async move { connect(iris_client::ConnectOptions::new(url, TOKEN, format!("{tag}-{i}"))).await }
+        async move {
+            connect(iris_client::ConnectOptions::new(
+                url,
+                TOKEN,
+                format!("{tag}-{i}"),
+            ))
+            .await
+        }
     };
     // Each device registers once (a row in the store); the warm-up registers its own ids.
     let warm = fill(WARM_UP, |i| open(i, "warm")).await?;

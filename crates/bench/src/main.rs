@@ -21,7 +21,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "iris-bench", about = "Load and benchmark scenarios for the Iris Gateway (loopback only)")]
+#[command(
+    name = "iris-bench",
+    about = "Load and benchmark scenarios for the Iris Gateway (loopback only)"
+)]
 struct Cli {
     /// Runs of each scenario; the table shows the median and every run.
     #[arg(long, default_value_t = 3, global = true)]
@@ -57,6 +60,9 @@ enum Command {
         /// Seconds each configuration runs.
         #[arg(long, default_value_t = 3.0)]
         secs: f64,
+        /// Concurrent writer tasks on the store.
+        #[arg(long, default_value_t = 64)]
+        writers: usize,
     },
     /// A demo-agent turn through the gateway against the same agent over ACP directly.
     Turn {
@@ -75,7 +81,9 @@ enum Command {
 
 /// Now, in unix nanoseconds (the clock the demo agent stamps its `bench` chunks with).
 pub fn unix_nanos() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 fn main() -> ExitCode {
@@ -92,7 +100,11 @@ fn main() -> ExitCode {
     let limit = gateway::raise_nofile_limit();
     let runs = cli.runs.max(1);
     // The load generator's own runtime; the servers run on runtimes of their own.
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("load").build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("load")
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("iris-bench: runtime: {e}");
@@ -109,13 +121,15 @@ fn main() -> ExitCode {
                 idle::run(&mut report, &[1000, 10_000], runs).await?;
                 fanout::run(&mut report, &[10, 100], runs).await?;
                 replay::run(&mut report, 1_000_000, runs).await?;
-                append::run(&mut report, 3.0, runs).await?;
+                append::run(&mut report, 3.0, 64, runs).await?;
                 turn::run(&mut report, 100, runs).await
             }
             Command::Idle { conns } => idle::run(&mut report, &conns, runs).await,
             Command::Fanout { devices } => fanout::run(&mut report, &devices, runs).await,
             Command::Replay { frames } => replay::run(&mut report, frames, runs).await,
-            Command::Append { secs } => append::run(&mut report, secs, runs).await,
+            Command::Append { secs, writers } => {
+                append::run(&mut report, secs, writers, runs).await
+            }
             Command::Turn { turns } => turn::run(&mut report, turns, runs).await,
             Command::RawServer { .. } => unreachable!("handled above"),
         }

@@ -31,10 +31,16 @@ const GATEWAY_WRITE_BUFFER: usize = 16 * 1024;
 
 /// Accepts connections until `stop` completes. `small_buffers` gives connections the gateway's
 /// buffer sizes instead of tungstenite's defaults (128 KiB each).
-async fn serve(listener: TcpListener, small_buffers: bool, stop: impl std::future::Future<Output = ()>) {
+async fn serve(
+    listener: TcpListener,
+    small_buffers: bool,
+    stop: impl std::future::Future<Output = ()>,
+) {
     let subs: Subscribers = Arc::default();
     let config = small_buffers.then(|| {
-        WebSocketConfig::default().read_buffer_size(GATEWAY_READ_BUFFER).write_buffer_size(GATEWAY_WRITE_BUFFER)
+        WebSocketConfig::default()
+            .read_buffer_size(GATEWAY_READ_BUFFER)
+            .write_buffer_size(GATEWAY_WRITE_BUFFER)
     });
     tokio::pin!(stop);
     loop {
@@ -51,7 +57,9 @@ async fn serve(listener: TcpListener, small_buffers: bool, stop: impl std::futur
 }
 
 async fn connection(stream: TcpStream, config: Option<WebSocketConfig>, subs: Subscribers) {
-    let Ok(ws) = tokio_tungstenite::accept_async_with_config(stream, config).await else { return };
+    let Ok(ws) = tokio_tungstenite::accept_async_with_config(stream, config).await else {
+        return;
+    };
     let (mut sink, mut source) = ws.split();
     let mode = match source.next().await {
         Some(Ok(Message::Text(t))) => t.to_string(),
@@ -61,19 +69,20 @@ async fn connection(stream: TcpStream, config: Option<WebSocketConfig>, subs: Su
     match words.as_slice() {
         ["echo"] => {
             while let Some(Ok(msg)) = source.next().await {
-                match msg {
-                    Message::Text(_) | Message::Binary(_) => {
-                        if sink.send(msg).await.is_err() {
-                            return;
-                        }
-                    }
+                let echo = match msg {
+                    Message::Text(_) | Message::Binary(_) => msg,
                     Message::Close(_) => return,
-                    _ => {}
+                    _ => continue,
+                };
+                if sink.send(echo).await.is_err() {
+                    return;
                 }
             }
         }
         ["stream", count, size] => {
-            let (Ok(count), Ok(size)) = (count.parse::<usize>(), size.parse::<usize>()) else { return };
+            let (Ok(count), Ok(size)) = (count.parse::<usize>(), size.parse::<usize>()) else {
+                return;
+            };
             let body = "x".repeat(size.saturating_sub(24));
             for i in 0..count {
                 let text = format!("{{\"n\":{i:>12},\"b\":\"{body}\"}}");
@@ -147,30 +156,36 @@ impl RawServer {
     pub fn start() -> anyhow::Result<RawServer> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<SocketAddr>>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new().name("raw-runtime".into()).spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(SERVER_WORKERS)
-                .thread_name("raw")
-                .enable_all()
-                .build()
-                .expect("raw runtime");
-            rt.block_on(async move {
-                let listener = match TcpListener::bind("127.0.0.1:0").await {
-                    Ok(l) => l,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.into()));
-                        return;
-                    }
-                };
-                let _ = ready_tx.send(listener.local_addr().map_err(Into::into));
-                serve(listener, false, async move {
-                    let _ = stop_rx.await;
-                })
-                .await;
-            });
-        })?;
+        let thread = std::thread::Builder::new()
+            .name("raw-runtime".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(SERVER_WORKERS)
+                    .thread_name("raw")
+                    .enable_all()
+                    .build()
+                    .expect("raw runtime");
+                rt.block_on(async move {
+                    let listener = match TcpListener::bind("127.0.0.1:0").await {
+                        Ok(l) => l,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e.into()));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(listener.local_addr().map_err(Into::into));
+                    serve(listener, false, async move {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+                });
+            })?;
         let addr = ready_rx.recv().context("raw server thread died")??;
-        Ok(RawServer { url: format!("ws://{addr}"), stop: Some(stop_tx), thread: Some(thread) })
+        Ok(RawServer {
+            url: format!("ws://{addr}"),
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
     }
 }
 
@@ -189,7 +204,10 @@ impl Drop for RawServer {
 /// printing `listening ws://…` and serving until it is terminated.
 pub fn run_process(small_buffers: bool) -> anyhow::Result<()> {
     crate::gateway::raise_nofile_limit();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(SERVER_WORKERS).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(SERVER_WORKERS)
+        .enable_all()
+        .build()?;
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         println!("listening ws://{}", listener.local_addr()?);
@@ -204,8 +222,9 @@ async fn open(url: &str, mode: &str) -> anyhow::Result<Ws> {
     // Configured like the iris-client connections the gateway scenarios use (16 KiB read
     // buffer, TCP_NODELAY), so both sides of every comparison pay the same client costs.
     let config = WebSocketConfig::default().read_buffer_size(16 * 1024);
-    let (mut ws, _) =
-        tokio_tungstenite::connect_async_with_config(url, Some(config), true).await.context("raw connect")?;
+    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
+        .await
+        .context("raw connect")?;
     ws.send(Message::text(mode)).await?;
     Ok(ws)
 }
@@ -213,13 +232,17 @@ async fn open(url: &str, mode: &str) -> anyhow::Result<Ws> {
 /// A text frame of exactly `size` bytes (at least 20) that starts with its send time.
 fn stamped(size: usize) -> String {
     let mut text = format!("{:020}", unix_nanos());
-    text.extend(std::iter::repeat_n('x', size.saturating_sub(20)));
+    text.push_str(&"x".repeat(size.saturating_sub(20)));
     text
 }
 
 fn stamp_of(text: &str) -> Option<u64> {
     text.get(..20)?.parse().ok()
 }
+
+/// Frames of an echo throughput measurement: enough for a few tenths of a second, so that one
+/// scheduling hiccup does not decide the figure.
+pub const ECHO_FRAMES: usize = 200_000;
 
 /// Echo throughput: `count` frames of `size` bytes written back to back (the writer never waits
 /// for an answer), each echoed; frames per second received back.
@@ -268,7 +291,10 @@ pub async fn echo_rtt(url: &str, size: usize, count: usize) -> anyhow::Result<(u
         samples.push(t.elapsed().as_nanos() as u64);
     }
     let _ = ws.close(None).await;
-    Ok((percentile(&mut samples, 50.0), percentile(&mut samples, 99.0)))
+    Ok((
+        percentile(&mut samples, 50.0),
+        percentile(&mut samples, 99.0),
+    ))
 }
 
 /// One-way stream: the server writes `count` frames of `size` bytes as fast as it can; frames
@@ -285,7 +311,10 @@ pub async fn stream_rate(url: &str, size: usize, count: usize) -> anyhow::Result
         }
     }
     let secs = started.elapsed().as_secs_f64();
-    let _ = tokio::time::timeout(Duration::from_secs(5), async { while let Some(Ok(_)) = ws.next().await {} }).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
     Ok(count as f64 / secs)
 }
 
@@ -302,7 +331,13 @@ pub struct FanOut {
 
 /// One publisher sends `count` frames of `size` bytes, `gap` apart (none: back to back), and the
 /// server forwards each to `subs` subscribers.
-pub async fn fan_out(url: &str, subs: usize, size: usize, count: usize, gap: Duration) -> anyhow::Result<FanOut> {
+pub async fn fan_out(
+    url: &str,
+    subs: usize,
+    size: usize,
+    count: usize,
+    gap: Duration,
+) -> anyhow::Result<FanOut> {
     let mut tasks = Vec::with_capacity(subs);
     for _ in 0..subs {
         let mut ws = open(url, "sub").await?;
@@ -319,7 +354,12 @@ pub async fn fan_out(url: &str, subs: usize, size: usize, count: usize, gap: Dur
                         samples.push(now.saturating_sub(stamp_of(t.as_str()).unwrap_or(now)));
                     }
                     Ok(Some(Ok(_))) => {}
-                    other => return Err(anyhow!("subscriber ended after {} frames: {other:?}", samples.len())),
+                    other => {
+                        return Err(anyhow!(
+                            "subscriber ended after {} frames: {other:?}",
+                            samples.len()
+                        ))
+                    }
                 }
             }
             let _ = ws.close(None).await;
@@ -348,7 +388,11 @@ pub async fn fan_out(url: &str, subs: usize, size: usize, count: usize, gap: Dur
     }
     let _ = publisher.close(None).await;
     let rate = all.len() as f64 / (last - started).as_secs_f64();
-    Ok(FanOut { rate, p50: percentile(&mut all, 50.0), p99: percentile(&mut all, 99.0) })
+    Ok(FanOut {
+        rate,
+        p50: percentile(&mut all, 50.0),
+        p99: percentile(&mut all, 99.0),
+    })
 }
 
 /// An idle raw connection, after one echoed frame (as a device after `hello`/`hello.ack`).

@@ -21,8 +21,14 @@ fn frame(i: usize) -> NewFrame {
     let message_id = format!("m_{i:012}");
     let body = ServerFrame::Message(Message {
         message_id: message_id.clone(),
-        role: if i % 2 == 0 { Role::User } else { Role::Assistant },
-        text: format!("Message number {i} of the replay benchmark: a sentence of ordinary length for a chat."),
+        role: if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        },
+        text: format!(
+            "Message number {i} of the replay benchmark: a sentence of ordinary length for a chat."
+        ),
         ts: 1_700_000_000_000 + i as i64,
         ..Message::default()
     });
@@ -37,7 +43,11 @@ fn frame(i: usize) -> NewFrame {
 
 async fn fill(data_dir: &std::path::Path, frames: usize) -> anyhow::Result<()> {
     std::fs::create_dir_all(data_dir)?;
-    let cfg = StoreConfig { path: data_dir.join("iris.db"), group_commit: true, readers: 1 };
+    let cfg = StoreConfig {
+        path: data_dir.join("iris.db"),
+        group_commit: true,
+        readers: 1,
+    };
     let store = Store::open(cfg, Arc::new(|_| {}))?;
     let started = Instant::now();
     let mut done = 0;
@@ -54,7 +64,10 @@ async fn fill(data_dir: &std::path::Path, frames: usize) -> anyhow::Result<()> {
         done = to;
     }
     store.close();
-    println!("  filled {frames} frames in {:.1}s", started.elapsed().as_secs_f64());
+    println!(
+        "  filled {frames} frames in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -62,12 +75,20 @@ async fn fill(data_dir: &std::path::Path, frames: usize) -> anyhow::Result<()> {
 async fn replay_once(url: &str, device: &str, expected: usize) -> anyhow::Result<(f64, usize)> {
     let mut conn = RawConnection::connect(url).await?;
     conn.hello(TOKEN, device).await?;
-    let header = Header { id: Some(RequestId::from(1)), ..Header::default() };
+    let header = Header {
+        id: Some(RequestId::from(1)),
+        ..Header::default()
+    };
     let started = Instant::now();
-    conn.send(&header, &ClientFrame::Sync(Sync { cursor: 0 })).await?;
+    conn.send(&header, &ClientFrame::Sync(Sync { cursor: 0 }))
+        .await?;
     let (mut count, mut bytes, mut last) = (0usize, 0u64, 0u64);
     loop {
-        let text = match conn.recv_timeout(Duration::from_secs(30)).await.context("replay stalled")? {
+        let text = match conn
+            .recv_timeout(Duration::from_secs(30))
+            .await
+            .context("replay stalled")?
+        {
             RawFrame::Text(t) => t,
             other => bail!("unexpected frame during replay: {other:?}"),
         };
@@ -111,7 +132,11 @@ pub async fn run(report: &mut Report, frames: usize, runs: usize) -> anyhow::Res
         println!("  mean frame {size} B");
         report.add(&name, "frames/s", rate);
         let raw = RawServer::start()?;
-        report.add(&base, "frames/s", raw::stream_rate(&raw.url, size, frames).await?);
+        report.add(
+            &base,
+            "frames/s",
+            raw::stream_rate(&raw.url, size, frames).await?,
+        );
     }
     gw.stop();
     report.compare(&name, "frames/s", &base);

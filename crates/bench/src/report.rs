@@ -64,7 +64,13 @@ impl Report {
         if let Some(i) = self.rows.iter().position(|r| r.name == name) {
             return &mut self.rows[i];
         }
-        self.rows.push(Row { name: name.to_owned(), unit, values: Vec::new(), baseline: None, target: None });
+        self.rows.push(Row {
+            name: name.to_owned(),
+            unit,
+            values: Vec::new(),
+            baseline: None,
+            target: None,
+        });
         self.rows.last_mut().expect("just pushed")
     }
 
@@ -85,7 +91,10 @@ impl Report {
     }
 
     fn median_of(&self, name: &str) -> Option<f64> {
-        self.rows.iter().find(|r| r.name == name).map(|r| median(&r.values))
+        self.rows
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| median(&r.values))
     }
 
     /// The table: median, every run, ratio to the baseline, and the target with its verdict.
@@ -96,19 +105,28 @@ impl Report {
         for row in &self.rows {
             let m = median(&row.values);
             let runs: Vec<String> = row.values.iter().map(|v| fmt_value(*v)).collect();
-            let base = row.baseline.as_ref().and_then(|b| self.median_of(b).map(|bm| (b, bm)));
+            let base = row
+                .baseline
+                .as_ref()
+                .and_then(|b| self.median_of(b).map(|bm| (b, bm)));
             let ratio = match base {
                 Some((b, bm)) if bm > 0.0 => format!("{:.2}× of {b}", m / bm),
                 _ => "–".to_owned(),
             };
             let target = match (row.target, base) {
                 (None, _) => "–".to_owned(),
-                (Some(Target::AtLeast(t)), _) => verdict(m >= t, &format!("≥ {} {}", fmt_value(t), row.unit)),
-                (Some(Target::AtMost(t)), _) => verdict(m <= t, &format!("≤ {} {}", fmt_value(t), row.unit)),
+                (Some(Target::AtLeast(t)), _) => {
+                    verdict(m >= t, &format!("≥ {} {}", fmt_value(t), row.unit))
+                }
+                (Some(Target::AtMost(t)), _) => {
+                    verdict(m <= t, &format!("≤ {} {}", fmt_value(t), row.unit))
+                }
                 (Some(Target::RatioAtLeast(t)), Some((_, bm))) if bm > 0.0 => {
                     verdict(m / bm >= t, &format!("≥ {:.0} % of baseline", t * 100.0))
                 }
-                (Some(Target::RatioAtLeast(t)), _) => format!("≥ {:.0} % of baseline (no baseline)", t * 100.0),
+                (Some(Target::RatioAtLeast(t)), _) => {
+                    format!("≥ {:.0} % of baseline (no baseline)", t * 100.0)
+                }
             };
             let _ = writeln!(
                 out,

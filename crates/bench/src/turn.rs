@@ -27,10 +27,16 @@ async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64)> {
     let mut samples = Vec::with_capacity(turns);
     for i in 0..WARM_UP + turns {
         let t = Instant::now();
-        let frame = ClientFrame::MessageSend(MessageSend { text: prompt(i), ..Default::default() });
+        let frame = ClientFrame::MessageSend(MessageSend {
+            text: prompt(i),
+            ..Default::default()
+        });
         device.request(Header::lane("default", None), frame).await?;
         device
-            .wait_for_timeout(|e| matches!(e.body, ServerFrame::MessageStop(_)), Duration::from_secs(30))
+            .wait_for_timeout(
+                |e| matches!(e.body, ServerFrame::MessageStop(_)),
+                Duration::from_secs(30),
+            )
             .await
             .context("turn did not end")?;
         if i >= WARM_UP {
@@ -44,13 +50,18 @@ async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64)> {
         device.take_seen();
     }
     gw.stop();
-    Ok((percentile(&mut samples, 50.0), percentile(&mut samples, 99.0)))
+    Ok((
+        percentile(&mut samples, 50.0),
+        percentile(&mut samples, 99.0),
+    ))
 }
 
 /// Direct ACP turns: (p50, p99) nanoseconds from `session/prompt` to its answer.
 async fn direct(turns: usize) -> anyhow::Result<(u64, u64)> {
     let dir = tempfile::tempdir()?;
-    let spec = AgentSpec::new(gateway_binary()?.to_string_lossy()).arg("demo-agent").cwd(dir.path());
+    let spec = AgentSpec::new(gateway_binary()?.to_string_lossy())
+        .arg("demo-agent")
+        .cwd(dir.path());
     let (client, mut events) = AgentClient::spawn(&spec)?;
     // Updates are consumed as they come, as the gateway does.
     let drain = tokio::spawn(async move { while events.recv().await.is_some() {} });
@@ -59,14 +70,19 @@ async fn direct(turns: usize) -> anyhow::Result<(u64, u64)> {
     let mut samples = Vec::with_capacity(turns);
     for i in 0..WARM_UP + turns {
         let t = Instant::now();
-        client.prompt(&session, vec![ContentBlock::text(prompt(i))]).await?;
+        client
+            .prompt(&session, vec![ContentBlock::text(prompt(i))])
+            .await?;
         if i >= WARM_UP {
             samples.push(t.elapsed().as_nanos() as u64);
         }
     }
     drop(client);
     drain.abort();
-    Ok((percentile(&mut samples, 50.0), percentile(&mut samples, 99.0)))
+    Ok((
+        percentile(&mut samples, 50.0),
+        percentile(&mut samples, 99.0),
+    ))
 }
 
 /// Both, beside the raw echo round trip of a frame of the prompt's size.

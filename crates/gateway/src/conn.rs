@@ -419,7 +419,13 @@ impl Conn {
         for item in drained.items {
             let text = match item {
                 Outgoing::Durable(frame) => {
-                    if skip_upto.is_some_and(|h| frame.cursor <= h) {
+                    // Nothing at or below `live_base` goes out live: the device has it from a
+                    // replay. Such a frame can still reach the queue after the replay, because the
+                    // store publishes a batch just after committing it, and a replay may already
+                    // have read it; sending it would make it count twice on the device.
+                    if frame.cursor <= self.live_base
+                        || skip_upto.is_some_and(|h| frame.cursor <= h)
+                    {
                         continue;
                     }
                     let text = self.durable_text(&frame);
