@@ -9,8 +9,7 @@ use std::time::Duration;
 use common::*;
 use iris_client::{Client, ClientError, Event};
 use iris_protocol::{
-    AgentSteer, BusyReason, ChannelCreate, ClientFrame, Empty, ErrorCode, Header, MessageSend,
-    Role, ServerFrame,
+    AgentSteer, BusyReason, ClientFrame, Empty, ErrorCode, Header, MessageSend, Role, ServerFrame,
 };
 
 #[tokio::test]
@@ -454,20 +453,7 @@ async fn a_crash_mid_turn_ends_the_turn_and_the_next_message_is_answered() {
 async fn two_lanes_run_at_once() {
     let gw = TestGateway::start_demo().await;
     let (mut a, _) = gw.connect("a").await;
-    let created = a
-        .request(
-            Header::default(),
-            ClientFrame::ChannelCreate(ChannelCreate {
-                name: "Work".into(),
-                ..Default::default()
-            }),
-        )
-        .await
-        .unwrap();
-    let chan = created.json()["payload"]["chat_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let chan = create_channel(&mut a, "Work", None).await;
     send(&mut a, default_lane(), "slow in default", false).await;
     send(
         &mut a,
@@ -742,20 +728,7 @@ async fn lanes_resume_their_session_after_a_gateway_restart() {
 async fn deleting_a_channel_mid_turn_cancels_the_turn_and_leaves_nothing_behind() {
     let gw = TestGateway::start_demo().await;
     let (mut a, _) = gw.connect("a").await;
-    let created = a
-        .request(
-            Header::default(),
-            ClientFrame::ChannelCreate(ChannelCreate {
-                name: "Doomed".into(),
-                ..Default::default()
-            }),
-        )
-        .await
-        .unwrap();
-    let chan = created.json()["payload"]["chat_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let chan = create_channel(&mut a, "Doomed", None).await;
     send(
         &mut a,
         Header::lane(chan.clone(), None),

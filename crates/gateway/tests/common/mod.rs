@@ -215,6 +215,23 @@ pub fn system_texts(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// Creates a channel (or, with a parent, a thread) and returns its id.
+pub async fn create_channel(client: &mut Client, name: &str, parent: Option<&str>) -> String {
+    let frame = ClientFrame::ChannelCreate(iris_protocol::ChannelCreate {
+        name: name.into(),
+        kind: None,
+        parent_chat_id: parent.map(str::to_owned),
+    });
+    let created = client
+        .request(Header::default(), frame)
+        .await
+        .expect("channel.create answered");
+    created.json()["payload"]["chat_id"]
+        .as_str()
+        .expect("a chat_id")
+        .to_owned()
+}
+
 /// Answers a picker.
 pub async fn select(
     client: &mut Client,
