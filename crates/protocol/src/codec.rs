@@ -191,7 +191,8 @@ struct PayloadScope {
 /// the payload when it carries one (the seed allows either place).
 pub fn decode<F: FrameBody>(text: &str) -> Result<Decoded<F>, DecodeError> {
     if nesting_depth(text) > MAX_NESTING {
-        let id = None;
+        // The parser would give up before reading the id: look for it near the start.
+        let id = sniff_id(text);
         return Err(DecodeError::bad(
             id,
             format!("JSON nested deeper than {MAX_NESTING} levels"),
@@ -200,7 +201,10 @@ pub fn decode<F: FrameBody>(text: &str) -> Result<Decoded<F>, DecodeError> {
     let raw: RawEnvelope<'_> = match serde_json::from_str(text) {
         Ok(raw) => raw,
         Err(e) => {
-            let id = serde_json::from_str::<IdOnly>(text).ok().and_then(|i| i.id);
+            let id = serde_json::from_str::<IdOnly>(text)
+                .ok()
+                .and_then(|i| i.id)
+                .or_else(|| sniff_id(text));
             let what = if e.is_syntax() || e.is_eof() {
                 "invalid JSON"
             } else {
@@ -250,6 +254,27 @@ pub fn decode<F: FrameBody>(text: &str) -> Result<Decoded<F>, DecodeError> {
         },
         body,
     })
+}
+
+/// The request id of a frame that cannot be decoded (too large, too deep, truncated), found by
+/// reading only its first 4 KiB: a huge frame costs nothing to answer with an error that still
+/// names the request. `None` when the text is not a JSON object or no id is near its start.
+pub fn sniff_id(text: &str) -> Option<RequestId> {
+    const LOOK: usize = 4096;
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let mut end = text.len().min(LOOK);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = &text[..end];
+    let pos = head.find("\"id\"")?;
+    let rest = &head[pos..];
+    let stop = rest.find([',', '}'])?;
+    serde_json::from_str::<IdOnly>(&format!("{{{}}}", &rest[..stop]))
+        .ok()?
+        .id
 }
 
 /// The deepest nesting of arrays and objects a frame may have. Real frames need about six.

@@ -13,10 +13,13 @@
 
 mod client;
 mod codec;
+mod delivery;
 mod server;
+mod stored;
 
 pub use client::*;
 pub use codec::*;
+pub use delivery::*;
 pub use server::*;
 
 /// The protocol major version this crate speaks.

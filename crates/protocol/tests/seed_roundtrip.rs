@@ -159,6 +159,25 @@ fn bad_frames_report_bad_request_with_the_id_when_readable() {
     ))
     .unwrap_err();
     assert_eq!(e.code, ErrorCode::BadRequest);
+    assert_eq!(e.id, Some(9u64.into()), "too deep, the id is still found");
+    let e = decode::<ClientFrame>(r#"{"id":"r10","type":"message.send","payload":{"text":"ab"#)
+        .unwrap_err();
+    assert_eq!(e.id, Some(iris_protocol::RequestId::Str("r10".into())));
+}
+
+#[test]
+fn the_id_of_a_huge_frame_is_found_from_its_start() {
+    use iris_protocol::sniff_id;
+    let huge = format!(
+        r#"{{"id":11,"type":"message.send","payload":{{"text":"{}"}}}}"#,
+        "é".repeat(1 << 20)
+    );
+    assert_eq!(sniff_id(&huge), Some(11u64.into()));
+    // Cut inside a multi-byte character at the 4 KiB mark: still no panic, and no id there.
+    let late = format!(r#"{{"x":"{}","id":12}}"#, "é".repeat(4096));
+    assert_eq!(sniff_id(&late), None);
+    assert_eq!(sniff_id("[1,2]"), None);
+    assert_eq!(sniff_id(r#"{"id":{"nested":1}}"#), None);
 }
 
 #[test]

@@ -1,0 +1,247 @@
+//! How each server frame travels, decided by its type.
+//!
+//! Clients count durable frames to know their cursor, so a durable frame that reached a device
+//! without being stored, or an ephemeral one that took a cursor, breaks every client's count.
+//! The gateway therefore never picks by hand: it builds a [`DurableFrame`] (the only thing its
+//! outbox appends) or an [`EphemeralFrame`] (the only thing it broadcasts live without storing),
+//! and each converts into the [`ServerFrame`] that goes on the wire. Responses to one request
+//! (`history`, `search.results`, `ack`, `error`, …) are neither and are sent as [`ServerFrame`]s.
+
+use crate::client::Empty;
+use crate::server::*;
+
+/// A frame that is appended to the outbox, under a cursor, before any device is sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DurableFrame {
+    /// A final or standalone message.
+    Message(Message),
+    /// A streamed bubble begins.
+    MessageStart(MessageStart),
+    /// A streamed bubble is final.
+    MessageStop(MessageStop),
+    /// Messages were deleted.
+    MessageDeleted(MessageDeleted),
+    /// An intermediate assistant beat between tool calls.
+    Commentary(Commentary),
+    /// A tool call began.
+    ToolStart(ToolStart),
+    /// A tool call ended.
+    ToolEnd(ToolEnd),
+    /// An in-app banner or push mirror.
+    Notification(Notification),
+    /// Model picker.
+    PickerModel(PickerModel),
+    /// Finite-choice picker.
+    PickerChoice(PickerChoice),
+    /// A question from the agent.
+    PickerClarify(PickerClarify),
+    /// The agent asks for permission.
+    PickerApproval(PickerApproval),
+    /// A yes/no confirmation.
+    PickerConfirm(PickerConfirm),
+    /// The whole channel directory.
+    ChannelList(ChannelList),
+    /// A channel or thread was created.
+    ChannelCreated(ChannelCreated),
+    /// A channel or thread was renamed.
+    ChannelRenamed(ChannelRenamed),
+    /// A channel or thread was deleted.
+    ChannelDeleted(ChannelDeleted),
+    /// The lane's agent is working.
+    AgentBusy(AgentBusy),
+    /// The lane's agent is idle.
+    AgentIdle,
+    /// Agent-produced media is available.
+    MediaOffer(MediaInfo),
+    /// Another device read a message: a `read.receipt` that carries `device_id`.
+    ReadBy {
+        /// The message.
+        message_id: String,
+        /// The device that read it.
+        device_id: String,
+    },
+}
+
+/// A frame sent to live connections only: never stored, never counted, replaced or dropped
+/// under backpressure where the protocol allows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EphemeralFrame {
+    /// The full text so far of a streamed bubble.
+    MessageUpdate(MessageUpdate),
+    /// A tool call made progress.
+    ToolProgress(ToolProgress),
+    /// Typing indicator.
+    Typing(Typing),
+    /// Typing stopped.
+    TypingStop,
+    /// Gateway health.
+    Status(Status),
+    /// The gateway took the sender's own message: a `read.receipt` without `device_id`.
+    Accepted {
+        /// The message.
+        message_id: String,
+    },
+}
+
+impl From<DurableFrame> for ServerFrame {
+    fn from(frame: DurableFrame) -> ServerFrame {
+        use DurableFrame as D;
+        match frame {
+            D::Message(p) => ServerFrame::Message(p),
+            D::MessageStart(p) => ServerFrame::MessageStart(p),
+            D::MessageStop(p) => ServerFrame::MessageStop(p),
+            D::MessageDeleted(p) => ServerFrame::MessageDeleted(p),
+            D::Commentary(p) => ServerFrame::Commentary(p),
+            D::ToolStart(p) => ServerFrame::ToolStart(p),
+            D::ToolEnd(p) => ServerFrame::ToolEnd(p),
+            D::Notification(p) => ServerFrame::Notification(p),
+            D::PickerModel(p) => ServerFrame::PickerModel(p),
+            D::PickerChoice(p) => ServerFrame::PickerChoice(p),
+            D::PickerClarify(p) => ServerFrame::PickerClarify(p),
+            D::PickerApproval(p) => ServerFrame::PickerApproval(p),
+            D::PickerConfirm(p) => ServerFrame::PickerConfirm(p),
+            D::ChannelList(p) => ServerFrame::ChannelList(p),
+            D::ChannelCreated(p) => ServerFrame::ChannelCreated(p),
+            D::ChannelRenamed(p) => ServerFrame::ChannelRenamed(p),
+            D::ChannelDeleted(p) => ServerFrame::ChannelDeleted(p),
+            D::AgentBusy(p) => ServerFrame::AgentBusy(p),
+            D::AgentIdle => ServerFrame::AgentIdle(Empty {}),
+            D::MediaOffer(p) => ServerFrame::MediaOffer(p),
+            D::ReadBy {
+                message_id,
+                device_id,
+            } => ServerFrame::ReadReceipt(ReadReceiptEvent {
+                message_id,
+                device_id: Some(device_id),
+            }),
+        }
+    }
+}
+
+impl From<EphemeralFrame> for ServerFrame {
+    fn from(frame: EphemeralFrame) -> ServerFrame {
+        use EphemeralFrame as E;
+        match frame {
+            E::MessageUpdate(p) => ServerFrame::MessageUpdate(p),
+            E::ToolProgress(p) => ServerFrame::ToolProgress(p),
+            E::Typing(p) => ServerFrame::Typing(p),
+            E::TypingStop => ServerFrame::TypingStop(Empty {}),
+            E::Status(p) => ServerFrame::Status(p),
+            E::Accepted { message_id } => ServerFrame::ReadReceipt(ReadReceiptEvent {
+                message_id,
+                device_id: None,
+            }),
+        }
+    }
+}
+
+impl DurableFrame {
+    /// The wire `type` of this frame.
+    pub fn frame_type(&self) -> &'static str {
+        use DurableFrame as D;
+        match self {
+            D::Message(_) => "message",
+            D::MessageStart(_) => "message.start",
+            D::MessageStop(_) => "message.stop",
+            D::MessageDeleted(_) => "message.deleted",
+            D::Commentary(_) => "commentary",
+            D::ToolStart(_) => "tool.start",
+            D::ToolEnd(_) => "tool.end",
+            D::Notification(_) => "notification",
+            D::PickerModel(_) => "picker.model",
+            D::PickerChoice(_) => "picker.choice",
+            D::PickerClarify(_) => "picker.clarify",
+            D::PickerApproval(_) => "picker.approval",
+            D::PickerConfirm(_) => "picker.confirm",
+            D::ChannelList(_) => "channel.list",
+            D::ChannelCreated(_) => "channel.created",
+            D::ChannelRenamed(_) => "channel.renamed",
+            D::ChannelDeleted(_) => "channel.deleted",
+            D::AgentBusy(_) => "agent.busy",
+            D::AgentIdle => "agent.idle",
+            D::MediaOffer(_) => "media.offer",
+            D::ReadBy { .. } => "read.receipt",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::FrameBody;
+
+    fn durable_samples() -> Vec<DurableFrame> {
+        use DurableFrame as D;
+        vec![
+            D::Message(Message::default()),
+            D::MessageStart(MessageStart::default()),
+            D::MessageStop(MessageStop::default()),
+            D::MessageDeleted(MessageDeleted::default()),
+            D::Commentary(Commentary::default()),
+            D::ToolStart(ToolStart::default()),
+            D::ToolEnd(ToolEnd::default()),
+            D::Notification(Notification::default()),
+            D::PickerModel(PickerModel::default()),
+            D::PickerChoice(PickerChoice::default()),
+            D::PickerClarify(PickerClarify::default()),
+            D::PickerApproval(PickerApproval::default()),
+            D::PickerConfirm(PickerConfirm::default()),
+            D::ChannelList(ChannelList::default()),
+            D::ChannelCreated(ChannelCreated::default()),
+            D::ChannelRenamed(ChannelRenamed::default()),
+            D::ChannelDeleted(ChannelDeleted::default()),
+            D::AgentBusy(AgentBusy::default()),
+            D::AgentIdle,
+            D::MediaOffer(MediaInfo::default()),
+            D::ReadBy {
+                message_id: "m".into(),
+                device_id: "d".into(),
+            },
+        ]
+    }
+
+    fn ephemeral_samples() -> Vec<EphemeralFrame> {
+        use EphemeralFrame as E;
+        vec![
+            E::MessageUpdate(MessageUpdate::default()),
+            E::ToolProgress(ToolProgress::default()),
+            E::Typing(Typing::default()),
+            E::TypingStop,
+            E::Status(Status::default()),
+            E::Accepted {
+                message_id: "m".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_durable_frame_is_durable_on_the_wire_and_every_ephemeral_one_is_not() {
+        for d in durable_samples() {
+            let ty = d.frame_type();
+            let frame = ServerFrame::from(d);
+            assert_eq!(frame.frame_type(), ty);
+            assert!(frame.is_durable(), "{ty} must be durable");
+        }
+        for e in ephemeral_samples() {
+            let frame = ServerFrame::from(e);
+            assert!(
+                !frame.is_durable(),
+                "{} must be ephemeral",
+                frame.frame_type()
+            );
+        }
+    }
+
+    #[test]
+    fn every_durable_type_of_the_protocol_has_a_durable_frame() {
+        let built: Vec<&str> = durable_samples().iter().map(|d| d.frame_type()).collect();
+        for ty in ServerFrame::TYPES {
+            if ServerFrame::is_durable_type(ty) {
+                assert!(
+                    built.contains(ty),
+                    "{ty} is durable but has no DurableFrame"
+                );
+            }
+        }
+    }
+}
