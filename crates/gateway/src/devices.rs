@@ -22,6 +22,7 @@ use iris_store::{DeviceRow, Store, StoreConfig, StoreError, WriteTx};
 
 use crate::hub::CloseReason;
 use crate::state::Shared;
+use tokio_util::sync::CancellationToken;
 
 /// The `meta` key prefix of revoked device ids.
 const REVOKED_PREFIX: &str = "revoked_device:";
@@ -133,7 +134,7 @@ struct AdminResponse {
 
 /// Serves the admin socket until the gateway shuts down. A socket file left by a gateway that
 /// died is replaced; failing to bind only disables the fast path of the CLI.
-pub fn spawn_admin(shared: Arc<Shared>) {
+pub fn spawn_admin(shared: Arc<Shared>, shutdown: CancellationToken) {
     let path = shared.config.data_dir.join(ADMIN_SOCKET);
     let listener = match bind_admin(&path) {
         Ok(l) => l,
@@ -152,7 +153,7 @@ pub fn spawn_admin(shared: Arc<Shared>) {
                         continue;
                     }
                 },
-                _ = shared.shutdown.cancelled() => break,
+                _ = shutdown.cancelled() => break,
             };
             let shared = shared.clone();
             tokio::spawn(async move {

@@ -4,12 +4,16 @@
 //! frames in cursor order, so every queue sees durable frames in exactly outbox order. The hub
 //! never blocks on a connection: a queue that grows past its limit is marked overflowed and its
 //! connection drops itself; the frames stay in the outbox for `sync`.
+//!
+//! Ground floor: imports nothing of the gateway but [`crate::metrics`].
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use iris_protocol::{encode, EphemeralFrame, Header, ServerFrame};
 use iris_store::Committed;
-use tokio::sync::Notify;
+use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
@@ -188,19 +192,40 @@ struct HubState {
 }
 
 /// The registry of live connections.
-#[derive(Default)]
 pub struct Hub {
     state: Mutex<HubState>,
     /// Counters the queues update.
     pub metrics: Arc<Metrics>,
+    next_conn: AtomicU64,
+    watermarks: broadcast::Sender<(String, u64)>,
 }
 
 impl Hub {
     /// A hub whose outbox head starts at `head`.
     pub fn new(head: u64) -> Arc<Hub> {
-        let hub = Hub::default();
+        let hub = Hub {
+            state: Mutex::default(),
+            metrics: Arc::default(),
+            next_conn: AtomicU64::new(1),
+            watermarks: broadcast::channel(256).0,
+        };
         hub.state.lock().expect("hub lock").head = head;
         Arc::new(hub)
+    }
+
+    /// A new process-unique connection id (never 0, which means "no origin").
+    pub fn next_conn_id(&self) -> u64 {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Announces a device's stored delivery watermark to observers.
+    pub fn watermark_stored(&self, device_id: &str, cursor: u64) {
+        let _ = self.watermarks.send((device_id.to_owned(), cursor));
+    }
+
+    /// Every delivery watermark stored from now on, as `(device_id, cursor)`.
+    pub fn watermarks(&self) -> broadcast::Receiver<(String, u64)> {
+        self.watermarks.subscribe()
     }
 
     /// Sets the outbox head (at start, before any connection attaches).
@@ -222,8 +247,10 @@ impl Hub {
         }
     }
 
-    /// Sends an ephemeral frame to every connection.
-    pub fn broadcast_ephemeral(&self, key: Option<Arc<str>>, json: Arc<str>) {
+    /// Sends an ephemeral frame to every connection. With a key, a queued frame of the same key
+    /// is replaced (a newer `message.update` of the same bubble, say).
+    pub fn broadcast(&self, header: &Header, frame: EphemeralFrame, key: Option<Arc<str>>) {
+        let json: Arc<str> = encode(header, &ServerFrame::from(frame)).into();
         let st = self.state.lock().expect("hub lock");
         for q in st.conns.values() {
             q.push_ephemeral(key.clone(), json.clone());
@@ -231,7 +258,8 @@ impl Hub {
     }
 
     /// Sends an ephemeral frame to one connection, if it is still there.
-    pub fn send_to(&self, conn_id: u64, json: Arc<str>) {
+    pub fn send_to(&self, conn_id: u64, header: &Header, frame: EphemeralFrame) {
+        let json: Arc<str> = encode(header, &ServerFrame::from(frame)).into();
         if let Some(q) = self.state.lock().expect("hub lock").conns.get(&conn_id) {
             q.push_ephemeral(None, json);
         }

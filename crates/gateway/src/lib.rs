@@ -1,26 +1,39 @@
 //! Iris Gateway: a self-hosted server that lets phones and browsers drive an ACP agent over the
 //! Iris v1 WebSocket protocol, and never loses a frame.
 //!
-//! See ARCHITECTURE.md for the bird's-eye view. In short: [`server`] binds and serves, [`conn`]
-//! runs one WebSocket, [`handlers`] answer requests, [`hub`] fans durable frames out in cursor
-//! order, and the store (crate `iris-store`) is the source of truth.
+//! See ARCHITECTURE.md for the bird's-eye view and the layers of this crate. In short, from the
+//! top: [`server`] binds and serves; [`conn`] runs one WebSocket; [`handlers`] answer requests;
+//! [`agent`] drives the agent's lanes; [`media`], [`push`] and [`cron`] are services; and the
+//! ground floor ([`outbox`], [`hub`], [`wire`], [`command`], [`config`], …) imports nothing
+//! above it. The store (crate `iris-store`) is the source of truth.
 
-pub mod agent;
-pub mod commands;
-pub mod config;
+// Server layer.
+pub mod pair;
+pub mod server;
+pub mod web;
+// Connection layer.
 pub mod conn;
-pub mod cron;
+// Request layer.
 pub mod devices;
 pub mod handlers;
+// Agent layer.
+pub mod agent;
+// Services.
+pub mod cron;
+pub mod media;
+pub mod push;
+// Ground floor.
+pub mod clock;
+pub mod command;
+pub mod config;
+pub mod guard;
 pub mod hub;
 pub mod ids;
-pub mod media;
 pub mod metrics;
-pub mod pair;
-pub mod push;
-pub mod server;
+pub mod outbox;
 pub mod state;
-pub mod web;
+pub mod text;
+pub mod wire;
 
 pub use config::Config;
 pub use server::{Gateway, StartError, TokenSource};

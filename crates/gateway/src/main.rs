@@ -73,7 +73,7 @@ impl ConfigArgs {
         let over = Overrides {
             listen: self.listen,
             data_dir: self.data_dir,
-            token: self.token,
+            token: self.token.map(Into::into),
             config: self.config,
             public_url: self.public_url,
             agent,
@@ -200,7 +200,7 @@ fn pair(args: ConfigArgs) -> ExitCode {
         Err(code) => return code,
     };
     let token = match &config.token {
-        Some(t) => t.clone(),
+        Some(t) => t.expose().to_owned(),
         None => match std::fs::create_dir_all(&config.data_dir)
             .and_then(|()| iris_gateway::server::load_or_create_token(&config.data_dir))
         {

@@ -9,13 +9,22 @@ use std::time::Duration;
 use axum::extract::{ConnectInfo, State, WebSocketUpgrade};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::{Json, Router};
-use iris_protocol::{GatewayState, Header, ServerFrame, Status};
+use axum::Router;
+use iris_protocol::{GatewayState, Header, Status};
 use iris_store::{Store, StoreConfig};
 use tokio::net::TcpListener;
 
-use crate::config::Config;
+use iris_protocol::EphemeralFrame;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::agent::Agents;
+use crate::config::{Config, Secret};
+use crate::cron::Cron;
+use crate::guard::Guard;
+use crate::handlers::Context;
 use crate::hub::{CloseReason, Hub};
+use crate::media::Media;
 use crate::state::Shared;
 
 /// Why the gateway could not start.
@@ -53,7 +62,8 @@ pub enum StartError {
 
 /// A bound, ready gateway.
 pub struct Gateway {
-    shared: Arc<Shared>,
+    ctx: Arc<Context>,
+    cron: Cron,
     listener: TcpListener,
     /// The address actually bound (port 0 resolved).
     pub addr: SocketAddr,
@@ -85,7 +95,10 @@ impl Gateway {
         std::fs::read_dir(&dir).map_err(dir_err)?;
         let (token, token_source) = match &config.token {
             Some(t) => (t.clone(), TokenSource::Configured),
-            None => load_or_create_token(&dir).map_err(dir_err)?,
+            None => {
+                let (token, source) = load_or_create_token(&dir).map_err(dir_err)?;
+                (Secret::from(token), source)
+            }
         };
         let listener =
             TcpListener::bind(config.listen)
@@ -108,17 +121,13 @@ impl Gateway {
             .unwrap_or_else(|| dir.clone());
         let choice = crate::agent::choose_agent(config.agent_command.as_deref(), &cwd)
             .map_err(StartError::Agent)?;
-        let agents = crate::agent::Agents::new(
-            choice,
-            cwd.clone(),
-            crate::agent::BridgeConfig {
-                cwd_display: crate::config::home_relative(&cwd),
-                update_interval: config.update_interval,
-                picker_timeout: config.approval_timeout,
-                turn_idle_timeout: config.turn_idle_timeout,
-                cancel_grace: config.cancel_grace,
-            },
-        );
+        let settings = crate::agent::BridgeConfig {
+            cwd_display: crate::config::home_relative(&cwd),
+            update_interval: config.update_interval,
+            picker_timeout: config.approval_timeout,
+            turn_idle_timeout: config.turn_idle_timeout,
+            cancel_grace: config.cancel_grace,
+        };
         let hub = Hub::new(0);
         let publish_to = hub.clone();
         let push = crate::push::Push::new(&config.push, &dir)?;
@@ -149,9 +158,29 @@ impl Gateway {
         if let Some(webpush) = config.push.webpush.as_mut() {
             webpush.public_key = push.webpush_key();
         }
-        let shared = Shared::new(config, token, store, hub, agents);
-        Ok(Gateway {
+        let guard = Arc::new(Guard::new(token, config.limits.clone()));
+        let media = Media::new(&config, store.clone());
+        let (cron, due) = Cron::new(config.cron.clone(), store.clone());
+        let shared = Shared::new(config, store, hub);
+        let agents = Agents::new(
+            choice,
+            cwd,
+            settings,
+            shared.clone(),
+            media.clone(),
+            cron.clone(),
+        );
+        agents.take_due_runs(due);
+        let ctx = Arc::new(Context {
             shared,
+            guard,
+            agents,
+            media,
+            shutdown: CancellationToken::new(),
+        });
+        Ok(Gateway {
+            ctx,
+            cron,
             listener,
             addr,
             token_source,
@@ -161,17 +190,32 @@ impl Gateway {
 
     /// The state shared by connections (tests use it to look inside).
     pub fn shared(&self) -> Arc<Shared> {
-        self.shared.clone()
+        self.ctx.shared.clone()
+    }
+
+    /// The agent bridge (tests use it to look inside).
+    pub fn agents(&self) -> Agents {
+        self.ctx.agents.clone()
+    }
+
+    /// The media service (tests use it to look inside).
+    pub fn media(&self) -> Arc<Media> {
+        self.ctx.media.clone()
+    }
+
+    /// The scheduler (tests move its clock and wait for it).
+    pub fn cron(&self) -> Cron {
+        self.cron.clone()
     }
 
     /// The agent the gateway drives.
     pub fn agent_label(&self) -> String {
-        self.shared.agents.host.label.clone()
+        self.ctx.agents.label().to_owned()
     }
 
     /// The token devices authenticate with.
     pub fn token(&self) -> &str {
-        &self.shared.token
+        self.ctx.guard.token().expose()
     }
 
     /// Serves until `shutdown` completes, then shuts down gracefully: `status restarting` to every
@@ -180,14 +224,21 @@ impl Gateway {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let shared = self.shared;
-        spawn_retention(shared.clone());
-        crate::media::spawn_sweeper(shared.clone());
-        crate::cron::spawn(shared.clone());
-        crate::devices::spawn_admin(shared.clone());
-        let push = self.push.spawn(shared.clone());
-        let app = app(shared.clone());
-        let stop = shared.shutdown.clone();
+        let ctx = self.ctx;
+        let shared = ctx.shared.clone();
+        let stop = ctx.shutdown.clone();
+        spawn_retention(shared.clone(), stop.clone());
+        ctx.media.spawn_sweeper(stop.clone());
+        self.cron.spawn(stop.clone());
+        crate::devices::spawn_admin(shared.clone(), stop.clone());
+        let push = self
+            .push
+            .spawn(shared.clone(), ctx.agents.label().to_owned());
+        let tasks = TaskTracker::new();
+        let app = app(Routes {
+            ctx: ctx.clone(),
+            tasks: tasks.clone(),
+        });
         // Frames are small and written as soon as they are ready: without TCP_NODELAY, Nagle's
         // algorithm holds a frame back until the previous one is acknowledged, which with the
         // device's delayed ACKs adds up to 40 ms to streamed chunks (see BENCHMARKS.md).
@@ -201,23 +252,26 @@ impl Gateway {
             listener,
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
-        .with_graceful_shutdown(async move { stop.cancelled().await });
+        .with_graceful_shutdown({
+            let stop = stop.clone();
+            async move { stop.cancelled().await }
+        });
         let server = tokio::spawn(async move { server.await });
         tokio::select! {
             _ = shutdown => {}
-            _ = shared.shutdown.cancelled() => {}
+            _ = stop.cancelled() => {}
         }
         tracing::info!("shutting down");
-        let status = ServerFrame::Status(Status {
+        let status = EphemeralFrame::Status(Status {
             state: GatewayState::Restarting,
         });
-        shared.broadcast_ephemeral(&Header::default(), &status, None);
-        shared.shutdown.cancel();
+        shared.hub.broadcast(&Header::default(), status, None);
+        stop.cancel();
         // Running turns end now, closed with their partial text, before the sockets close.
-        shared.agents.shutdown().await;
+        ctx.agents.shutdown().await;
         shared.hub.close_all(CloseReason::GoingAway);
-        shared.tasks.close();
-        if tokio::time::timeout(Duration::from_secs(10), shared.tasks.wait())
+        tasks.close();
+        if tokio::time::timeout(Duration::from_secs(10), tasks.wait())
             .await
             .is_err()
         {
@@ -235,33 +289,43 @@ impl Gateway {
     }
 }
 
-/// The HTTP routes: `/ws` and `/healthz`.
-pub fn app(shared: Arc<Shared>) -> Router {
+/// What the HTTP routes serve from: the request context, and the connection tasks the
+/// shutdown waits for.
+#[derive(Clone)]
+struct Routes {
+    ctx: Arc<Context>,
+    tasks: TaskTracker,
+}
+
+/// The HTTP routes: `/ws`, `/healthz`, `/metrics` and the web client.
+fn app(routes: Routes) -> Router {
     Router::new()
         .route("/ws", get(ws_upgrade))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .merge(crate::web::routes())
-        .with_state(shared)
+        .with_state(routes)
 }
 
-async fn healthz(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    Json(serde_json::json!({
-        "status": "ok",
-        "connections": shared.hub.connection_count(),
-        "outbox_head": shared.hub.head(),
-    }))
+/// Liveness: a small fixed JSON object, built without parsing anything.
+async fn healthz(State(routes): State<Routes>) -> impl IntoResponse {
+    let hub = &routes.ctx.shared.hub;
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        format!(
+            "{{\"status\":\"ok\",\"connections\":{},\"outbox_head\":{}}}",
+            hub.connection_count(),
+            hub.head()
+        ),
+    )
 }
 
-async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+async fn metrics(State(routes): State<Routes>) -> impl IntoResponse {
+    let shared = &routes.ctx.shared;
     let gauges = crate::metrics::Gauges {
         connections: shared.hub.connection_count(),
         outbox_head: shared.hub.head(),
-        agent_restarts: shared
-            .agents
-            .host
-            .restarts
-            .load(std::sync::atomic::Ordering::Relaxed),
+        agent_restarts: routes.ctx.agents.restarts(),
     };
     (
         [(
@@ -283,33 +347,32 @@ const WS_READ_BUFFER: usize = 4 * 1024;
 const WS_WRITE_BUFFER: usize = 16 * 1024;
 
 async fn ws_upgrade(
-    State(shared): State<Arc<Shared>>,
+    State(routes): State<Routes>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     ws: WebSocketUpgrade,
 ) -> impl IntoResponse {
     // Binary media chunks are at most 1 MiB; larger frames are refused by the WebSocket layer,
     // text frames above the configured limit by the connection with a `bad_request`.
-    let max = (shared.config.limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
+    let max = (routes.ctx.shared.config.limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
     ws.max_message_size(max)
         .max_frame_size(max)
         .read_buffer_size(WS_READ_BUFFER)
         .write_buffer_size(WS_WRITE_BUFFER)
         .on_upgrade(move |socket| {
-            shared
-                .tasks
-                .track_future(crate::conn::serve(shared.clone(), socket, addr))
+            let conn = crate::conn::serve(routes.ctx.clone(), socket, addr);
+            routes.tasks.track_future(conn)
         })
 }
 
 /// Prunes outbox frames older than the retention period, hourly.
-fn spawn_retention(shared: Arc<Shared>) {
+fn spawn_retention(shared: Arc<Shared>, shutdown: CancellationToken) {
     let retention = shared.config.retention;
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(3600));
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
-                _ = shared.shutdown.cancelled() => return,
+                _ = shutdown.cancelled() => return,
             }
             let cutoff = crate::ids::now_ms() - retention.as_millis() as i64;
             match shared.store.prune_outbox(cutoff).await {

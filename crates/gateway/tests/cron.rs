@@ -55,8 +55,8 @@ fn lane() -> Header {
 /// Moves the clock and waits until the scheduler has handed every job due by then to its lane.
 async fn advance(gw: &TestGateway, clock: &ManualClock, by: Duration) {
     clock.advance(by);
-    let now = gw.shared.cron.now_ms();
-    tokio::time::timeout(WAIT, gw.shared.cron.settled(now))
+    let now = gw.cron.now_ms();
+    tokio::time::timeout(WAIT, gw.cron.settled(now))
         .await
         .expect("the scheduler looked at the jobs");
 }
@@ -547,8 +547,8 @@ async fn without_catch_up_missed_runs_are_skipped() {
     first_life(dir.path(), &clock).await;
     clock.advance(120 * MINUTE);
     let gw = TestGateway::start_in(dir.path(), tweak(&clock, false)).await;
-    let now = gw.shared.cron.now_ms();
-    tokio::time::timeout(WAIT, gw.shared.cron.settled(now))
+    let now = gw.cron.now_ms();
+    tokio::time::timeout(WAIT, gw.cron.settled(now))
         .await
         .unwrap();
     let (mut a, _) = gw.connect("a").await;

@@ -70,7 +70,7 @@ async fn confirmed(
 #[tokio::test]
 async fn replay_after_a_disconnect_carries_exactly_the_missed_cursors() {
     let gw = TestGateway::start().await;
-    let mut confirmations = gw.shared.confirmations.subscribe();
+    let mut confirmations = gw.shared.hub.watermarks();
     let (mut a, _) = gw.connect("a").await;
     let (mut b, ack) = gw.connect("b").await;
     assert_eq!(ack.sync_cursor, 0, "a new device starts at 0");

@@ -104,12 +104,7 @@ async fn the_lane_recovers_from_every_agent_fault() {
         rounds * faults.len()
     );
     assert_eq!(recoveries, rounds * faults.len());
-    let restarts = gw
-        .shared
-        .agents
-        .host
-        .restarts
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let restarts = gw.agents.restarts();
     // Every crash, freeze and wedge needed a new process; garbage and hang did not.
     assert_eq!(restarts, (rounds * 3) as u64, "restarts: {restarts}");
     gw.stop().await;

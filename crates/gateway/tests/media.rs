@@ -208,7 +208,7 @@ fn stored_files(gw: &TestGateway) -> Vec<String> {
 }
 
 fn temp_files(gw: &TestGateway) -> Vec<PathBuf> {
-    std::fs::read_dir(gw.shared.media.tmp_dir())
+    std::fs::read_dir(gw.media.files().tmp_dir())
         .into_iter()
         .flatten()
         .flatten()
@@ -939,7 +939,7 @@ async fn unreferenced_uploads_expire() {
     .await
     .unwrap();
     // The periodic sweep, run now instead of in an hour.
-    iris_gateway::media::sweep(&gw.shared).await.expect("sweep");
+    gw.media.sweep().await.expect("sweep");
     assert_eq!(
         stored_files(&gw),
         [sha(&kept)],

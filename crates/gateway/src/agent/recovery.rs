@@ -8,13 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use iris_protocol::{Empty, Header, Message, MessageStop, Role, ServerFrame};
+use iris_protocol::{DurableFrame, Message, MessageStop, Role};
 use iris_store::{Store, StoreError, WriteTx};
 use serde::{Deserialize, Serialize};
 
-use crate::handlers::{to_stored, Lane};
-use crate::ids::{new_id, now_ms};
-use crate::state::{append_frame, Origin};
+use crate::ids::now_ms;
+use crate::outbox::{self, Lane, Origin};
 
 const KEY: &str = "open_turns";
 
@@ -50,15 +49,15 @@ fn save(tx: &mut WriteTx<'_>, turns: &BTreeMap<String, OpenTurn>) -> Result<(), 
 }
 
 /// Keeps the lane's marker in step with frames being appended in this transaction.
-pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[ServerFrame]) -> Result<(), StoreError> {
+pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[DurableFrame]) -> Result<(), StoreError> {
     let relevant = frames.iter().any(|f| {
         matches!(
             f,
-            ServerFrame::AgentBusy(_)
-                | ServerFrame::AgentIdle(_)
-                | ServerFrame::MessageStart(_)
-                | ServerFrame::MessageStop(_)
-        ) || matches!(f, ServerFrame::Message(m) if matches!(m.role, Role::Assistant | Role::Cron))
+            DurableFrame::AgentBusy(_)
+                | DurableFrame::AgentIdle
+                | DurableFrame::MessageStart(_)
+                | DurableFrame::MessageStop(_)
+        ) || matches!(f, DurableFrame::Message(m) if matches!(m.role, Role::Assistant | Role::Cron))
     });
     if !relevant {
         return Ok(());
@@ -67,7 +66,7 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[ServerFrame]) -> Resul
     let key = lane_key(lane);
     for f in frames {
         match f {
-            ServerFrame::AgentBusy(_) => {
+            DurableFrame::AgentBusy(_) => {
                 turns.entry(key.clone()).or_insert_with(|| OpenTurn {
                     chat_id: lane.chat_id.clone(),
                     thread_id: lane.thread_id.clone(),
@@ -75,12 +74,12 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[ServerFrame]) -> Resul
                     answered: false,
                 });
             }
-            ServerFrame::MessageStart(m) => {
+            DurableFrame::MessageStart(m) => {
                 if let Some(t) = turns.get_mut(&key) {
                     t.message_id = Some(m.message_id.clone());
                 }
             }
-            ServerFrame::MessageStop(m) => {
+            DurableFrame::MessageStop(m) => {
                 if let Some(t) = turns
                     .get_mut(&key)
                     .filter(|t| t.message_id.as_ref() == Some(&m.message_id))
@@ -88,12 +87,12 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[ServerFrame]) -> Resul
                     t.answered = true;
                 }
             }
-            ServerFrame::Message(m) if matches!(m.role, Role::Assistant | Role::Cron) => {
+            DurableFrame::Message(m) if matches!(m.role, Role::Assistant | Role::Cron) => {
                 if let Some(t) = turns.get_mut(&key) {
                     t.answered = true;
                 }
             }
-            ServerFrame::AgentIdle(_) => {
+            DurableFrame::AgentIdle => {
                 turns.remove(&key);
             }
             _ => {}
@@ -108,38 +107,52 @@ pub async fn recover(store: &Store) -> Result<usize, StoreError> {
         .write(|tx| {
             let turns = load(tx)?;
             for turn in turns.values() {
-                // The lane may have been deleted since.
-                if tx.get_channel(turn.thread_id.as_deref().unwrap_or(&turn.chat_id))?.is_none() {
-                    continue;
-                }
-                let header = Header::lane(turn.chat_id.clone(), turn.thread_id.clone());
-                if turn.answered {
-                    // Only the closing agent.idle was lost.
-                    append_frame(tx, &header, &ServerFrame::AgentIdle(Empty {}), None, &Origin::none())?;
-                    continue;
-                }
-                if let Some(id) = &turn.message_id {
-                    // The partial text was only ever sent live; the answer is kept, empty, so
-                    // that history and the outbox keep agreeing.
-                    let answer = Message { message_id: id.clone(), role: Role::Assistant, ts: now_ms(), ..Message::default() };
-                    tx.upsert_message(&to_stored(&turn.chat_id, turn.thread_id.as_deref(), &answer))?;
-                    let stop = ServerFrame::MessageStop(MessageStop { message_id: id.clone(), ..MessageStop::default() });
-                    append_frame(tx, &header, &stop, Some(id), &Origin::none())?;
-                }
-                let note = Message {
-                    message_id: new_id("m_"),
-                    role: Role::System,
-                    text: "The gateway restarted while the agent was working; that answer was cut off.".into(),
-                    ts: now_ms(),
-                    ..Message::default()
-                };
-                tx.upsert_message(&to_stored(&turn.chat_id, turn.thread_id.as_deref(), &note))?;
-                let id = note.message_id.clone();
-                append_frame(tx, &header, &ServerFrame::Message(note), Some(&id), &Origin::none())?;
-                append_frame(tx, &header, &ServerFrame::AgentIdle(Empty {}), None, &Origin::none())?;
+                close(tx, turn)?;
             }
             save(tx, &BTreeMap::new())?;
             Ok(turns.len())
         })
         .await
+}
+
+/// Closes one turn left open: its bubble (when one was open), a system message, `agent.idle`.
+fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
+    let lane = Lane {
+        chat_id: turn.chat_id.clone(),
+        thread_id: turn.thread_id.clone(),
+    };
+    // The lane may have been deleted since.
+    if tx.get_channel(lane.row_id())?.is_none() {
+        return Ok(());
+    }
+    let header = lane.header();
+    if !turn.answered {
+        if let Some(id) = &turn.message_id {
+            // The partial text was only ever sent live; the answer is kept, empty, so that
+            // history and the outbox keep agreeing.
+            let answer = Message {
+                message_id: id.clone(),
+                role: Role::Assistant,
+                ts: now_ms(),
+                ..Message::default()
+            };
+            tx.upsert_message(&outbox::to_stored(
+                &lane.chat_id,
+                lane.thread_id.as_deref(),
+                &answer,
+            ))?;
+            let stop = DurableFrame::MessageStop(MessageStop {
+                message_id: id.clone(),
+                ..MessageStop::default()
+            });
+            outbox::append(tx, &header, stop, Some(id), &Origin::none())?;
+        }
+        let note = outbox::system_message(
+            "The gateway restarted while the agent was working; that answer was cut off.",
+        );
+        outbox::post(tx, &lane, note, &Origin::none())?;
+    }
+    // When the answer was written, only this closing agent.idle was lost.
+    outbox::append(tx, &header, DurableFrame::AgentIdle, None, &Origin::none())?;
+    Ok(())
 }

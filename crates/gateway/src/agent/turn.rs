@@ -20,8 +20,8 @@ use iris_acp::{
     ContentBlock, PlanEntryStatus, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
 };
 use iris_protocol::{
-    AgentBusy, BusyReason, Commentary, MediaInfo, Message, MessageStart, MessageStop,
-    MessageUpdate, Role, Runtime, ServerFrame, ToolEnd, ToolProgress, ToolStart,
+    AgentBusy, BusyReason, Commentary, DurableFrame, EphemeralFrame, MediaInfo, Message,
+    MessageStart, MessageStop, MessageUpdate, Role, Runtime, ToolEnd, ToolProgress, ToolStart,
 };
 
 use super::tools;
@@ -34,11 +34,11 @@ use crate::media::agent::{self as media_agent, AgentFile};
 pub enum Out {
     /// Appended to the outbox (filed under the turn's message id, so deleting the answer
     /// removes the whole turn).
-    Durable(ServerFrame),
+    Durable(DurableFrame),
     /// Sent live only; frames with the same key coalesce.
-    Ephemeral(ServerFrame, String),
+    Ephemeral(EphemeralFrame, String),
     /// The final frame, stored together with the message row.
-    Final(ServerFrame, Message),
+    Final(DurableFrame, Message),
 }
 
 /// Settings of one turn.
@@ -99,15 +99,7 @@ pub struct TurnMapper {
     media_shas: HashSet<String>,
 }
 
-/// Keeps the end of a text: at most `max` characters, cut at a character boundary.
-pub fn tail(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max {
-        return text.to_owned();
-    }
-    let skip = count - max;
-    format!("…{}", text.chars().skip(skip + 1).collect::<String>())
-}
+pub use crate::text::tail;
 
 fn content_text(content: &[ToolCallContent]) -> Option<String> {
     let mut out = String::new();
@@ -170,17 +162,6 @@ impl TurnMapper {
         std::mem::take(&mut self.files)
     }
 
-    /// Whether content with this hash is already part of the answer.
-    pub fn has_media(&self, sha256: &str) -> bool {
-        self.media_shas.contains(sha256)
-    }
-
-    /// Lists a stored file in the answer's `media`.
-    pub fn add_media(&mut self, media: MediaInfo, sha256: String) {
-        self.media_shas.insert(sha256);
-        self.media.push(media);
-    }
-
     /// The turn's text is complete: its `MEDIA:` lines become files to store.
     pub fn end_text(&mut self) {
         let (_, paths) = media_agent::split_media_lines(&self.text);
@@ -203,7 +184,27 @@ impl TurnMapper {
     pub fn message_id(&self) -> &str {
         &self.cfg.message_id
     }
+}
 
+/// Files from the agent are added to the answer being mapped.
+impl media_agent::Answer for TurnMapper {
+    fn answer_id(&self) -> &str {
+        &self.cfg.message_id
+    }
+
+    /// Whether content with this hash is already part of the answer.
+    fn has_media(&self, sha256: &str) -> bool {
+        self.media_shas.contains(sha256)
+    }
+
+    /// Lists a stored file in the answer's `media`.
+    fn add_media(&mut self, media: MediaInfo, sha256: String) {
+        self.media_shas.insert(sha256);
+        self.media.push(media);
+    }
+}
+
+impl TurnMapper {
     /// Text of the bubble so far (after the last tool).
     pub fn text(&self) -> &str {
         &self.text
@@ -233,7 +234,7 @@ impl TurnMapper {
                 if let ContentBlock::Text(t) = &chunk.content {
                     if !self.bubble_started {
                         self.bubble_started = true;
-                        out.push(Out::Durable(ServerFrame::MessageStart(MessageStart {
+                        out.push(Out::Durable(DurableFrame::MessageStart(MessageStart {
                             message_id: self.cfg.message_id.clone(),
                             role: self.cfg.role,
                         })));
@@ -276,7 +277,7 @@ impl TurnMapper {
                     started: now,
                     open: true,
                 });
-                out.push(Out::Durable(ServerFrame::ToolStart(ToolStart {
+                out.push(Out::Durable(DurableFrame::ToolStart(ToolStart {
                     index,
                     emoji: tools::emoji(&name).map(str::to_owned),
                     preview: preview(detail, call.raw_input.as_ref()),
@@ -284,7 +285,7 @@ impl TurnMapper {
                     name,
                 })));
                 if was_idle {
-                    out.push(Out::Durable(ServerFrame::AgentBusy(AgentBusy {
+                    out.push(Out::Durable(DurableFrame::AgentBusy(AgentBusy {
                         reason: BusyReason::Tool,
                     })));
                 }
@@ -313,7 +314,7 @@ impl TurnMapper {
                     };
                     text.push_str(&format!("\n{mark} {}", e.content));
                 }
-                out.push(Out::Durable(ServerFrame::Commentary(Commentary {
+                out.push(Out::Durable(DurableFrame::Commentary(Commentary {
                     message_id: id,
                     text,
                 })));
@@ -341,7 +342,7 @@ impl TurnMapper {
         }
         let (text, paths) = media_agent::split_media_lines(&std::mem::take(&mut self.text));
         self.files.extend(paths.into_iter().map(AgentFile::Path));
-        out.push(Out::Durable(ServerFrame::Commentary(Commentary {
+        out.push(Out::Durable(DurableFrame::Commentary(Commentary {
             message_id: new_id("m_"),
             text,
         })));
@@ -379,7 +380,7 @@ impl TurnMapper {
         match update.status {
             Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) => {
                 tool.open = false;
-                out.push(Out::Durable(ServerFrame::ToolEnd(ToolEnd {
+                out.push(Out::Durable(DurableFrame::ToolEnd(ToolEnd {
                     index: tool.index,
                     name: tool.name.clone(),
                     ok: status == ToolCallStatus::Completed,
@@ -387,7 +388,7 @@ impl TurnMapper {
                     output_preview: output.map(|o| tail(&o, 500)),
                 })));
                 if !self.tool_open() {
-                    out.push(Out::Durable(ServerFrame::AgentBusy(AgentBusy {
+                    out.push(Out::Durable(DurableFrame::AgentBusy(AgentBusy {
                         reason: BusyReason::Processing,
                     })));
                 }
@@ -398,7 +399,7 @@ impl TurnMapper {
                     .map(|o| tail(&o, 200))
                     .or_else(|| Some("running…".into()));
                 out.push(Out::Ephemeral(
-                    ServerFrame::ToolProgress(ToolProgress {
+                    EphemeralFrame::ToolProgress(ToolProgress {
                         index: tool.index,
                         name: tool.name.clone(),
                         note,
@@ -412,7 +413,7 @@ impl TurnMapper {
 
     fn update_frame(&self) -> Out {
         Out::Ephemeral(
-            ServerFrame::MessageUpdate(MessageUpdate {
+            EphemeralFrame::MessageUpdate(MessageUpdate {
                 message_id: self.cfg.message_id.clone(),
                 text: media_agent::display_text(&self.text),
             }),
@@ -451,7 +452,7 @@ impl TurnMapper {
             tool.open = false;
             // An agent may never report the end of a call (Hermes' write_file); a turn that ended
             // normally ran it.
-            out.push(Out::Durable(ServerFrame::ToolEnd(ToolEnd {
+            out.push(Out::Durable(DurableFrame::ToolEnd(ToolEnd {
                 index: tool.index,
                 name: tool.name.clone(),
                 ok: !ending.cancelled && !ending.failed,
@@ -490,7 +491,7 @@ impl TurnMapper {
             ..Message::default()
         };
         let frame = if self.bubble_started {
-            ServerFrame::MessageStop(MessageStop {
+            DurableFrame::MessageStop(MessageStop {
                 message_id: self.cfg.message_id.clone(),
                 final_text: text,
                 reasoning,
@@ -500,7 +501,7 @@ impl TurnMapper {
                 media: self.media,
             })
         } else {
-            ServerFrame::Message(message.clone())
+            DurableFrame::Message(message.clone())
         };
         out.push(Out::Final(frame, message));
         out
@@ -524,6 +525,7 @@ fn round_secs(d: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::media::agent::Answer;
     use serde_json::json;
 
     fn update(v: serde_json::Value) -> SessionUpdate {
@@ -548,12 +550,11 @@ mod tests {
     }
 
     fn types(out: &[Out]) -> Vec<String> {
-        use iris_protocol::FrameBody;
+        use iris_protocol::{FrameBody, ServerFrame};
         out.iter()
             .map(|o| match o {
-                Out::Durable(f) | Out::Ephemeral(f, _) | Out::Final(f, _) => {
-                    f.frame_type().to_owned()
-                }
+                Out::Durable(f) | Out::Final(f, _) => f.frame_type().to_owned(),
+                Out::Ephemeral(f, _) => ServerFrame::from(f.clone()).frame_type().to_owned(),
             })
             .collect()
     }
@@ -589,11 +590,11 @@ mod tests {
             ]
         );
         match &all[2] {
-            Out::Durable(ServerFrame::Commentary(c)) => assert_eq!(c.text, "Let me look."),
+            Out::Durable(DurableFrame::Commentary(c)) => assert_eq!(c.text, "Let me look."),
             other => panic!("{other:?}"),
         }
         match &all[4] {
-            Out::Durable(ServerFrame::ToolStart(t)) => {
+            Out::Durable(DurableFrame::ToolStart(t)) => {
                 assert_eq!(
                     (
                         t.index,
@@ -608,7 +609,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match all.last().unwrap() {
-            Out::Final(ServerFrame::MessageStop(s), msg) => {
+            Out::Final(DurableFrame::MessageStop(s), msg) => {
                 assert_eq!(s.final_text, "It printed hi.");
                 assert_eq!(msg.text, "It printed hi.");
                 let rt = s.runtime.as_ref().unwrap();
@@ -630,7 +631,7 @@ mod tests {
         assert!(b.is_empty(), "within the interval nothing is sent");
         assert!(m.next_flush().is_some());
         match m.flush_due(t0 + Duration::from_millis(60)) {
-            Some(Out::Ephemeral(ServerFrame::MessageUpdate(u), key)) => {
+            Some(Out::Ephemeral(EphemeralFrame::MessageUpdate(u), key)) => {
                 assert_eq!(u.text, "ab");
                 assert_eq!(key, "mu:m_1");
             }
@@ -658,7 +659,7 @@ mod tests {
         );
         assert_eq!(types(&out), ["tool.end", "message.stop"]);
         match &out[1] {
-            Out::Final(ServerFrame::MessageStop(s), _) => {
+            Out::Final(DurableFrame::MessageStop(s), _) => {
                 assert_eq!(s.reasoning.as_deref(), Some("hmm"));
                 assert_eq!(s.tokens, Some(11));
                 assert_eq!(s.runtime.as_ref().unwrap().context_pct, Some(38));
@@ -677,7 +678,7 @@ mod tests {
             Instant::now(),
         );
         match &out[0] {
-            Out::Durable(ServerFrame::Commentary(c)) => {
+            Out::Durable(DurableFrame::Commentary(c)) => {
                 assert_eq!(c.text, "Plan:\n☑ Say hi\n☐ Say bye")
             }
             other => panic!("{other:?}"),
@@ -691,7 +692,9 @@ mod tests {
         let t0 = Instant::now();
         let first = m.on_update(&chunk("Here it is.\nMEDIA:/tmp/a.txt"), t0);
         match &first[1] {
-            Out::Ephemeral(ServerFrame::MessageUpdate(u), _) => assert_eq!(u.text, "Here it is."),
+            Out::Ephemeral(EphemeralFrame::MessageUpdate(u), _) => {
+                assert_eq!(u.text, "Here it is.")
+            }
             other => panic!("{other:?}"),
         }
         m.on_update(&update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "aGk=", "mimeType": "image/png"}})), t0);
@@ -713,7 +716,7 @@ mod tests {
         );
         assert!(m.has_media("ab"));
         match m.finish(&Ending::default(), t0).pop() {
-            Some(Out::Final(ServerFrame::MessageStop(s), msg)) => {
+            Some(Out::Final(DurableFrame::MessageStop(s), msg)) => {
                 assert_eq!(s.final_text, "Here it is.");
                 assert_eq!(s.media.len(), 1);
                 assert_eq!(msg.media, s.media);

@@ -6,8 +6,8 @@ use std::time::Duration;
 use iris_store::{CronJobRow, NewCronJob, StoreError};
 
 use super::schedule::{format_time, human_delay, job_name, split_add, Schedule, ACCEPTED_FORMS};
-use crate::handlers::Lane;
-use crate::state::Shared;
+use super::Cron;
+use crate::outbox::Lane;
 
 /// The usage text of `/cron`.
 pub fn usage() -> String {
@@ -23,16 +23,16 @@ pub fn usage() -> String {
 }
 
 /// Runs `/cron <args>` for a lane and returns the reply.
-pub async fn run(shared: &Shared, lane: &Lane, args: &str) -> String {
+pub async fn run(cron: &Cron, lane: &Lane, args: &str) -> String {
     let args = args.trim();
     let (sub, rest) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
     let rest = rest.trim();
     let result = match sub.to_lowercase().as_str() {
-        "add" | "new" => add(shared, lane, rest).await,
-        "list" | "ls" => list(shared, lane, rest.eq_ignore_ascii_case("all")).await,
-        "remove" | "rm" | "delete" => change(shared, rest, Change::Remove).await,
-        "pause" => change(shared, rest, Change::Pause).await,
-        "resume" => change(shared, rest, Change::Resume).await,
+        "add" | "new" => add(cron, lane, rest).await,
+        "list" | "ls" => list(cron, lane, rest.eq_ignore_ascii_case("all")).await,
+        "remove" | "rm" | "delete" => change(cron, rest, Change::Remove).await,
+        "pause" => change(cron, rest, Change::Pause).await,
+        "resume" => change(cron, rest, Change::Resume).await,
         _ => Ok(usage()),
     };
     result.unwrap_or_else(|e| {
@@ -41,14 +41,13 @@ pub async fn run(shared: &Shared, lane: &Lane, args: &str) -> String {
     })
 }
 
-async fn add(shared: &Shared, lane: &Lane, args: &str) -> Result<String, StoreError> {
+async fn add(cron: &Cron, lane: &Lane, args: &str) -> Result<String, StoreError> {
     let (text, prompt) = split_add(args);
     if text.is_empty() {
         return Ok(format!(
             "Usage: /cron add <schedule> <prompt>\nSchedules: {ACCEPTED_FORMS}."
         ));
     }
-    let cron = &shared.cron;
     let (now, tz) = (cron.now_ms(), cron.timezone());
     let schedule = match Schedule::parse(&text, tz, now) {
         Ok(s) => s,
@@ -74,8 +73,8 @@ async fn add(shared: &Shared, lane: &Lane, args: &str) -> Result<String, StoreEr
         created_at: now,
         next_run: schedule.first_run(now, tz),
     };
-    let row = shared
-        .store
+    let row = cron
+        .store()
         .write(move |tx| tx.insert_cron_job(&job))
         .await?;
     cron.wake();
@@ -84,13 +83,12 @@ async fn add(shared: &Shared, lane: &Lane, args: &str) -> Result<String, StoreEr
         row.job_id,
         row.name,
         schedule.describe(tz),
-        next_text(shared, &row)
+        next_text(cron, &row)
     ))
 }
 
 /// When the job runs next, as `/cron list` and the replies say it.
-fn next_text(shared: &Shared, job: &CronJobRow) -> String {
-    let cron = &shared.cron;
+fn next_text(cron: &Cron, job: &CronJobRow) -> String {
     if job.paused {
         return "paused".into();
     }
@@ -114,10 +112,10 @@ fn next_text(shared: &Shared, job: &CronJobRow) -> String {
     }
 }
 
-async fn list(shared: &Shared, lane: &Lane, all: bool) -> Result<String, StoreError> {
-    let tz = shared.cron.timezone();
-    let jobs: Vec<CronJobRow> = shared
-        .store
+async fn list(cron: &Cron, lane: &Lane, all: bool) -> Result<String, StoreError> {
+    let tz = cron.timezone();
+    let jobs: Vec<CronJobRow> = cron
+        .store()
         .list_cron_jobs()
         .await?
         .into_iter()
@@ -130,7 +128,7 @@ async fn list(shared: &Shared, lane: &Lane, all: bool) -> Result<String, StoreEr
         ));
     }
     let channels = if all {
-        shared.store.list_channels().await?
+        cron.store().list_channels().await?
     } else {
         Vec::new()
     };
@@ -160,7 +158,7 @@ async fn list(shared: &Shared, lane: &Lane, all: bool) -> Result<String, StoreEr
             "\n{} “{}”{place}: {schedule}\n   next: {} · last: {last} · runs: {}",
             job.job_id,
             job.name,
-            next_text(shared, job),
+            next_text(cron, job),
             job.run_count
         ));
     }
@@ -182,7 +180,7 @@ enum Changed {
     Finished,
 }
 
-async fn change(shared: &Shared, args: &str, change: Change) -> Result<String, StoreError> {
+async fn change(cron: &Cron, args: &str, change: Change) -> Result<String, StoreError> {
     let verb = match change {
         Change::Remove => "remove",
         Change::Pause => "pause",
@@ -193,9 +191,9 @@ async fn change(shared: &Shared, args: &str, change: Change) -> Result<String, S
             "Usage: /cron {verb} <id> (the number /cron list shows)"
         ));
     };
-    let (now, tz) = (shared.cron.now_ms(), shared.cron.timezone());
-    let changed = shared
-        .store
+    let (now, tz) = (cron.now_ms(), cron.timezone());
+    let changed = cron
+        .store()
         .write(move |tx| {
             let Some(job) = tx.get_cron_job(job_id)? else {
                 return Ok(Changed::Unknown);
@@ -228,7 +226,7 @@ async fn change(shared: &Shared, args: &str, change: Change) -> Result<String, S
             )))
         })
         .await?;
-    shared.cron.wake();
+    cron.wake();
     Ok(match changed {
         Changed::Unknown => format!("No scheduled job {job_id}. /cron list shows the jobs."),
         Changed::AlreadyPaused => format!("Job {job_id} is already paused."),
@@ -245,7 +243,7 @@ async fn change(shared: &Shared, args: &str, change: Change) -> Result<String, S
             Change::Resume => format!(
                 "Resumed job {job_id} “{}”. Next run: {}.",
                 job.name,
-                next_text(shared, &job)
+                next_text(cron, &job)
             ),
         },
     })

@@ -14,7 +14,6 @@
 //!   (its next run is then computed from the current time, so missed ticks do not pile up), or,
 //!   with `[cron] catch_up = false`, is skipped with the status `missed`.
 
-pub mod clock;
 pub mod command;
 pub mod schedule;
 
@@ -24,15 +23,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono_tz::Tz;
-use iris_protocol::{Message, Notification, Role, ServerFrame};
-use iris_store::{CronJobRow, CronRunRecord, StoreError};
-use tokio::sync::{watch, Notify};
+use iris_protocol::{DurableFrame, Message, Notification};
+use iris_store::{CronJobRow, CronRunRecord, Store, StoreError};
+use tokio::sync::{mpsc, watch, Notify};
+use tokio_util::sync::CancellationToken;
 
-use crate::agent::lane::LaneCmd;
-use crate::handlers::{to_stored, Lane};
-use crate::ids::{new_id, now_ms};
-use crate::state::{append_frame, Origin, Shared};
-pub use clock::{Clock, ManualClock, TimeSource};
+pub use crate::clock::{Clock, ManualClock, TimeSource};
+pub use crate::config::cron::{host_timezone, CronConfig};
+use crate::ids::now_ms;
+use crate::outbox::{self, Lane, Origin};
 use schedule::Schedule;
 
 /// The marker that makes an answer silent: recorded, not delivered.
@@ -42,43 +41,12 @@ pub const SILENT: &str = "[SILENT]";
 /// suspended machine) delays a job by at most this much.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
-/// Settings of the scheduler.
-#[derive(Debug, Clone)]
-pub struct CronConfig {
-    /// The zone of cron expressions and of times without an offset (default: the host's).
-    pub timezone: Tz,
-    /// Run jobs missed while the gateway was down once at startup (default true).
-    pub catch_up: bool,
-    /// The clock the scheduler reads.
-    pub clock: Clock,
-}
-
-impl Default for CronConfig {
-    fn default() -> Self {
-        CronConfig {
-            timezone: host_timezone(),
-            catch_up: true,
-            clock: Clock::system(),
-        }
-    }
-}
-
-/// The host's time zone: `TZ` when it names an IANA zone, else the system's zone
-/// (`/etc/localtime`), else UTC.
-pub fn host_timezone() -> Tz {
-    let from_env = std::env::var("TZ")
-        .ok()
-        .and_then(|v| v.trim_start_matches(':').parse::<Tz>().ok());
-    from_env
-        .or_else(|| {
-            iana_time_zone::get_timezone()
-                .ok()
-                .and_then(|name| name.parse::<Tz>().ok())
-        })
-        .unwrap_or(chrono_tz::UTC)
-}
-
 struct Inner {
+    config: CronConfig,
+    store: Store,
+    /// Due runs, for the agent bridge to hand to their lanes.
+    runs: mpsc::UnboundedSender<(Lane, CronRun)>,
+    evaluated: watch::Sender<i64>,
     wake: Notify,
     /// Jobs handed to a lane whose run has not finished.
     in_flight: Mutex<HashSet<u64>>,
@@ -86,36 +54,51 @@ struct Inner {
     dropped: Mutex<Vec<u64>>,
 }
 
-/// The scheduler's shared handle (in [`Shared`]).
+/// The scheduler's handle; cheap to clone.
+///
+/// The scheduler knows nothing of lanes' actors: it hands each due run, with its lane, to the
+/// channel returned by [`Cron::new`], and whoever drives the lanes (the agent bridge) takes them
+/// from there and reports back through [`Cron::finish`].
+#[derive(Clone)]
 pub struct Cron {
-    /// Settings.
-    pub config: CronConfig,
     inner: Arc<Inner>,
-    evaluated: watch::Sender<i64>,
 }
 
+/// Where the scheduler hands due runs: `(lane, run)` in the order they fell due.
+pub type DueRuns = mpsc::UnboundedReceiver<(Lane, CronRun)>;
+
 impl Cron {
-    /// A scheduler with these settings; [`spawn`] starts it.
-    pub fn new(config: CronConfig) -> Cron {
-        Cron {
-            config,
+    /// A scheduler with these settings over this store, and the channel its due runs arrive on
+    /// (unbounded, but holding at most one run per job: a job is not handed out again while its
+    /// run is in flight). [`Cron::spawn`] starts it.
+    pub fn new(config: CronConfig, store: Store) -> (Cron, DueRuns) {
+        let (runs, due) = mpsc::unbounded_channel();
+        let cron = Cron {
             inner: Arc::new(Inner {
+                config,
+                store,
+                runs,
+                evaluated: watch::channel(i64::MIN).0,
                 wake: Notify::new(),
                 in_flight: Mutex::default(),
                 dropped: Mutex::default(),
             }),
-            evaluated: watch::channel(i64::MIN).0,
-        }
+        };
+        (cron, due)
     }
 
     /// The scheduler's current time, unix ms.
     pub fn now_ms(&self) -> i64 {
-        self.config.clock.now_ms()
+        self.inner.config.clock.now_ms()
     }
 
     /// The configured time zone.
     pub fn timezone(&self) -> Tz {
-        self.config.timezone
+        self.inner.config.timezone
+    }
+
+    fn store(&self) -> &Store {
+        &self.inner.store
     }
 
     /// Makes the scheduler look at the jobs again (one was added, changed or removed).
@@ -135,7 +118,7 @@ impl Cron {
     /// Waits until the scheduler has looked at the jobs at a clock time of at least `at_ms`, so
     /// that every job due by then has been handed to its lane.
     pub async fn settled(&self, at_ms: i64) {
-        let mut rx = self.evaluated.subscribe();
+        let mut rx = self.inner.evaluated.subscribe();
         let _ = rx.wait_for(|t| *t >= at_ms).await;
     }
 }
@@ -199,90 +182,84 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// Whether a queued run should still start: its job may have been removed or paused while it
-/// waited for the lane.
-pub async fn still_wanted(shared: &Shared, run: &CronRun) -> bool {
-    matches!(shared.store.get_cron_job(run.job_id).await, Ok(Some(job)) if !job.paused)
-}
-
-/// Stores the outcome of a run, the job's next run, and (unless silent) the frames that deliver
-/// it, in one transaction. Nothing is delivered when the job was removed during the run.
-pub async fn finish(shared: &Shared, lane: &Lane, mut run: CronRun, outcome: Outcome) {
-    let now = shared.cron.now_ms();
-    let tz = shared.cron.timezone();
-    let header = lane.header();
-    let lane = lane.clone();
-    let (job_id, name) = (run.job_id, run.name.clone());
-    let result = shared
-        .store
-        .write(move |tx| {
-            let Some(job) = tx.get_cron_job(job_id)? else {
-                return Ok(None);
-            };
-            let next_run = next_run_after(&job, now, tz);
-            let (status, delivery): (&str, Option<(Message, String)>) = match outcome {
-                Outcome::Answer(m) if m.text.trim_start().starts_with(SILENT) => ("silent", None),
-                Outcome::Answer(m) => {
-                    let body = preview(&m.text);
-                    ("ok", Some((*m, body)))
-                }
-                Outcome::Empty => ("empty", None),
-                Outcome::Cancelled => ("cancelled", None),
-                Outcome::Failed(reason) => {
-                    let m = Message {
-                        message_id: new_id("m_"),
-                        role: Role::System,
-                        text: format!("Scheduled job {job_id} “{name}” failed: {reason}"),
-                        ts: now_ms(),
-                        ..Message::default()
-                    };
-                    ("error", Some((m, format!("Failed: {reason}"))))
-                }
-            };
-            if let Some((message, body)) = delivery {
-                let id = message.message_id.clone();
-                tx.upsert_message(&to_stored(
-                    &lane.chat_id,
-                    lane.thread_id.as_deref(),
-                    &message,
-                ))?;
-                append_frame(
-                    tx,
-                    &header,
-                    &ServerFrame::Message(message),
-                    Some(&id),
-                    &Origin::none(),
-                )?;
-                let note = Notification {
-                    kind: "cron".into(),
-                    title: name.clone(),
-                    body: Some(body),
-                    ts: now_ms(),
-                };
-                append_frame(
-                    tx,
-                    &header,
-                    &ServerFrame::Notification(note),
-                    Some(&id),
-                    &Origin::none(),
-                )?;
-            }
-            let record = CronRunRecord {
-                at: now,
-                status: status.into(),
-                next_run,
-                counted: true,
-            };
-            tx.record_cron_run(job_id, &record)?;
-            Ok(Some(status))
-        })
-        .await;
-    match result {
-        Ok(Some(status)) => tracing::info!(job_id, status, "scheduled job ran"),
-        Ok(None) => tracing::info!(job_id, "scheduled job was removed while it ran"),
-        Err(e) => tracing::error!(job_id, error = %e, "could not store a scheduled job's run"),
+impl Cron {
+    /// Whether a queued run should still start: its job may have been removed or paused while it
+    /// waited for the lane.
+    pub async fn still_wanted(&self, run: &CronRun) -> bool {
+        matches!(self.store().get_cron_job(run.job_id).await, Ok(Some(job)) if !job.paused)
     }
-    run.ticket.finished = true;
+
+    /// Stores the outcome of a run, the job's next run, and (unless silent) the frames that
+    /// deliver it, in one transaction. Nothing is delivered when the job was removed during the
+    /// run.
+    pub async fn finish(&self, lane: &Lane, mut run: CronRun, outcome: Outcome) {
+        let now = self.now_ms();
+        let tz = self.timezone();
+        let lane = lane.clone();
+        let (job_id, name) = (run.job_id, run.name.clone());
+        let result = self
+            .store()
+            .write(move |tx| {
+                let Some(job) = tx.get_cron_job(job_id)? else {
+                    return Ok(None);
+                };
+                let next_run = next_run_after(&job, now, tz);
+                let (status, delivery): (&str, Option<(Message, String)>) = match outcome {
+                    Outcome::Answer(m) if m.text.trim_start().starts_with(SILENT) => {
+                        ("silent", None)
+                    }
+                    Outcome::Answer(m) => {
+                        let body = preview(&m.text);
+                        ("ok", Some((*m, body)))
+                    }
+                    Outcome::Empty => ("empty", None),
+                    Outcome::Cancelled => ("cancelled", None),
+                    Outcome::Failed(reason) => {
+                        let m = outbox::system_message(format!(
+                            "Scheduled job {job_id} “{name}” failed: {reason}"
+                        ));
+                        ("error", Some((m, format!("Failed: {reason}"))))
+                    }
+                };
+                if let Some((message, body)) = delivery {
+                    let id = message.message_id.clone();
+                    outbox::post(tx, &lane, message, &Origin::none())?;
+                    let note = Notification {
+                        kind: "cron".into(),
+                        title: name.clone(),
+                        body: Some(body),
+                        ts: now_ms(),
+                    };
+                    outbox::append(
+                        tx,
+                        &lane.header(),
+                        DurableFrame::Notification(note),
+                        Some(&id),
+                        &Origin::none(),
+                    )?;
+                }
+                let record = CronRunRecord {
+                    at: now,
+                    status: status.into(),
+                    next_run,
+                    counted: true,
+                };
+                tx.record_cron_run(job_id, &record)?;
+                Ok(Some(status))
+            })
+            .await;
+        match result {
+            Ok(Some(status)) => tracing::info!(job_id, status, "scheduled job ran"),
+            Ok(None) => tracing::info!(job_id, "scheduled job was removed while it ran"),
+            Err(e) => tracing::error!(job_id, error = %e, "could not store a scheduled job's run"),
+        }
+        run.ticket.finished = true;
+    }
+
+    /// Starts the scheduler; it ends when `shutdown` is cancelled or the store closes.
+    pub fn spawn(&self, shutdown: CancellationToken) {
+        tokio::spawn(scheduler(self.clone(), shutdown));
+    }
 }
 
 /// The notification body: the start of the answer.
@@ -305,14 +282,8 @@ fn next_run_after(job: &CronJobRow, now: i64, tz: Tz) -> Option<i64> {
     }
 }
 
-/// Starts the scheduler; it ends when the gateway shuts down.
-pub fn spawn(shared: Arc<Shared>) {
-    tokio::spawn(scheduler(shared));
-}
-
-async fn scheduler(shared: Arc<Shared>) {
-    let cron = &shared.cron;
-    let mut jumps = cron.config.clock.jumps();
+async fn scheduler(cron: Cron, shutdown: CancellationToken) {
+    let mut jumps = cron.inner.config.clock.jumps();
     let mut first = true;
     loop {
         let dropped: HashSet<u64> =
@@ -320,11 +291,11 @@ async fn scheduler(shared: Arc<Shared>) {
                 .into_iter()
                 .collect();
         let now = cron.now_ms();
-        let next_wake = match shared.store.list_cron_jobs().await {
+        let next_wake = match cron.store().list_cron_jobs().await {
             Ok(jobs) => {
-                let next = pass(&shared, jobs, now, first, &dropped).await;
+                let next = pass(&cron, jobs, now, first, &dropped).await;
                 first = false;
-                cron.evaluated.send_replace(now);
+                cron.inner.evaluated.send_replace(now);
                 next
             }
             Err(StoreError::Closed) => return,
@@ -340,20 +311,19 @@ async fn scheduler(shared: Arc<Shared>) {
             _ = tokio::time::sleep(wait) => {}
             _ = cron.inner.wake.notified() => {}
             _ = clock_jump(&mut jumps) => {}
-            _ = shared.shutdown.cancelled() => return,
+            _ = shutdown.cancelled() => return,
         }
     }
 }
 
 /// One look at the jobs: hands the due ones to their lanes and returns the earliest next run.
 async fn pass(
-    shared: &Arc<Shared>,
+    cron: &Cron,
     jobs: Vec<CronJobRow>,
     now: i64,
     first: bool,
     dropped: &HashSet<u64>,
 ) -> Option<i64> {
-    let cron = &shared.cron;
     let mut next_wake: Option<i64> = None;
     for job in jobs {
         let Some(at) = job
@@ -369,31 +339,26 @@ async fn pass(
         let skip = if dropped.contains(&job.job_id) {
             // Handed to a lane that could not run it: do not hand it over again and again.
             Some("not run")
-        } else if first && !cron.config.catch_up {
+        } else if first && !cron.inner.config.catch_up {
             Some("missed")
         } else {
             None
         };
         match skip {
             Some(status) => {
-                if let Some(next) = skip_run(shared, &job, now, status).await {
+                if let Some(next) = skip_run(cron, &job, now, status).await {
                     next_wake = Some(next_wake.map_or(next, |w| w.min(next)));
                 }
             }
-            None => dispatch(shared, job),
+            None => dispatch(cron, job),
         }
     }
     next_wake
 }
 
 /// Records a run that did not happen and moves the job to its next run.
-async fn skip_run(
-    shared: &Shared,
-    job: &CronJobRow,
-    now: i64,
-    status: &'static str,
-) -> Option<i64> {
-    let next_run = next_run_after(job, now, shared.cron.timezone());
+async fn skip_run(cron: &Cron, job: &CronJobRow, now: i64, status: &'static str) -> Option<i64> {
+    let next_run = next_run_after(job, now, cron.timezone());
     let job_id = job.job_id;
     let record = CronRunRecord {
         at: now,
@@ -401,8 +366,8 @@ async fn skip_run(
         next_run,
         counted: false,
     };
-    if let Err(e) = shared
-        .store
+    if let Err(e) = cron
+        .store()
         .write(move |tx| tx.record_cron_run(job_id, &record))
         .await
     {
@@ -412,8 +377,7 @@ async fn skip_run(
     next_run
 }
 
-fn dispatch(shared: &Arc<Shared>, job: CronJobRow) {
-    let cron = &shared.cron;
+fn dispatch(cron: &Cron, job: CronJobRow) {
     cron.inner
         .in_flight
         .lock()
@@ -435,7 +399,8 @@ fn dispatch(shared: &Arc<Shared>, job: CronJobRow) {
         thread_id: job.thread_id,
     };
     tracing::info!(job_id = job.job_id, "scheduled job is due");
-    shared.agents.send(shared, &lane, LaneCmd::Cron(run));
+    // Nobody takes runs (no agent bridge any more): the run's ticket marks it as not run.
+    let _ = cron.inner.runs.send((lane, run));
 }
 
 async fn clock_jump(jumps: &mut Option<watch::Receiver<i64>>) {

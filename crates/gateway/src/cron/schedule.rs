@@ -375,7 +375,7 @@ fn take_words(s: &str, n: usize) -> (String, String) {
 
 /// A job's name: the start of its prompt, as a title.
 pub fn job_name(prompt: &str) -> String {
-    crate::handlers::instant_title(prompt)
+    crate::text::instant_title(prompt)
 }
 
 /// Hours and minutes for messages (`2h 5m`, `20m`, `45s`).

@@ -19,14 +19,13 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine;
 use bytes::Bytes;
 use iris_acp::{ContentBlock, ResourceLink};
-use iris_protocol::{Header, ServerFrame};
+use iris_protocol::{DurableFrame, Header, MediaInfo};
 use iris_store::MediaRow;
 
 use super::files::{is_sha256, TempBlob};
-use super::{display_name, extension_of, info, kind_of, mime_from_name, MediaError};
-use crate::agent::turn::TurnMapper;
+use super::{display_name, extension_of, info, kind_of, mime_from_name, Media, MediaError};
 use crate::ids::{new_id, now_ms};
-use crate::state::{append_frame, Origin, Shared};
+use crate::outbox::{self, Origin};
 
 /// Largest image sent inline to the agent; bigger ones go as a `resource_link`.
 pub const INLINE_IMAGE_MAX: u64 = 20 * 1024 * 1024;
@@ -180,73 +179,87 @@ fn percent_decode(s: &str) -> String {
 
 // ----- prompts ------------------------------------------------------------------------------
 
-/// Attachments as `resource_link` blocks to the stored files.
-pub fn prompt_links(shared: &Shared, rows: &[MediaRow]) -> Vec<ContentBlock> {
-    rows.iter()
-        .map(|row| {
-            ContentBlock::ResourceLink(ResourceLink {
-                uri: file_uri(&shared.media.blob_path(&row.sha256)),
-                name: row.filename.clone(),
-                mime_type: Some(row.mime.clone()),
-                size: Some(row.size),
-                title: None,
-                description: None,
+/// The answer that files from the agent are added to (the turn being mapped).
+pub trait Answer {
+    /// The answer's message id: its files are filed under it.
+    fn answer_id(&self) -> &str;
+    /// Whether a file with this content is already in the answer.
+    fn has_media(&self, sha256: &str) -> bool;
+    /// Adds a stored file to the answer's `media`.
+    fn add_media(&mut self, info: MediaInfo, sha256: String);
+}
+
+impl Media {
+    /// Attachments as `resource_link` blocks to the stored files.
+    pub fn prompt_links(&self, rows: &[MediaRow]) -> Vec<ContentBlock> {
+        rows.iter()
+            .map(|row| {
+                ContentBlock::ResourceLink(ResourceLink {
+                    uri: file_uri(&self.files.blob_path(&row.sha256)),
+                    name: row.filename.clone(),
+                    mime_type: Some(row.mime.clone()),
+                    size: Some(row.size),
+                    title: None,
+                    description: None,
+                })
             })
-        })
-        .collect()
-}
-
-/// The blocks of a prompt as the agent gets them: links to stored images become inline `image`
-/// blocks when the agent accepts images.
-pub async fn prompt_blocks(
-    shared: &Shared,
-    blocks: Vec<ContentBlock>,
-    images: bool,
-) -> Vec<ContentBlock> {
-    if !images {
-        return blocks;
+            .collect()
     }
-    let prefix = format!("{}/", file_uri(shared.media.root()));
-    let mut out = Vec::with_capacity(blocks.len());
-    for block in blocks {
-        let inline = match &block {
-            ContentBlock::ResourceLink(link)
-                if link.uri.starts_with(&prefix)
-                    && link
-                        .mime_type
-                        .as_deref()
-                        .is_some_and(|m| m.starts_with("image/"))
-                    && link.size.is_some_and(|s| s <= INLINE_IMAGE_MAX) =>
-            {
-                let sha = link.uri.rsplit('/').next().unwrap_or("");
-                match is_sha256(sha) {
-                    true => {
-                        inline_image(shared, sha, link.mime_type.clone().unwrap_or_default()).await
-                    }
-                    false => None,
-                }
-            }
-            _ => None,
-        };
-        out.push(inline.unwrap_or(block));
-    }
-    out
-}
 
-async fn inline_image(shared: &Shared, sha: &str, mime: String) -> Option<ContentBlock> {
-    let path = shared.media.blob_path(sha);
-    let encoded =
-        tokio::task::spawn_blocking(move || std::fs::read(path).map(|bytes| BASE64.encode(bytes)))
-            .await;
-    match encoded {
-        Ok(Ok(data)) => Some(ContentBlock::image(data, mime)),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "could not read an attached image; sending a link");
-            None
+    /// The blocks of a prompt as the agent gets them: links to stored images become inline `image`
+    /// blocks when the agent accepts images.
+    pub async fn prompt_blocks(
+        &self,
+        blocks: Vec<ContentBlock>,
+        images: bool,
+    ) -> Vec<ContentBlock> {
+        if !images {
+            return blocks;
         }
-        Err(e) => {
-            tracing::warn!(error = %e, "could not encode an attached image; sending a link");
-            None
+        let prefix = format!("{}/", file_uri(self.files.root()));
+        let mut out = Vec::with_capacity(blocks.len());
+        for block in blocks {
+            let inline = match &block {
+                ContentBlock::ResourceLink(link)
+                    if link.uri.starts_with(&prefix)
+                        && link
+                            .mime_type
+                            .as_deref()
+                            .is_some_and(|m| m.starts_with("image/"))
+                        && link.size.is_some_and(|s| s <= INLINE_IMAGE_MAX) =>
+                {
+                    let sha = link.uri.rsplit('/').next().unwrap_or("");
+                    match is_sha256(sha) {
+                        true => {
+                            self.inline_image(sha, link.mime_type.clone().unwrap_or_default())
+                                .await
+                        }
+                        false => None,
+                    }
+                }
+                _ => None,
+            };
+            out.push(inline.unwrap_or(block));
+        }
+        out
+    }
+
+    async fn inline_image(&self, sha: &str, mime: String) -> Option<ContentBlock> {
+        let path = self.files.blob_path(sha);
+        let encoded = tokio::task::spawn_blocking(move || {
+            std::fs::read(path).map(|bytes| BASE64.encode(bytes))
+        })
+        .await;
+        match encoded {
+            Ok(Ok(data)) => Some(ContentBlock::image(data, mime)),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "could not read an attached image; sending a link");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not encode an attached image; sending a link");
+                None
+            }
         }
     }
 }
@@ -268,100 +281,109 @@ enum Refused {
     Failed(#[from] MediaError),
 }
 
-/// Stores every file the turn produced so far, announces each with `media.offer` (filed under the
-/// answer, so deleting the answer removes it) and adds it to the answer's `media`.
-pub async fn collect(shared: &Shared, lane: &Header, mapper: &mut TurnMapper) {
-    let files = mapper.take_files();
-    for file in files {
-        let what = match &file {
-            AgentFile::Path(_) => "path",
-            AgentFile::Data { .. } => "data",
-            AgentFile::Text { .. } => "text",
-        };
-        match store(shared, lane, mapper, file).await {
-            Ok(()) => {}
-            Err(e) => {
-                tracing::warn!(reason = %e, kind = what, "a file from the agent was not served")
+impl Media {
+    /// Stores every file the agent produced, announces each with `media.offer` (filed under the
+    /// answer, so deleting the answer removes it) and adds it to the answer's `media`. Paths are
+    /// resolved against the agent's working directory `cwd`.
+    pub async fn collect(
+        &self,
+        lane: &Header,
+        cwd: &Path,
+        files: Vec<AgentFile>,
+        answer: &mut impl Answer,
+    ) {
+        for file in files {
+            let what = match &file {
+                AgentFile::Path(_) => "path",
+                AgentFile::Data { .. } => "data",
+                AgentFile::Text { .. } => "text",
+            };
+            match self.store_file(lane, cwd, answer, file).await {
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::warn!(reason = %e, kind = what, "a file from the agent was not served")
+                }
             }
         }
     }
-}
 
-async fn store(
-    shared: &Shared,
-    lane: &Header,
-    mapper: &mut TurnMapper,
-    file: AgentFile,
-) -> Result<(), Refused> {
-    let limit = shared.config.media.max_upload_bytes;
-    let mut temp = shared.media.temp().await?;
-    let (mime, filename) = match file {
-        AgentFile::Path(raw) => {
-            let path = allowed_path(shared, raw).await?;
-            if temp.copy_from(path.clone(), limit).await?.is_none() {
-                return Err(Refused::TooLarge);
+    async fn store_file(
+        &self,
+        lane: &Header,
+        cwd: &Path,
+        answer: &mut impl Answer,
+        file: AgentFile,
+    ) -> Result<(), Refused> {
+        let limit = self.config.max_upload_bytes;
+        let mut temp = self.files.temp().await?;
+        let (mime, filename) = match file {
+            AgentFile::Path(raw) => {
+                let path = self.allowed_path(cwd, raw).await?;
+                if temp.copy_from(path.clone(), limit).await?.is_none() {
+                    return Err(Refused::TooLarge);
+                }
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (
+                    mime_from_name(&name).to_owned(),
+                    display_name(&name, "file"),
+                )
             }
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (
-                mime_from_name(&name).to_owned(),
-                display_name(&name, "file"),
-            )
+            AgentFile::Data { base64, mime, name } => {
+                if (base64.len() as u64 / 4).saturating_mul(3) > limit {
+                    return Err(Refused::TooLarge);
+                }
+                let bytes = tokio::task::spawn_blocking(move || {
+                    let compact: String = base64
+                        .chars()
+                        .filter(|c| !c.is_ascii_whitespace())
+                        .collect();
+                    BASE64.decode(compact)
+                })
+                .await
+                .map_err(MediaError::from)?
+                .map_err(|_| Refused::BadData)?;
+                write(&mut temp, bytes, limit).await?;
+                (mime.clone(), named(name, &mime))
+            }
+            AgentFile::Text { text, mime, name } => {
+                write(&mut temp, text.into_bytes(), limit).await?;
+                (mime.clone(), named(name, &mime))
+            }
+        };
+        let sha = temp.finish().await?;
+        if answer.has_media(&sha) {
+            // The same content again in this turn (a tool result repeated in its update): one offer.
+            temp.discard().await;
+            return Ok(());
         }
-        AgentFile::Data { base64, mime, name } => {
-            if (base64.len() as u64 / 4).saturating_mul(3) > limit {
-                return Err(Refused::TooLarge);
-            }
-            let bytes = tokio::task::spawn_blocking(move || {
-                let compact: String = base64
-                    .chars()
-                    .filter(|c| !c.is_ascii_whitespace())
-                    .collect();
-                BASE64.decode(compact)
+        let row = MediaRow {
+            media_id: new_id("md_"),
+            sha256: sha.clone(),
+            kind: kind_of(&mime).to_owned(),
+            mime,
+            size: temp.len(),
+            filename,
+            created_at: now_ms(),
+            device_id: None,
+            media_ref: None,
+        };
+        let answer_id = answer.answer_id().to_owned();
+        let header = lane.clone();
+        let row = self
+            .files
+            .place(&self.store, temp, row, move |tx, row| {
+                tx.attach_media(&answer_id, std::slice::from_ref(&row.media_id))?;
+                let offer = DurableFrame::MediaOffer(info(row));
+                outbox::append(tx, &header, offer, Some(&answer_id), &Origin::none()).map(drop)
             })
-            .await
-            .map_err(MediaError::from)?
-            .map_err(|_| Refused::BadData)?;
-            write(&mut temp, bytes, limit).await?;
-            (mime.clone(), named(name, &mime))
-        }
-        AgentFile::Text { text, mime, name } => {
-            write(&mut temp, text.into_bytes(), limit).await?;
-            (mime.clone(), named(name, &mime))
-        }
-    };
-    let sha = temp.finish().await?;
-    if mapper.has_media(&sha) {
-        // The same content again in this turn (a tool result repeated in its update): one offer.
-        temp.discard().await;
-        return Ok(());
+            .await?;
+        tracing::debug!(size = row.size, kind = %row.kind, "file from the agent offered");
+        answer.add_media(info(&row), sha);
+        Ok(())
     }
-    let row = MediaRow {
-        media_id: new_id("md_"),
-        sha256: sha.clone(),
-        kind: kind_of(&mime).to_owned(),
-        mime,
-        size: temp.len(),
-        filename,
-        created_at: now_ms(),
-        device_id: None,
-        media_ref: None,
-    };
-    let answer = mapper.message_id().to_owned();
-    let header = lane.clone();
-    let row = shared
-        .media
-        .place(&shared.store, temp, row, move |tx, row| {
-            tx.attach_media(&answer, std::slice::from_ref(&row.media_id))?;
-            let offer = ServerFrame::MediaOffer(info(row));
-            append_frame(tx, &header, &offer, Some(&answer), &Origin::none()).map(drop)
-        })
-        .await?;
-    tracing::debug!(size = row.size, kind = %row.kind, "file from the agent offered");
-    mapper.add_media(info(&row), sha);
-    Ok(())
 }
 
 fn named(name: Option<String>, mime: &str) -> String {
@@ -377,50 +399,52 @@ async fn write(temp: &mut TempBlob, bytes: Vec<u8>, limit: u64) -> Result<(), Re
     Ok(())
 }
 
-/// Resolves a path the agent named (absolute, `~/…`, relative to its working directory, or a
-/// `file://` URI) to a regular file inside the allowed directories and outside the data dir.
-async fn allowed_path(shared: &Shared, raw: String) -> Result<PathBuf, Refused> {
-    let cwd = shared.agents.host.cwd.clone();
-    let allowed = match shared.config.media.allowed_dirs.is_empty() {
-        true => vec![cwd.clone()],
-        false => shared.config.media.allowed_dirs.clone(),
-    };
-    let data_dir = shared.config.data_dir.clone();
-    let limit = shared.config.media.max_upload_bytes;
-    tokio::task::spawn_blocking(move || {
-        let text = match raw.strip_prefix("file://") {
-            Some(rest) => percent_decode(rest),
-            None => raw,
+impl Media {
+    /// Resolves a path the agent named (absolute, `~/…`, relative to its working directory, or a
+    /// `file://` URI) to a regular file inside the allowed directories and outside the data dir.
+    async fn allowed_path(&self, cwd: &Path, raw: String) -> Result<PathBuf, Refused> {
+        let cwd = cwd.to_path_buf();
+        let allowed = match self.config.allowed_dirs.is_empty() {
+            true => vec![cwd.clone()],
+            false => self.config.allowed_dirs.clone(),
         };
-        let path = match text.strip_prefix("~/") {
-            Some(rest) => crate::config::home_dir()
-                .ok_or(Refused::NotAFile)?
-                .join(rest),
-            None => PathBuf::from(&text),
-        };
-        let path = if path.is_absolute() {
-            path
-        } else {
-            cwd.join(path)
-        };
-        // Canonical paths resolve `..` and symlinks, so a link inside an allowed directory
-        // cannot point outside it.
-        let real = path.canonicalize().map_err(|_| Refused::NotAFile)?;
-        let meta = std::fs::metadata(&real).map_err(|_| Refused::NotAFile)?;
-        if !meta.is_file() {
-            return Err(Refused::NotAFile);
-        }
-        let inside = |dir: &Path| dir.canonicalize().is_ok_and(|d| real.starts_with(d));
-        if !allowed.iter().any(|d| inside(d)) || inside(&data_dir) {
-            return Err(Refused::Outside);
-        }
-        if meta.len() > limit {
-            return Err(Refused::TooLarge);
-        }
-        Ok(real)
-    })
-    .await
-    .map_err(MediaError::from)?
+        let data_dir = self.data_dir.clone();
+        let limit = self.config.max_upload_bytes;
+        tokio::task::spawn_blocking(move || {
+            let text = match raw.strip_prefix("file://") {
+                Some(rest) => percent_decode(rest),
+                None => raw,
+            };
+            let path = match text.strip_prefix("~/") {
+                Some(rest) => crate::config::home_dir()
+                    .ok_or(Refused::NotAFile)?
+                    .join(rest),
+                None => PathBuf::from(&text),
+            };
+            let path = if path.is_absolute() {
+                path
+            } else {
+                cwd.join(path)
+            };
+            // Canonical paths resolve `..` and symlinks, so a link inside an allowed directory
+            // cannot point outside it.
+            let real = path.canonicalize().map_err(|_| Refused::NotAFile)?;
+            let meta = std::fs::metadata(&real).map_err(|_| Refused::NotAFile)?;
+            if !meta.is_file() {
+                return Err(Refused::NotAFile);
+            }
+            let inside = |dir: &Path| dir.canonicalize().is_ok_and(|d| real.starts_with(d));
+            if !allowed.iter().any(|d| inside(d)) || inside(&data_dir) {
+                return Err(Refused::Outside);
+            }
+            if meta.len() > limit {
+                return Err(Refused::TooLarge);
+            }
+            Ok(real)
+        })
+        .await
+        .map_err(MediaError::from)?
+    }
 }
 
 #[cfg(test)]

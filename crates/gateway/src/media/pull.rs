@@ -17,8 +17,8 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::handlers::WireError;
-use crate::state::Shared;
+use super::Media;
+use crate::wire::WireError;
 
 /// Size of the binary frames of a pull.
 pub const CHUNK: usize = 256 * 1024;
@@ -57,10 +57,10 @@ impl std::fmt::Debug for PullRequest {
 
 impl PullWorker {
     /// Starts the task.
-    pub fn spawn(shared: Arc<Shared>) -> PullWorker {
+    pub fn spawn(media: Arc<Media>) -> PullWorker {
         let (requests, rx) = mpsc::channel(MAX_QUEUED);
         let (tx, items) = mpsc::channel(2);
-        let task = tokio::spawn(run(shared, rx, tx));
+        let task = tokio::spawn(run(media, rx, tx));
         PullWorker {
             requests,
             items,
@@ -97,12 +97,12 @@ impl Drop for PullWorker {
 }
 
 async fn run(
-    shared: Arc<Shared>,
+    media: Arc<Media>,
     mut requests: mpsc::Receiver<PullRequest>,
     out: mpsc::Sender<PullItem>,
 ) {
     while let Some(req) = requests.recv().await {
-        if serve(&shared, req, &out).await.is_err() {
+        if serve(&media, req, &out).await.is_err() {
             // The connection is gone.
             return;
         }
@@ -110,11 +110,11 @@ async fn run(
 }
 
 /// Streams one pull. `Err` only when the connection stopped taking items.
-async fn serve(shared: &Shared, req: PullRequest, out: &mpsc::Sender<PullItem>) -> Result<(), ()> {
+async fn serve(media: &Media, req: PullRequest, out: &mpsc::Sender<PullItem>) -> Result<(), ()> {
     let text = |frame: ServerFrame| {
         PullItem::Text(encode(&Header::default().with_id(req.id.clone()), &frame))
     };
-    let path = shared.media.blob_path(&req.row.sha256);
+    let path = media.files().blob_path(&req.row.sha256);
     let file = match tokio::fs::File::open(&path).await {
         Ok(f) => f,
         Err(e) => {

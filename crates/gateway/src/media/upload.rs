@@ -17,10 +17,9 @@ use iris_store::MediaRow;
 
 use super::files::{is_sha256, TempBlob};
 use super::pull::{PullItem, PullWorker};
-use super::{clean_kind, clean_mime, display_name};
-use crate::handlers::{Reply, WireError};
+use super::{clean_kind, clean_mime, display_name, Media};
 use crate::ids::{new_id, now_ms};
-use crate::state::Shared;
+use crate::wire::{Reply, WireError};
 
 /// Longest accepted `media_ref`, in bytes.
 const MAX_REF: usize = 128;
@@ -69,7 +68,7 @@ impl ConnMedia {
     /// `media.upload.start`: opens the upload. Success has no response of its own.
     pub async fn start(
         &mut self,
-        shared: &Shared,
+        media: &Media,
         header: &Header,
         req: MediaUploadStart,
     ) -> Result<Reply, WireError> {
@@ -84,7 +83,7 @@ impl ConnMedia {
                 "media_ref must be 1-{MAX_REF} bytes without control characters"
             )));
         }
-        let limit = shared.config.media.max_upload_bytes;
+        let limit = media.config().max_upload_bytes;
         if req.size > limit {
             return Err(WireError::new(
                 ErrorCode::MediaTooLarge,
@@ -99,7 +98,7 @@ impl ConnMedia {
             filename: display_name(&req.filename, "file"),
             mime,
             size: req.size,
-            temp: shared.media.temp().await?,
+            temp: media.files().temp().await?,
         };
         tracing::debug!(size = upload.size, kind = %upload.kind, "upload started");
         self.upload = UploadState::Open(Box::new(upload));
@@ -147,7 +146,7 @@ impl ConnMedia {
     /// `media.upload.end`: checks size and hash, stores the file and answers `media.upload.ack`.
     pub async fn end(
         &mut self,
-        shared: &Shared,
+        media: &Media,
         device_id: &str,
         req: MediaUploadEnd,
     ) -> Result<Reply, WireError> {
@@ -205,10 +204,7 @@ impl ConnMedia {
             device_id: Some(device_id.to_owned()),
             media_ref: Some(media_ref.clone()),
         };
-        shared
-            .media
-            .place(&shared.store, temp, row, |_, _| Ok(()))
-            .await?;
+        media.place(temp, row).await?;
         tracing::debug!(size, "upload stored");
         Ok(Reply::Direct(
             ServerFrame::MediaUploadAck(MediaUploadAck {
@@ -223,20 +219,20 @@ impl ConnMedia {
     /// `media.pull.end` arrive through [`ConnMedia::next_pull_item`].
     pub async fn pull(
         &mut self,
-        shared: &Arc<Shared>,
+        media: &Arc<Media>,
         header: &Header,
         req: MediaPull,
     ) -> Result<Reply, WireError> {
         if req.media_id.is_empty() {
             return Err(WireError::bad_request("media_id is required"));
         }
-        let row = shared.store.get_media(&req.media_id).await?;
+        let row = media.get(&req.media_id).await?;
         let Some(row) = row.filter(|r| is_sha256(&r.sha256)) else {
             return Err(WireError::not_found("media_id unknown"));
         };
         let worker = self
             .pulls
-            .get_or_insert_with(|| PullWorker::spawn(shared.clone()));
+            .get_or_insert_with(|| PullWorker::spawn(media.clone()));
         worker.queue(header.id.clone(), row)?;
         Ok(Reply::Nothing)
     }

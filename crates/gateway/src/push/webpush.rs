@@ -29,8 +29,7 @@ use super::{retry_after, Outcome, PushError, WebPushConfig};
 
 /// The key file's name in the data dir.
 pub const VAPID_FILE: &str = "vapid.pem";
-/// The VAPID `sub` claim when `[push.webpush] subject` is not set.
-pub const DEFAULT_SUBJECT: &str = "mailto:admin@localhost";
+pub use crate::config::push::DEFAULT_SUBJECT;
 /// Lifetime of a VAPID JWT; RFC 8292 allows at most 24 hours.
 const JWT_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 /// The largest plaintext every push service accepts in one `aes128gcm` record: 4096 bytes of

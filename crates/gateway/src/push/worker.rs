@@ -33,6 +33,8 @@ pub(crate) struct Worker {
 /// What the scan and the send tasks share.
 struct Ctx {
     shared: Arc<Shared>,
+    /// The agent's name, the title of its pushes.
+    agent_label: String,
     backends: Arc<Backends>,
 }
 
@@ -56,12 +58,17 @@ impl Route {
 impl Worker {
     pub(crate) fn new(
         shared: Arc<Shared>,
+        agent_label: String,
         backends: Arc<Backends>,
         wake: Arc<Notify>,
         stop: CancellationToken,
     ) -> Worker {
         Worker {
-            ctx: Arc::new(Ctx { shared, backends }),
+            ctx: Arc::new(Ctx {
+                shared,
+                agent_label,
+                backends,
+            }),
             wake,
             stop,
         }
@@ -226,7 +233,7 @@ impl Ctx {
             return Ok(Vec::new());
         }
         let channels = store.list_channels().await?;
-        let agent = self.shared.agents.host.label.as_str();
+        let agent = self.agent_label.as_str();
         let now = now_ms();
         let mut items = Vec::new();
         for (cursor, kind, decoded) in frames {

@@ -7,6 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iris_client::{Client, ConnectOptions, Event};
+use iris_gateway::agent::Agents;
+use iris_gateway::cron::Cron;
+use iris_gateway::media::Media;
 use iris_gateway::state::Shared;
 use iris_gateway::{Config, Gateway};
 use iris_protocol::{ClientFrame, Header, HelloAck, MessageSend, Role, ServerFrame};
@@ -20,6 +23,9 @@ pub struct TestGateway {
     pub url: String,
     pub dir: PathBuf,
     pub shared: Arc<Shared>,
+    pub agents: Agents,
+    pub cron: Cron,
+    pub media: Arc<Media>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
     _tmp: Option<tempfile::TempDir>,
@@ -52,7 +58,8 @@ impl TestGateway {
         tweak(&mut config);
         let gateway = Gateway::bind(config).await.expect("gateway binds");
         let url = format!("ws://{}/ws", gateway.addr);
-        let shared = gateway.shared();
+        let (shared, agents) = (gateway.shared(), gateway.agents());
+        let (cron, media) = (gateway.cron(), gateway.media());
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(gateway.serve(async move {
             let _ = stopped.await;
@@ -61,6 +68,9 @@ impl TestGateway {
             url,
             dir: dir.to_path_buf(),
             shared,
+            agents,
+            cron,
+            media,
             stop: Some(stop),
             task: Some(task),
             _tmp: None,

@@ -16,8 +16,10 @@ use tokio::time::Instant as TokioInstant;
 
 use super::super::host::{Instance, LaneEvent};
 use super::super::turn::TurnMapper;
-use super::{is_steer_ack, short, sleep_until, Job, LaneActor, LaneCmd, Pending};
-use crate::handlers::WireError;
+use super::turns::is_steer_ack;
+use super::{short, sleep_until, Job, LaneActor, LaneCmd, Pending};
+use crate::command::Command;
+use crate::wire::WireError;
 
 /// Who sees the turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +55,27 @@ pub(super) struct Driven {
     pub steered: Option<(String, usize)>,
 }
 
+/// A running prompt's state, shared by the loop and the handlers of what arrives meanwhile.
+struct Running<'a> {
+    mode: Mode,
+    instance: &'a Arc<Instance>,
+    session_id: &'a str,
+    turn_id: String,
+    stopping: Stopping,
+    /// Approvals the agent asked for in this turn.
+    turn_pickers: Vec<String>,
+    crashed: Option<String>,
+    last_activity: Instant,
+    timed_out: bool,
+    steered: Option<(String, usize)>,
+}
+
+impl Running<'_> {
+    fn live(&self) -> bool {
+        self.mode == Mode::Live
+    }
+}
+
 /// A running turn's cancellation state.
 #[derive(Default)]
 pub(super) struct Stopping {
@@ -73,113 +96,190 @@ impl LaneActor {
         mapper: &mut TurnMapper,
         rx: &mut mpsc::UnboundedReceiver<LaneEvent>,
     ) -> Driven {
-        let live = mode == Mode::Live;
-        let turn_id = mapper.message_id().to_owned();
+        let mut run = Running {
+            mode,
+            instance,
+            session_id,
+            turn_id: mapper.message_id().to_owned(),
+            stopping: Stopping::default(),
+            turn_pickers: Vec::new(),
+            crashed: None,
+            last_activity: Instant::now(),
+            timed_out: false,
+            steered: None,
+        };
         let client = instance.client.clone();
         let sid = session_id.to_owned();
         let prompt = async move { client.prompt(&sid, blocks).await };
         tokio::pin!(prompt);
-        let mut stopping = Stopping::default();
-        let mut turn_pickers: Vec<String> = Vec::new();
-        let mut crashed: Option<String> = None;
-        let mut last_activity = Instant::now();
-        let mut timed_out = false;
-        let mut steered: Option<(String, usize)> = None;
         let result: Option<Result<PromptResponse, AcpError>> = loop {
-            let flush_at = if live {
+            let flush_at = if run.live() {
                 mapper.next_flush().map(TokioInstant::from_std)
             } else {
                 None
             };
-            let cancel_deadline = stopping
+            let cancel_deadline = run
+                .stopping
                 .since
-                .filter(|_| !stopping.killed)
-                .map(|t| TokioInstant::from_std(t + self.agents.cancel_grace));
+                .filter(|_| !run.stopping.killed)
+                .map(|t| TokioInstant::from_std(t + self.bridge.settings.cancel_grace));
             // Waiting for the user is not the agent hanging.
-            let waiting_for_user = self
-                .pickers
-                .values()
-                .any(|p| matches!(p, Pending::Approval { .. }));
-            let idle_deadline = (stopping.since.is_none() && !waiting_for_user)
-                .then(|| TokioInstant::from_std(last_activity + self.agents.turn_idle_timeout));
+            let waiting_for_user = self.waiting_for_user();
+            let idle_deadline = (run.stopping.since.is_none() && !waiting_for_user).then(|| {
+                TokioInstant::from_std(run.last_activity + self.bridge.settings.turn_idle_timeout)
+            });
             let expiry = self.next_picker_deadline();
+            let close = self.close.clone();
             tokio::select! {
                 res = &mut prompt => break Some(res),
-                Some(ev) = rx.recv() => match ev {
-                    LaneEvent::Update(update) => {
-                        last_activity = Instant::now();
-                        self.take_update(mode, update, mapper, &turn_id, steered.is_some()).await;
+                Some(ev) = rx.recv() => {
+                    if self.on_event(&mut run, ev, mapper).await {
+                        break None;
                     }
-                    LaneEvent::Permission(request, responder) => {
-                        if !live || stopping.since.is_some() {
-                            responder.cancel();
-                        } else if let Some(id) = self.open_permission(request, responder).await {
-                            turn_pickers.push(id);
-                        }
-                    }
-                    LaneEvent::Exited { generation, detail } => {
-                        if generation == instance.generation {
-                            crashed = Some(detail);
-                            break None;
-                        }
-                    }
-                },
+                }
                 // A scheduled run has a session of its own; the lane's session may still speak.
-                Some(ev) = self.ev_rx.recv(), if !live => self.idle_event(ev).await,
-                cmd = self.rx.recv() => match cmd {
-                    None | Some(LaneCmd::Close) => {
+                Some(ev) = self.ev_rx.recv(), if !run.live() => self.idle_event(ev).await,
+                _ = close.cancelled(), if !self.closing => {
+                    self.closing = true;
+                    self.cancel_run(&mut run);
+                }
+                cmd = self.rx.recv(), if !self.closing => match cmd {
+                    None => {
                         self.closing = true;
-                        self.cancel_turn(instance, session_id, &mut stopping, &turn_pickers);
+                        self.cancel_run(&mut run);
                     }
-                    Some(LaneCmd::Stop(reply)) => {
-                        self.cancel_turn(instance, session_id, &mut stopping, &turn_pickers);
-                        let _ = reply.send(true);
-                    }
-                    Some(LaneCmd::Steer(text, reply)) if live => {
-                        let result = self.steer(instance, session_id, text, &mut stopping, &turn_pickers);
-                        if let Ok(Some(text)) = &result {
-                            steered = Some((text.clone(), mapper.tool_count()));
-                        }
-                        let _ = reply.send(result.map(|_| ()));
-                    }
-                    Some(LaneCmd::Steer(_, reply)) => {
-                        let _ = reply.send(Err(WireError::not_found("a scheduled job is running in this lane; stop it or wait for it")));
-                    }
-                    Some(LaneCmd::Prompt(p)) => self.queue.push_back(Job::Prompt(p)),
-                    Some(LaneCmd::Command(c)) if c.name == "/stop" => {
-                        self.read_receipt(c.origin_conn, &c.message_id);
-                        self.cancel_turn(instance, session_id, &mut stopping, &turn_pickers);
-                    }
-                    Some(LaneCmd::Command(c)) if matches!(c.name, "/status" | "/help" | "/reasoning" | "/title" | "/cron") => self.command(c).await,
-                    Some(LaneCmd::Command(c)) => self.queue.push_back(Job::Command(c)),
-                    Some(LaneCmd::Cron(c)) => self.queue.push_back(Job::Cron(c)),
-                    Some(LaneCmd::Picker { picker_id, value, reply }) => {
-                        let result = self.answer_picker(&picker_id, &value).await;
-                        if live && result.is_ok() && !self.pickers.values().any(|p| matches!(p, Pending::Approval { .. })) {
-                            let reason = if mapper.tool_open() { BusyReason::Tool } else { BusyReason::Processing };
-                            self.busy(reason).await;
-                        }
-                        let _ = reply.send(result);
-                    }
+                    Some(cmd) => self.on_cmd(&mut run, cmd, mapper).await,
                 },
                 _ = sleep_until(flush_at) => {
                     if let Some(out) = mapper.flush_due(Instant::now()) {
-                        self.emit(vec![out], &turn_id).await;
+                        self.emit(vec![out], &run.turn_id).await;
                     }
                 }
                 _ = sleep_until(idle_deadline) => {
                     tracing::warn!(lane = ?self.lane, "the agent sent nothing for too long; cancelling the turn");
-                    timed_out = true;
-                    self.cancel_turn(instance, session_id, &mut stopping, &turn_pickers);
+                    run.timed_out = true;
+                    self.cancel_run(&mut run);
                 }
                 _ = sleep_until(cancel_deadline) => {
                     tracing::warn!(lane = ?self.lane, "the agent did not end a cancelled turn; restarting it");
-                    stopping.killed = true;
-                    self.host.kill(instance.generation).await;
+                    run.stopping.killed = true;
+                    self.host().kill(instance.generation).await;
                 }
                 _ = sleep_until(expiry) => self.expire_pickers().await,
             }
         };
+        self.finish_prompt(run, result, mapper, rx).await
+    }
+
+    fn waiting_for_user(&self) -> bool {
+        self.pickers
+            .values()
+            .any(|p| matches!(p, Pending::Approval { .. }))
+    }
+
+    fn cancel_run(&mut self, run: &mut Running<'_>) {
+        self.cancel_turn(
+            run.instance,
+            run.session_id,
+            &mut run.stopping,
+            &run.turn_pickers,
+        );
+    }
+
+    /// One event of the prompt's session. Returns true when the agent process died.
+    async fn on_event(
+        &mut self,
+        run: &mut Running<'_>,
+        ev: LaneEvent,
+        mapper: &mut TurnMapper,
+    ) -> bool {
+        match ev {
+            LaneEvent::Update(update) => {
+                run.last_activity = Instant::now();
+                let steered = run.steered.is_some();
+                self.take_update(run.mode, update, mapper, &run.turn_id, steered)
+                    .await;
+            }
+            LaneEvent::Permission(request, responder) => {
+                if !run.live() || run.stopping.since.is_some() {
+                    responder.cancel();
+                } else if let Some(id) = self.open_permission(request, responder).await {
+                    run.turn_pickers.push(id);
+                }
+            }
+            LaneEvent::Exited { generation, detail } => {
+                if generation == run.instance.generation {
+                    run.crashed = Some(detail);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// A command for the lane while the prompt runs: stop, steer and pickers act on the turn,
+    /// the gateway's own quick commands run at once, and everything else waits its turn.
+    async fn on_cmd(&mut self, run: &mut Running<'_>, cmd: LaneCmd, mapper: &mut TurnMapper) {
+        match cmd {
+            LaneCmd::Stop(reply) => {
+                self.cancel_run(run);
+                let _ = reply.send(true);
+            }
+            LaneCmd::Steer(text, reply) if run.live() => {
+                let result = self.steer(
+                    run.instance,
+                    run.session_id,
+                    text,
+                    &mut run.stopping,
+                    &run.turn_pickers,
+                );
+                if let Ok(Some(text)) = &result {
+                    run.steered = Some((text.clone(), mapper.tool_count()));
+                }
+                let _ = reply.send(result.map(|_| ()));
+            }
+            LaneCmd::Steer(_, reply) => {
+                let _ = reply.send(Err(WireError::not_found(
+                    "a scheduled job is running in this lane; stop it or wait for it",
+                )));
+            }
+            LaneCmd::Prompt(p) => self.queue.push_back(Job::Prompt(p)),
+            LaneCmd::Command(c) if c.command == Command::Stop => {
+                self.read_receipt(c.origin_conn, &c.message_id);
+                self.cancel_run(run);
+            }
+            LaneCmd::Command(c) if c.command.runs_during_turn() => self.command(c).await,
+            LaneCmd::Command(c) => self.queue.push_back(Job::Command(c)),
+            LaneCmd::Cron(c) => self.queue.push_back(Job::Cron(c)),
+            LaneCmd::Picker {
+                picker_id,
+                value,
+                reply,
+            } => {
+                let result = self.answer_picker(&picker_id, &value).await;
+                if run.live() && result.is_ok() && !self.waiting_for_user() {
+                    let reason = if mapper.tool_open() {
+                        BusyReason::Tool
+                    } else {
+                        BusyReason::Processing
+                    };
+                    self.busy(reason).await;
+                }
+                let _ = reply.send(result);
+            }
+        }
+    }
+
+    /// After the prompt answered (or the agent died): the updates still on their way, pickers
+    /// that can no longer be answered, and how the prompt ended.
+    async fn finish_prompt(
+        &mut self,
+        run: Running<'_>,
+        result: Option<Result<PromptResponse, AcpError>>,
+        mapper: &mut TurnMapper,
+        rx: &mut mpsc::UnboundedReceiver<LaneEvent>,
+    ) -> Driven {
+        let instance = run.instance;
         if result.is_some() {
             // The agent's last updates may still be on their way to this lane when its answer
             // arrives: wait until everything it sent before has been routed, then take it.
@@ -187,7 +287,8 @@ impl LaneActor {
             while let Ok(ev) = rx.try_recv() {
                 match ev {
                     LaneEvent::Update(update) => {
-                        self.take_update(mode, update, mapper, &turn_id, steered.is_some())
+                        let steered = run.steered.is_some();
+                        self.take_update(run.mode, update, mapper, &run.turn_id, steered)
                             .await
                     }
                     LaneEvent::Permission(_, responder) => responder.cancel(),
@@ -196,16 +297,16 @@ impl LaneActor {
             }
         }
         // Whatever is still pending belongs to this turn and cannot be answered any more.
-        for id in turn_pickers {
-            if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(&id) {
+        for id in &run.turn_pickers {
+            if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(id) {
                 responder.cancel();
             }
-            self.agents.forget_pickers(std::iter::once(&id));
+            self.bridge.forget_pickers(std::iter::once(id));
         }
-        let cancelled = stopping.since.is_some();
+        let cancelled = run.stopping.since.is_some();
         let ended = match result {
             Some(Ok(resp)) => {
-                self.host.mark_healthy(instance.generation).await;
+                self.host().mark_healthy(instance.generation).await;
                 let tokens = resp
                     .usage
                     .map(|u| instance.usage_delta(u.total_tokens))
@@ -219,22 +320,22 @@ impl LaneActor {
                 // Hermes fails a prompt cancelled during a tool or a permission prompt and then
                 // queues every later prompt forever: start over with a fresh process.
                 tracing::warn!(error = %e, "cancelled turn failed; restarting the agent");
-                self.host.kill(instance.generation).await;
+                self.host().kill(instance.generation).await;
                 Ended::Stopped
             }
             // A process killed because it did not end a stopped turn ended as the user asked.
-            None if stopping.killed => Ended::Stopped,
+            None if run.stopping.killed => Ended::Stopped,
             Some(Err(e)) if e.is_closed() => Ended::Crashed(short(&e.to_string())),
             Some(Err(e)) => Ended::Failed(short(&e.to_string())),
-            None => Ended::Crashed(short(&crashed.unwrap_or_default())),
+            None => Ended::Crashed(short(&run.crashed.unwrap_or_default())),
         };
         if matches!(ended, Ended::Stopped | Ended::Crashed(_)) {
             self.session = None;
         }
         Driven {
             ended,
-            timed_out,
-            steered,
+            timed_out: run.timed_out,
+            steered: run.steered,
         }
     }
 
@@ -260,7 +361,7 @@ impl LaneActor {
                 }
                 let outs = mapper.on_update(&update, Instant::now());
                 self.emit(outs, turn_id).await;
-                crate::media::agent::collect(&self.shared, &self.header(), mapper).await;
+                self.collect_files(mapper).await;
             }
             (Mode::Scheduled, update) => drop(mapper.on_update(&update, Instant::now())),
         }

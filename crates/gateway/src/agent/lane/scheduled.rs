@@ -3,7 +3,7 @@
 //! own, so that it starts without history and leaves the lane's conversation untouched.
 //!
 //! Nothing streams: the lane shows `agent.busy {reason:"cron"}` while the job runs, and the
-//! answer arrives whole as a `cron` message with its notification (see [`crate::cron::finish`]).
+//! answer arrives whole as a `cron` message with its notification (see [`crate::cron::Cron::finish`]).
 //! Nobody watches a scheduled run, so the agent's permission requests are declined.
 
 use std::sync::Arc;
@@ -24,12 +24,12 @@ impl LaneActor {
     /// Runs a due job as this lane's turn.
     pub(super) async fn run_cron(&mut self, run: CronRun) {
         // The job may have been removed or paused while it waited behind another turn.
-        if !crate::cron::still_wanted(&self.shared, &run).await {
+        if !self.bridge.cron.still_wanted(&run).await {
             return;
         }
         self.busy(BusyReason::Cron).await;
         match self.cron_turn(&run.prompt).await {
-            Some(outcome) => crate::cron::finish(&self.shared, &self.lane, run, outcome).await,
+            Some(outcome) => self.bridge.cron.finish(&self.lane, run, outcome).await,
             // The lane closes (gateway shutdown or channel deletion): the run is not recorded, so
             // that a restart catches it up.
             None => tracing::info!(job_id = run.job_id, "scheduled run interrupted"),
@@ -39,7 +39,7 @@ impl LaneActor {
 
     /// Opens the job's own session, runs the prompt in it and forgets the session.
     async fn cron_turn(&mut self, prompt: &str) -> Option<Outcome> {
-        let instance = match self.host.instance().await {
+        let instance = match self.host().instance().await {
             Ok(i) => i,
             Err(e) => {
                 return Some(Outcome::Failed(format!(
@@ -48,7 +48,7 @@ impl LaneActor {
                 )))
             }
         };
-        let session = match instance.client.new_session(&self.host.cwd).await {
+        let session = match instance.client.new_session(&self.host().cwd).await {
             Ok(s) => s,
             Err(e) => {
                 return Some(Outcome::Failed(format!(
@@ -58,7 +58,7 @@ impl LaneActor {
             }
         };
         let (tx, mut rx) = mpsc::unbounded_channel();
-        self.host
+        self.host()
             .add_route(&session.session_id, instance.generation, tx);
         let model = self
             .cron_model(&instance, &session.session_id, session.models)
@@ -66,7 +66,7 @@ impl LaneActor {
         let outcome = self
             .cron_prompt(&instance, &session.session_id, model, prompt, &mut rx)
             .await;
-        self.host.remove_route(&session.session_id);
+        self.host().remove_route(&session.session_id);
         outcome
     }
 
@@ -112,9 +112,9 @@ impl LaneActor {
             message_id: new_id("m_"),
             role: Role::Cron,
             model,
-            cwd: self.agents.cwd_display.clone(),
+            cwd: self.bridge.settings.cwd_display.clone(),
             show_reasoning: self.show_reasoning,
-            update_interval: self.agents.update_interval,
+            update_interval: self.bridge.settings.update_interval,
         });
         let blocks = vec![ContentBlock::text(prompt.to_owned())];
         let Driven {
@@ -147,7 +147,7 @@ impl LaneActor {
             }
         };
         if timed_out {
-            let secs = self.agents.turn_idle_timeout.as_secs();
+            let secs = self.bridge.settings.turn_idle_timeout.as_secs();
             return Some(Outcome::Failed(format!(
                 "the agent sent nothing for {secs} s, so the run was cancelled"
             )));

@@ -1,5 +1,7 @@
-//! The scheduler's clock: the system's wall clock in production, a clock that moves only when told
-//! in tests, so that a job due in two hours runs without anyone waiting two hours.
+//! The clock scheduled work reads: the system's wall clock in production, a clock that moves only
+//! when told in tests, so that a job due in two hours runs without anyone waiting two hours.
+//!
+//! Ground floor: imports nothing of the gateway but [`crate::ids`].
 
 use std::fmt;
 use std::sync::Arc;

@@ -10,23 +10,21 @@
 //!   `written`; its Pong proves receipt, and only then is the device's watermark raised.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::SinkExt;
 use iris_protocol::{
-    decode, encode, splice_cursor, ClientFrame, DecodeError, ErrorCode, ErrorPayload, GatewayState,
-    Header, Hello, HelloAck, RequestId, ServerCaps, ServerFrame, Status, SyncDone,
+    decode, encode, splice_cursor, ClientFrame, ErrorCode, ErrorPayload, Header, RequestId,
+    ServerFrame, SyncDone,
 };
 use iris_store::Committed;
-use subtle::ConstantTimeEq;
-use tokio::time::{timeout_at, Instant as TokioInstant};
 
-use crate::handlers::{self, Reply, WireError};
+use crate::handlers::{self, Context};
 use crate::hub::{CloseReason, ConnQueue, Outgoing};
-use crate::state::{Origin, Shared};
+use crate::outbox::Origin;
+use crate::wire::{Reply, WireError};
 
 /// Close codes of this gateway.
 pub mod close_code {
@@ -42,12 +40,16 @@ pub mod close_code {
     pub const GOING_AWAY: u16 = 1001;
 }
 
+mod hello;
+
+pub use hello::serve;
+
 /// Replay page size for `sync`.
 const REPLAY_PAGE: usize = 1000;
 
 /// A connection after `hello`.
 pub struct Conn {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) ctx: Arc<Context>,
     pub(crate) conn_id: u64,
     pub(crate) device_id: String,
     socket: WebSocket,
@@ -64,302 +66,6 @@ pub struct Conn {
     pub(crate) media: crate::media::ConnMedia,
 }
 
-/// Serves one upgraded socket until it closes.
-pub async fn serve(shared: Arc<Shared>, mut socket: WebSocket, addr: SocketAddr) {
-    let Some((hello_id, hello)) = await_hello(&shared, &mut socket, addr).await else {
-        return;
-    };
-    if shared.shutdown.is_cancelled() {
-        let status = ServerFrame::Status(Status {
-            state: GatewayState::Restarting,
-        });
-        let _ = socket
-            .send(Message::Text(encode(&Header::default(), &status).into()))
-            .await;
-        let frame = CloseFrame {
-            code: close_code::GOING_AWAY,
-            reason: Utf8Bytes::from("gateway restarting"),
-        };
-        let _ = socket.send(Message::Close(Some(frame))).await;
-        return;
-    }
-    let conn_id = shared.next_conn_id();
-    let mut conn = match attach(&shared, socket, conn_id, hello_id, hello).await {
-        Ok(conn) => conn,
-        Err(e) => {
-            tracing::warn!(error = %e, "hello failed");
-            return;
-        }
-    };
-    let reason = conn.run().await;
-    // An upload still open when the device went away leaves nothing behind.
-    conn.media.close().await;
-    shared.hub.detach(&conn.queue);
-    // `devices list` shows when a device was last seen: its connect or, here, its disconnect.
-    let (device, now) = (conn.device_id.clone(), crate::ids::now_ms());
-    let _ = shared.store.write(move |tx| tx.touch(&device, now)).await;
-    tracing::info!(device_id = %conn.device_id, conn_id, reason = ?reason, "connection closed");
-}
-
-/// Waits for a valid `hello`. Anything else is answered with an error and a close.
-async fn await_hello(
-    shared: &Shared,
-    socket: &mut WebSocket,
-    addr: SocketAddr,
-) -> Option<(Option<RequestId>, Hello)> {
-    let deadline = TokioInstant::now() + shared.config.limits.hello_timeout;
-    loop {
-        let msg = match timeout_at(deadline, socket.recv()).await {
-            Err(_) => {
-                let msg = format!(
-                    "no hello within {} ms",
-                    shared.config.limits.hello_timeout.as_millis()
-                );
-                reject(socket, None, ErrorCode::Auth, &msg, close_code::AUTH).await;
-                return None;
-            }
-            Ok(None) | Ok(Some(Err(_))) => return None,
-            Ok(Some(Ok(msg))) => msg,
-        };
-        let text = match msg {
-            Message::Text(t) => t,
-            Message::Ping(_) | Message::Pong(_) => continue,
-            Message::Close(_) => return None,
-            Message::Binary(_) => {
-                reject(
-                    socket,
-                    None,
-                    ErrorCode::Auth,
-                    "hello required first",
-                    close_code::AUTH,
-                )
-                .await;
-                return None;
-            }
-        };
-        if shared.auth_blocked(addr.ip()) {
-            reject(
-                socket,
-                None,
-                ErrorCode::RateLimited,
-                "too many failed attempts; try again later",
-                close_code::AUTH,
-            )
-            .await;
-            return None;
-        }
-        if text.len() > shared.config.limits.max_frame_bytes {
-            reject(
-                socket,
-                None,
-                ErrorCode::BadRequest,
-                "frame too large",
-                close_code::AUTH,
-            )
-            .await;
-            return None;
-        }
-        let decoded = match decode::<ClientFrame>(&text) {
-            Ok(d) => d,
-            Err(DecodeError {
-                id,
-                version_mismatch: true,
-                message,
-                ..
-            }) => {
-                reject(
-                    socket,
-                    id,
-                    ErrorCode::Unsupported,
-                    &message,
-                    close_code::VERSION,
-                )
-                .await;
-                return None;
-            }
-            Err(e) => {
-                shared.record_auth_failure(addr.ip());
-                reject(
-                    socket,
-                    e.id,
-                    ErrorCode::Auth,
-                    "hello required first",
-                    close_code::AUTH,
-                )
-                .await;
-                return None;
-            }
-        };
-        let ClientFrame::Hello(hello) = decoded.body else {
-            reject(
-                socket,
-                decoded.header.id,
-                ErrorCode::Auth,
-                "hello required first",
-                close_code::AUTH,
-            )
-            .await;
-            return None;
-        };
-        let token_ok: bool = hello.token.as_bytes().ct_eq(shared.token.as_bytes()).into();
-        if !token_ok {
-            shared.record_auth_failure(addr.ip());
-            tracing::warn!(addr = %addr.ip(), "hello with a wrong token");
-            reject(
-                socket,
-                decoded.header.id,
-                ErrorCode::Auth,
-                "invalid token",
-                close_code::AUTH,
-            )
-            .await;
-            return None;
-        }
-        if let Some(min) = hello.caps.as_ref().and_then(|c| c.min_protocol) {
-            if min > iris_protocol::PROTOCOL_VERSION {
-                let msg = format!("client needs protocol v{min}; this gateway speaks v1");
-                reject(
-                    socket,
-                    decoded.header.id,
-                    ErrorCode::Unsupported,
-                    &msg,
-                    close_code::VERSION,
-                )
-                .await;
-                return None;
-            }
-        }
-        if !valid_device_id(&hello.device_id) {
-            let msg = "device_id must be 1-128 visible characters";
-            reject(
-                socket,
-                decoded.header.id,
-                ErrorCode::BadRequest,
-                msg,
-                close_code::AUTH,
-            )
-            .await;
-            return None;
-        }
-        // `iris-gateway devices revoke` blocks the id for good (see devices.rs).
-        if crate::devices::is_revoked(&shared.store, &hello.device_id)
-            .await
-            .unwrap_or(false)
-        {
-            tracing::warn!(device_id = %hello.device_id, "hello from a revoked device");
-            reject(
-                socket,
-                decoded.header.id,
-                ErrorCode::Auth,
-                "this device was revoked",
-                close_code::AUTH,
-            )
-            .await;
-            return None;
-        }
-        return Some((decoded.header.id, hello));
-    }
-}
-
-fn valid_device_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && id.chars().all(|c| !c.is_control() && !c.is_whitespace())
-}
-
-async fn reject(
-    socket: &mut WebSocket,
-    id: Option<RequestId>,
-    code: ErrorCode,
-    message: &str,
-    close: u16,
-) {
-    let frame = ServerFrame::Error(ErrorPayload {
-        code,
-        message: message.to_owned(),
-    });
-    let _ = socket
-        .send(Message::Text(
-            encode(&Header::default().with_id(id), &frame).into(),
-        ))
-        .await;
-    let _ = socket
-        .send(Message::Close(Some(CloseFrame {
-            code: close,
-            reason: Utf8Bytes::from(message.to_owned()),
-        })))
-        .await;
-}
-
-/// Registers the device, attaches to the hub and answers `hello.ack` + `status online`.
-async fn attach(
-    shared: &Arc<Shared>,
-    mut socket: WebSocket,
-    conn_id: u64,
-    hello_id: Option<RequestId>,
-    hello: Hello,
-) -> Result<Conn, iris_store::StoreError> {
-    let device = handlers::register_device(shared, &hello).await?;
-    let channels = handlers::channel_directory(shared).await?;
-    let queue = ConnQueue::new(
-        conn_id,
-        hello.device_id.clone(),
-        shared.config.limits.max_queued_frames,
-        shared.metrics.clone(),
-    );
-    let (head, replaced) = shared.hub.attach(queue.clone());
-    if let Some(old) = replaced {
-        old.close(CloseReason::Replaced);
-    }
-    tracing::info!(device_id = %hello.device_id, conn_id, sync_cursor = device.confirmed_cursor, head, "device connected");
-    let ack = HelloAck {
-        server_caps: ServerCaps {
-            streaming: true,
-            reasoning: true,
-            tools: true,
-            media: true,
-            search: true,
-            push: shared.config.push.caps(),
-            pickers: true,
-            webpush_key: shared.config.push.webpush_key(),
-        },
-        sync_cursor: device.confirmed_cursor,
-        last_pushed_cursor: device.last_pushed_cursor,
-        channels,
-        head_cursor: head,
-        device_id: Some(hello.device_id.clone()),
-    };
-    let mut frames = vec![encode(
-        &Header::default().with_id(hello_id),
-        &ServerFrame::HelloAck(ack),
-    )];
-    frames.push(encode(
-        &Header::default(),
-        &ServerFrame::Status(Status {
-            state: GatewayState::Online,
-        }),
-    ));
-    for f in frames {
-        if socket.send(Message::Text(f.into())).await.is_err() {
-            shared.hub.detach(&queue);
-            return Err(iris_store::StoreError::Closed);
-        }
-    }
-    Ok(Conn {
-        shared: shared.clone(),
-        conn_id,
-        device_id: hello.device_id,
-        socket,
-        queue,
-        live_base: head,
-        live_last: head,
-        written: device.confirmed_cursor,
-        gap_before_live: device.confirmed_cursor < head,
-        pings: VecDeque::new(),
-        ping_seq: 0,
-        last_pong: Instant::now(),
-        media: crate::media::ConnMedia::default(),
-    })
-}
-
 /// How a connection ended.
 #[derive(Debug)]
 pub enum Ended {
@@ -373,7 +79,7 @@ pub enum Ended {
 
 impl Conn {
     async fn run(&mut self) -> Ended {
-        let mut tick = tokio::time::interval(self.shared.config.limits.ping_interval);
+        let mut tick = tokio::time::interval(self.ctx.shared.config.limits.ping_interval);
         tick.tick().await;
         loop {
             let queue = self.queue.clone();
@@ -512,7 +218,7 @@ impl Conn {
     }
 
     async fn keepalive(&mut self) -> Option<Ended> {
-        let timeout = self.shared.config.limits.ping_timeout;
+        let timeout = self.ctx.shared.config.limits.ping_timeout;
         if self.pings.front().is_some_and(|p| p.2.elapsed() > timeout)
             && self.last_pong.elapsed() > timeout
         {
@@ -542,17 +248,17 @@ impl Conn {
         // after answering the ping (reconnecting, say) sees the new watermark.
         let device = self.device_id.clone();
         match self
+            .ctx
             .shared
             .store
             .write(move |tx| tx.confirm_cursor(&device, cursor))
             .await
         {
-            Ok(()) => {
-                let _ = self
-                    .shared
-                    .confirmations
-                    .send((self.device_id.clone(), cursor));
-            }
+            Ok(()) => self
+                .ctx
+                .shared
+                .hub
+                .watermark_stored(&self.device_id, cursor),
             Err(e) => tracing::warn!(error = %e, "could not store a delivery watermark"),
         }
     }
@@ -582,9 +288,9 @@ impl Conn {
     }
 
     async fn on_text(&mut self, text: &str) -> Result<(), Ended> {
-        if text.len() > self.shared.config.limits.max_frame_bytes {
-            let limit = self.shared.config.limits.max_frame_bytes;
-            let id = handlers::sniff_id(text);
+        if text.len() > self.ctx.shared.config.limits.max_frame_bytes {
+            let limit = self.ctx.shared.config.limits.max_frame_bytes;
+            let id = iris_protocol::sniff_id(text);
             return self
                 .send_error(
                     id,
@@ -601,15 +307,11 @@ impl Conn {
                     .await;
                 return Err(Ended::Disconnected);
             }
+            // The decoder finds the id even where it gives up early (too deep, truncated).
             Err(e) => {
-                // The parser may give up before reading the id (too deep, truncated): look for it.
-                let id = e.id.or_else(|| {
-                    text.trim_start()
-                        .starts_with('{')
-                        .then(|| handlers::sniff_id(text))
-                        .flatten()
-                });
-                return self.send_error(id, WireError::new(e.code, e.message)).await;
+                return self
+                    .send_error(e.id, WireError::new(e.code, e.message))
+                    .await
             }
         };
         let id = decoded.header.id.clone();
@@ -665,7 +367,7 @@ impl Conn {
 
     /// Replays the outbox after `after`, holding live frames meanwhile (see the module docs).
     async fn sync(&mut self, id: Option<RequestId>, after: u64) -> Result<(), Ended> {
-        let store = &self.shared.store;
+        let store = &self.ctx.shared.store;
         let head = self.queue.last_cursor().max(self.live_base);
         let (floor, db_head) = match (store.outbox_floor().await, store.outbox_head().await) {
             (Ok(f), Ok(h)) => (f, h),
@@ -679,9 +381,9 @@ impl Conn {
             return self.send_error(id, WireError::bad_request(msg)).await;
         }
         let gap = after < floor;
-        crate::metrics::Metrics::inc(&self.shared.metrics.sync_replays);
+        crate::metrics::Metrics::inc(&self.ctx.shared.metrics.sync_replays);
         if gap {
-            crate::metrics::Metrics::inc(&self.shared.metrics.sync_gaps);
+            crate::metrics::Metrics::inc(&self.ctx.shared.metrics.sync_gaps);
         }
         // Frames at or below this were either in the outbox before the final read below, or are
         // queued: a replay that reaches the end has delivered every one of them.
@@ -710,7 +412,8 @@ impl Conn {
                     .map_err(|_| Ended::Disconnected)?;
             }
             self.socket.flush().await.map_err(|_| Ended::Disconnected)?;
-            self.shared
+            self.ctx
+                .shared
                 .metrics
                 .frames_replayed
                 .fetch_add(written, std::sync::atomic::Ordering::Relaxed);

@@ -7,6 +7,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod cron;
+pub mod push;
+mod secret;
+
+pub use secret::Secret;
+
 /// The whole configuration, as read from the TOML file. Every key is optional; unknown keys are
 /// rejected so that a typo is an error instead of a silently ignored setting.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -17,7 +23,7 @@ pub struct FileConfig {
     /// `data_dir = "/var/lib/iris"`.
     pub data_dir: Option<PathBuf>,
     /// `token = "…"`.
-    pub token: Option<String>,
+    pub token: Option<Secret>,
     /// `public_url = "https://iris.example.com"`: where devices reach the gateway (see
     /// [`Config::public_url`]).
     pub public_url: Option<String>,
@@ -38,7 +44,7 @@ pub struct FileConfig {
     pub cron: CronFileConfig,
     /// `[push]` section.
     #[serde(default)]
-    pub push: crate::push::PushFileConfig,
+    pub push: push::PushFileConfig,
 }
 
 /// `[cron]`: scheduled prompts.
@@ -147,7 +153,7 @@ pub struct Config {
     /// Directory holding the database, the token file and media.
     pub data_dir: PathBuf,
     /// The token, when given; otherwise one is generated and stored in the data dir.
-    pub token: Option<String>,
+    pub token: Option<Secret>,
     /// The agent command line (`None` = choose automatically).
     pub agent_command: Option<String>,
     /// The agent's working directory.
@@ -171,9 +177,9 @@ pub struct Config {
     /// The base URL devices reach the gateway at, when configured (no trailing slash).
     pub public_url: Option<String>,
     /// Scheduled prompts.
-    pub cron: crate::cron::CronConfig,
+    pub cron: cron::CronConfig,
     /// Push notifications to devices without a live connection.
-    pub push: crate::push::PushConfig,
+    pub push: push::PushConfig,
 }
 
 /// Media transfer settings.
@@ -208,7 +214,7 @@ pub struct Overrides {
     /// `--data-dir` / `IRIS_DATA_DIR`.
     pub data_dir: Option<PathBuf>,
     /// `--token` / `IRIS_TOKEN`.
-    pub token: Option<String>,
+    pub token: Option<Secret>,
     /// `--agent` / `IRIS_AGENT`.
     pub agent: Option<String>,
     /// `--config` / `IRIS_CONFIG`.
@@ -272,7 +278,7 @@ impl Config {
         })?;
         let token = over.token.or(file.token);
         if let Some(t) = &token {
-            if t.trim().len() < 8 {
+            if t.expose().trim().len() < 8 {
                 return Err(ConfigError::Invalid {
                     key: "token",
                     message: "must be at least 8 characters".into(),
@@ -304,7 +310,7 @@ impl Config {
             .or(file.public_url)
             .map(|u| parse_public_url(&u))
             .transpose()?;
-        let mut cron = crate::cron::CronConfig {
+        let mut cron = cron::CronConfig {
             catch_up: file.cron.catch_up.unwrap_or(true),
             ..Default::default()
         };
@@ -350,7 +356,7 @@ impl Config {
             },
             public_url,
             cron,
-            push: crate::push::PushConfig::resolve(file.push)?,
+            push: push::PushConfig::resolve(file.push)?,
         })
     }
 
@@ -387,7 +393,7 @@ impl Config {
         Config {
             listen: "127.0.0.1:0".parse().expect("valid address"),
             data_dir: data_dir.to_path_buf(),
-            token: Some(token.to_owned()),
+            token: Some(token.into()),
             agent_command: Some(format!("{} demo-agent", demo_agent_program())),
             agent_cwd: Some(data_dir.to_path_buf()),
             approval_timeout: Duration::from_secs(55),
@@ -399,8 +405,8 @@ impl Config {
             group_commit: true,
             media: MediaConfig::default(),
             public_url: None,
-            cron: crate::cron::CronConfig::default(),
-            push: crate::push::PushConfig::default(),
+            cron: cron::CronConfig::default(),
+            push: push::PushConfig::default(),
         }
     }
 }

@@ -1,0 +1,295 @@
+//! The bridge between requests and lane actors: it starts a lane's actor on its first command,
+//! hands commands to it through a bounded mailbox, remembers which lane each open picker belongs
+//! to, and ends actors when their lanes are deleted or the gateway stops.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use iris_protocol::{CommandInfo, ErrorCode};
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::host::AgentHost;
+use super::lane::{LaneActor, LaneCmd};
+use super::AgentChoice;
+use crate::cron::{Cron, DueRuns};
+use crate::media::Media;
+use crate::outbox::{self, Lane, Origin};
+use crate::state::Shared;
+use crate::wire::WireError;
+
+/// Commands a lane's mailbox holds before further requests for that lane are refused. A person
+/// sends far fewer while a turn runs; a client that floods one lane gets `rate_limited`.
+pub const LANE_MAILBOX: usize = 64;
+
+/// Settings of the agent bridge.
+#[derive(Debug, Clone)]
+pub struct BridgeConfig {
+    /// The agent's working directory, home-relative, for `runtime.cwd`.
+    pub cwd_display: String,
+    /// Minimum spacing of `message.update` frames.
+    pub update_interval: Duration,
+    /// Pending approvals are cancelled after this long (before the agent's own timeout).
+    pub picker_timeout: Duration,
+    /// A turn without agent output for this long is cancelled.
+    pub turn_idle_timeout: Duration,
+    /// A cancelled turn that has not ended after this long restarts the agent.
+    pub cancel_grace: Duration,
+}
+
+/// A lane actor's mailbox and task, the flag that silences it when its lane is deleted, and the
+/// signal that ends it.
+struct LaneHandle {
+    tx: mpsc::Sender<LaneCmd>,
+    task: JoinHandle<()>,
+    deleted: Arc<AtomicBool>,
+    close: CancellationToken,
+}
+
+/// What every lane actor shares: the state of the gateway it writes to, the agent process, the
+/// services it uses, and the bridge's registries.
+pub(crate) struct Bridge {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) media: Arc<Media>,
+    pub(crate) cron: Cron,
+    pub(crate) host: Arc<AgentHost>,
+    pub(crate) settings: BridgeConfig,
+    disabled: bool,
+    lanes: Mutex<HashMap<Lane, LaneHandle>>,
+    pickers: Mutex<HashMap<String, Lane>>,
+    notice: Mutex<Option<String>>,
+}
+
+/// The agent bridge's handle; cheap to clone.
+#[derive(Clone)]
+pub struct Agents {
+    bridge: Arc<Bridge>,
+}
+
+impl Agents {
+    /// The bridge for this agent, writing to `shared` and using `media` and `cron`.
+    pub fn new(
+        choice: AgentChoice,
+        cwd: PathBuf,
+        settings: BridgeConfig,
+        shared: Arc<Shared>,
+        media: Arc<Media>,
+        cron: Cron,
+    ) -> Agents {
+        if let Some(n) = &choice.notice {
+            tracing::warn!("{n}");
+        }
+        Agents {
+            bridge: Arc::new(Bridge {
+                shared,
+                media,
+                cron,
+                host: AgentHost::new(choice.spec, choice.label, cwd, choice.is_demo),
+                settings,
+                disabled: choice.disabled,
+                lanes: Mutex::default(),
+                pickers: Mutex::default(),
+                notice: Mutex::new(choice.notice),
+            }),
+        }
+    }
+
+    /// Sends a command to a lane's actor, starting the actor if needed. A full mailbox is
+    /// refused with `rate_limited`; nothing is queued then.
+    pub fn send(&self, lane: &Lane, cmd: LaneCmd) -> Result<(), WireError> {
+        if self.bridge.disabled {
+            self.without_agent(lane, cmd);
+            return Ok(());
+        }
+        let mut lanes = self.bridge.lanes.lock().expect("lanes lock");
+        let cmd = match lanes.get(lane).filter(|h| !h.task.is_finished()) {
+            Some(handle) => match handle.tx.try_send(cmd) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Full(_)) => {
+                    return Err(WireError::new(
+                        ErrorCode::RateLimited,
+                        "too many requests are waiting in this chat; try again shortly",
+                    ))
+                }
+                // The actor ended meanwhile: a new one takes the command.
+                Err(TrySendError::Closed(cmd)) => cmd,
+            },
+            None => cmd,
+        };
+        let (tx, rx) = mpsc::channel(LANE_MAILBOX);
+        let deleted = Arc::new(AtomicBool::new(false));
+        let close = CancellationToken::new();
+        let actor = LaneActor::new(
+            self.bridge.clone(),
+            lane.clone(),
+            rx,
+            deleted.clone(),
+            close.clone(),
+        );
+        let task = tokio::spawn(actor.run());
+        // A new mailbox has room for its first command.
+        let _ = tx.try_send(cmd);
+        lanes.insert(
+            lane.clone(),
+            LaneHandle {
+                tx,
+                task,
+                deleted,
+                close,
+            },
+        );
+        Ok(())
+    }
+
+    /// Without an agent, messages are stored and synced; there is nothing to run or stop.
+    fn without_agent(&self, lane: &Lane, cmd: LaneCmd) {
+        match cmd {
+            LaneCmd::Stop(reply) => drop(reply.send(false)),
+            LaneCmd::Steer(_, reply) => {
+                drop(reply.send(Err(WireError::not_found("no agent is configured"))))
+            }
+            LaneCmd::Picker { reply, .. } => {
+                drop(reply.send(Err(WireError::not_found("picker unknown or expired"))))
+            }
+            LaneCmd::Command(c) => {
+                let text = format!(
+                    "{} needs an agent, and this gateway runs without one (--agent none).",
+                    c.command.name().as_str()
+                );
+                tokio::spawn(self.bridge.clone().post_system(lane.clone(), text));
+            }
+            LaneCmd::Prompt(_) | LaneCmd::Cron(_) => {}
+        }
+    }
+
+    /// Hands the scheduler's due runs to their lanes until the scheduler stops.
+    pub fn take_due_runs(&self, mut due: DueRuns) {
+        let agents = self.clone();
+        tokio::spawn(async move {
+            while let Some((lane, run)) = due.recv().await {
+                // A lane that cannot take the run drops it, and the scheduler records it as
+                // not run.
+                if let Err(e) = agents.send(&lane, LaneCmd::Cron(run)) {
+                    tracing::warn!(error = %e.message, "a scheduled run was not handed to its lane");
+                }
+            }
+        });
+    }
+
+    /// The lane a pending picker belongs to.
+    pub fn picker_lane(&self, picker_id: &str) -> Option<Lane> {
+        self.bridge.picker_lane(picker_id)
+    }
+
+    /// The command catalog: the gateway's commands, then the agent's.
+    pub fn catalog(&self) -> Vec<CommandInfo> {
+        super::catalog(&self.bridge.host)
+    }
+
+    /// Whether the agent advertised a command of this name (without its slash).
+    pub fn has_command(&self, name: &str) -> bool {
+        self.bridge.host.has_command(name)
+    }
+
+    /// The agent's human name.
+    pub fn label(&self) -> &str {
+        &self.bridge.host.label
+    }
+
+    /// How often the agent process was restarted.
+    pub fn restarts(&self) -> u64 {
+        self.bridge.host.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Silences the lanes about to be deleted, so that nothing more is sent for them; returns
+    /// their flags so that a failed delete can give them their voice back.
+    pub fn silence_lanes(&self, pred: impl Fn(&Lane) -> bool) -> Vec<Arc<AtomicBool>> {
+        let lanes = self.bridge.lanes.lock().expect("lanes lock");
+        lanes
+            .iter()
+            .filter(|(l, _)| pred(l))
+            .map(|(_, h)| {
+                h.deleted.store(true, Ordering::SeqCst);
+                h.deleted.clone()
+            })
+            .collect()
+    }
+
+    /// Ends the actors of deleted lanes and waits for them. A turn still running there is
+    /// cancelled and leaves no frames: the lane no longer exists.
+    pub async fn delete_lanes(&self, pred: impl Fn(&Lane) -> bool) {
+        self.close_lanes(pred, true).await
+    }
+
+    async fn close_lanes(&self, pred: impl Fn(&Lane) -> bool, deleted: bool) {
+        let closing: Vec<JoinHandle<()>> = {
+            let mut lanes = self.bridge.lanes.lock().expect("lanes lock");
+            let keys: Vec<Lane> = lanes.keys().filter(|l| pred(l)).cloned().collect();
+            keys.into_iter()
+                .filter_map(|k| lanes.remove(&k))
+                .map(|h| {
+                    h.deleted.store(deleted, Ordering::SeqCst);
+                    h.close.cancel();
+                    h.task
+                })
+                .collect()
+        };
+        for task in closing {
+            let _ = task.await;
+        }
+    }
+
+    /// Ends every lane (running turns are cancelled and closed with `message.stop`), then the
+    /// agent process.
+    pub async fn shutdown(&self) {
+        self.close_lanes(|_| true, false).await;
+        self.bridge.host.shutdown().await;
+    }
+}
+
+impl Bridge {
+    /// The lane a pending picker belongs to.
+    pub(crate) fn picker_lane(&self, picker_id: &str) -> Option<Lane> {
+        self.pickers
+            .lock()
+            .expect("pickers lock")
+            .get(picker_id)
+            .cloned()
+    }
+
+    pub(crate) fn remember_picker(&self, picker_id: &str, lane: &Lane) {
+        self.pickers
+            .lock()
+            .expect("pickers lock")
+            .insert(picker_id.to_owned(), lane.clone());
+    }
+
+    pub(crate) fn forget_pickers<'a>(&self, ids: impl Iterator<Item = &'a String>) {
+        let mut map = self.pickers.lock().expect("pickers lock");
+        for id in ids {
+            map.remove(id);
+        }
+    }
+
+    /// The one-time notice about the agent choice, for the first turn.
+    pub(crate) fn take_notice(&self) -> Option<String> {
+        self.notice.lock().expect("notice lock").take()
+    }
+
+    /// Appends a system message to a lane, outside any lane actor.
+    async fn post_system(self: Arc<Self>, lane: Lane, text: String) {
+        let message = outbox::system_message(text);
+        let result = self
+            .shared
+            .store
+            .write(move |tx| outbox::post(tx, &lane, message, &Origin::none()))
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "could not store a system message");
+        }
+    }
+}

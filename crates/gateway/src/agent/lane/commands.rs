@@ -1,0 +1,227 @@
+//! The gateway's slash commands as a lane runs them: one arm per [`Command`], each answering
+//! with a system message or a picker in the lane.
+
+use iris_protocol::{Choice, DurableFrame, ModelEntry, ModelProvider, PickerChoice, PickerModel};
+
+use super::{short, CommandJob, LaneActor, Pending};
+use crate::command::{Command, Reasoning};
+
+impl LaneActor {
+    /// Runs a gateway command in this lane.
+    pub(super) async fn command(&mut self, c: CommandJob) {
+        self.read_receipt(c.origin_conn, &c.message_id);
+        match c.command {
+            Command::New => self.new_session().await,
+            Command::Stop => self.system("Nothing is running in this chat.").await,
+            Command::Status => {
+                let text = self.status_text();
+                self.system(text).await;
+            }
+            Command::Help => {
+                let text = crate::command::help_text(&crate::agent::catalog(self.host()));
+                self.system(text).await;
+            }
+            Command::Reasoning(Reasoning::Show) => self.set_reasoning(true).await,
+            Command::Reasoning(Reasoning::Hide) => self.set_reasoning(false).await,
+            Command::Reasoning(Reasoning::Ask) => self.reasoning_picker().await,
+            Command::Reasoning(Reasoning::Unknown(other)) => {
+                self.system(format!(
+                    "Unknown option {other:?}: use /reasoning show or /reasoning hide."
+                ))
+                .await
+            }
+            Command::Cron(args) => {
+                let text = crate::cron::command::run(&self.bridge.cron, &self.lane, &args).await;
+                self.system(text).await;
+            }
+            Command::Title(title) if title.is_empty() => {
+                self.system("Usage: /title <new name>").await
+            }
+            Command::Title(title) => self.user_title(&title).await,
+            Command::Model(wanted) => self.model(wanted).await,
+        }
+    }
+
+    pub(super) async fn new_session(&mut self) {
+        if let Some(old) = self.session.take() {
+            self.host().remove_route(&old.id);
+        }
+        self.set_stored_session(None).await;
+        match self.ensure_session().await {
+            Ok(_) => self.system("Started a new session.").await,
+            Err(e) => {
+                self.system(format!("Could not start a new session: {e}"))
+                    .await
+            }
+        }
+    }
+
+    pub(super) async fn reasoning_picker(&mut self) {
+        let id = self.register_picker(Pending::Reasoning);
+        let choices = vec![
+            Choice {
+                value: "show".into(),
+                label: "Show reasoning".into(),
+                is_current: self.show_reasoning,
+            },
+            Choice {
+                value: "hide".into(),
+                label: "Hide reasoning".into(),
+                is_current: !self.show_reasoning,
+            },
+        ];
+        let frame = DurableFrame::PickerChoice(PickerChoice {
+            picker_id: id,
+            title: "Reasoning".into(),
+            choices,
+        });
+        self.durable(vec![frame], None, None).await;
+    }
+
+    /// `/model`: the picker, or a switch to the named model (its full id or its bare name).
+    pub(super) async fn model(&mut self, wanted: Option<String>) {
+        if let Err(e) = self.ensure_session().await {
+            self.system(format!("The agent is not available: {e}"))
+                .await;
+            return;
+        }
+        let Some(wanted) = wanted else {
+            self.model_picker().await;
+            return;
+        };
+        let models = self.session.as_ref().and_then(|s| s.models.as_ref());
+        let found = models.and_then(|m| {
+            m.available_models
+                .iter()
+                .find(|x| x.model_id == wanted)
+                .or_else(|| {
+                    m.available_models
+                        .iter()
+                        .find(|x| crate::agent::turn::bare_model(&x.model_id) == wanted)
+                })
+                .map(|x| x.model_id.clone())
+        });
+        match found {
+            Some(id) => self.set_model(&id).await,
+            None => {
+                let list = models
+                    .map(|m| {
+                        m.available_models
+                            .iter()
+                            .map(|x| x.model_id.clone())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                self.system(format!("Unknown model {wanted:?}. Available: {list}"))
+                    .await;
+            }
+        }
+    }
+
+    pub(super) fn status_text(&self) -> String {
+        let agent = match self.host().info() {
+            Some(info) => format!("{} ({info})", self.host().label),
+            None => self.host().label.clone(),
+        };
+        let model = self
+            .current_model()
+            .unwrap_or_else(|| "unknown until the first message".into());
+        let session = self
+            .session
+            .as_ref()
+            .map(|s| s.id.as_str())
+            .or(self.stored_session.as_deref())
+            .unwrap_or("none yet");
+        format!(
+            "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}",
+            if self.show_reasoning { "shown" } else { "hidden" },
+            self.queue.len(),
+            self.bridge.settings.cwd_display,
+        )
+    }
+
+    pub(super) async fn model_picker(&mut self) {
+        let Some(models) = self.session.as_ref().and_then(|s| s.models.clone()) else {
+            self.system("This agent does not offer a choice of models.")
+                .await;
+            return;
+        };
+        let mut providers: Vec<ModelProvider> = Vec::new();
+        for m in &models.available_models {
+            let provider = m
+                .model_id
+                .split_once(':')
+                .map(|(p, _)| p.to_owned())
+                .unwrap_or_else(|| "default".into());
+            let entry = ModelEntry {
+                id: m.model_id.clone(),
+                label: m.name.clone(),
+            };
+            match providers.iter_mut().find(|p| p.id == provider) {
+                Some(p) => p.models.push(entry),
+                None => providers.push(ModelProvider {
+                    label: provider.clone(),
+                    id: provider,
+                    models: vec![entry],
+                }),
+            }
+        }
+        let current = models.current_model_id.clone();
+        let id = self.register_picker(Pending::Model {
+            models: models
+                .available_models
+                .iter()
+                .map(|m| m.model_id.clone())
+                .collect(),
+        });
+        let frame = DurableFrame::PickerModel(PickerModel {
+            picker_id: id,
+            current_provider: current.split_once(':').map(|(p, _)| p.to_owned()),
+            current_model: Some(current),
+            providers,
+        });
+        self.durable(vec![frame], None, None).await;
+    }
+
+    pub(super) async fn set_model(&mut self, model_id: &str) {
+        let host = self.bridge.host.clone();
+        let Some(session) = self.session.as_mut() else {
+            self.system("The agent is not running; send a message first.")
+                .await;
+            return;
+        };
+        let instance = match host.instance().await {
+            Ok(i) if i.generation == session.generation => i,
+            _ => {
+                self.system("The agent restarted; try again.").await;
+                return;
+            }
+        };
+        match instance.client.set_model(&session.id, model_id).await {
+            Ok(()) => {
+                if let Some(m) = session.models.as_mut() {
+                    m.current_model_id = model_id.to_owned();
+                }
+                self.system(format!("Model switched to {model_id}.")).await;
+            }
+            Err(e) => {
+                self.system(format!(
+                    "Could not switch the model: {}",
+                    short(&e.to_string())
+                ))
+                .await
+            }
+        }
+    }
+
+    pub(super) async fn set_reasoning(&mut self, show: bool) {
+        self.show_reasoning = show;
+        self.system(if show {
+            "Reasoning will be shown."
+        } else {
+            "Reasoning will be hidden."
+        })
+        .await;
+    }
+}

@@ -1,0 +1,372 @@
+//! A lane's actor: one task per (chat, thread) that owns the lane's ACP session, runs one turn at
+//! a time, queues what arrives meanwhile, and answers the lane's pickers.
+//!
+//! The gateway never sends a second `session/prompt` into a running turn: messages that arrive
+//! while the lane is busy wait in the lane's queue. The one exception is steering through an
+//! agent's own `/steer` command, which the agent handles inside the running turn.
+//!
+//! The actor's rooms: [`session`] (creating and restoring the ACP session), [`turns`] (a user's
+//! turn, stop and steer), [`drive`] (the loop every prompt runs in), [`scheduled`] (a cron run),
+//! [`pickers`] (approvals and choices), [`commands`] (the gateway's slash commands) and
+//! [`titles`] (naming chats and threads). This file holds the actor itself, its mailbox and how
+//! it writes frames.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use iris_acp::{ContentBlock, PermissionResponder, SessionModelState, SessionUpdate};
+use iris_protocol::{AgentBusy, BusyReason, DurableFrame, EphemeralFrame, Header, Message};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant as TokioInstant;
+use tokio_util::sync::CancellationToken;
+
+use super::bridge::Bridge;
+use super::host::{AgentHost, LaneEvent};
+use super::turn::Out;
+use crate::command::Command;
+use crate::cron::CronRun;
+use crate::outbox::{self, Lane, Origin};
+use crate::wire::WireError;
+
+mod commands;
+mod drive;
+mod pickers;
+mod scheduled;
+mod session;
+mod titles;
+mod turns;
+
+/// A user message for the agent.
+#[derive(Debug)]
+pub struct PromptJob {
+    /// The text.
+    pub text: String,
+    /// Extra content blocks (attachments).
+    pub blocks: Vec<ContentBlock>,
+    /// Connection that sent it (gets the `read.receipt`), 0 for none.
+    pub origin_conn: u64,
+    /// The stored user message.
+    pub message_id: String,
+}
+
+/// A gateway command for the lane.
+#[derive(Debug)]
+pub struct CommandJob {
+    /// The command with its arguments.
+    pub command: Command,
+    /// Connection that sent it.
+    pub origin_conn: u64,
+    /// The stored user message of the command.
+    pub message_id: String,
+}
+
+/// What a lane is asked to do.
+#[derive(Debug)]
+pub enum LaneCmd {
+    /// Run (or queue) a turn.
+    Prompt(PromptJob),
+    /// Run a gateway command.
+    Command(CommandJob),
+    /// Stop the running turn; answers whether one was running.
+    Stop(oneshot::Sender<bool>),
+    /// Redirect the running turn.
+    Steer(String, oneshot::Sender<Result<(), WireError>>),
+    /// Answer a picker.
+    Picker {
+        /// The picker.
+        picker_id: String,
+        /// The chosen value.
+        value: String,
+        /// The result.
+        reply: oneshot::Sender<Result<(), WireError>>,
+    },
+    /// Run (or queue) a scheduled job.
+    Cron(CronRun),
+}
+
+enum Job {
+    Prompt(PromptJob),
+    Command(CommandJob),
+    Cron(CronRun),
+}
+
+enum Pending {
+    Approval {
+        responder: PermissionResponder,
+        options: Vec<String>,
+        deadline: Instant,
+    },
+    Model {
+        models: Vec<String>,
+    },
+    Reasoning,
+}
+
+struct Session {
+    id: String,
+    generation: u64,
+    models: Option<SessionModelState>,
+}
+
+pub(super) struct LaneActor {
+    bridge: Arc<Bridge>,
+    lane: Lane,
+    rx: mpsc::Receiver<LaneCmd>,
+    ev_tx: mpsc::UnboundedSender<LaneEvent>,
+    ev_rx: mpsc::UnboundedReceiver<LaneEvent>,
+    session: Option<Session>,
+    stored_session: Option<String>,
+    show_reasoning: bool,
+    queue: VecDeque<Job>,
+    pickers: HashMap<String, Pending>,
+    closing: bool,
+    /// Cancelled when the lane is deleted or the gateway stops: end the running turn and exit.
+    close: CancellationToken,
+    /// Set when the lane's channel was deleted: nothing more is written for it.
+    deleted: Arc<AtomicBool>,
+}
+
+impl LaneActor {
+    pub(super) fn new(
+        bridge: Arc<Bridge>,
+        lane: Lane,
+        rx: mpsc::Receiver<LaneCmd>,
+        deleted: Arc<AtomicBool>,
+        close: CancellationToken,
+    ) -> Self {
+        let (ev_tx, ev_rx) = mpsc::unbounded_channel();
+        LaneActor {
+            bridge,
+            lane,
+            rx,
+            ev_tx,
+            ev_rx,
+            session: None,
+            stored_session: None,
+            show_reasoning: true,
+            queue: VecDeque::new(),
+            pickers: HashMap::new(),
+            closing: false,
+            close,
+            deleted,
+        }
+    }
+
+    fn host(&self) -> &Arc<AgentHost> {
+        &self.bridge.host
+    }
+
+    pub(super) async fn run(mut self) {
+        self.stored_session = self
+            .bridge
+            .shared
+            .store
+            .lane_session(&self.lane.chat_id, self.lane.thread_id.as_deref())
+            .await
+            .ok()
+            .flatten();
+        loop {
+            if self.closing || self.close.is_cancelled() {
+                break;
+            }
+            if let Some(job) = self.queue.pop_front() {
+                match job {
+                    Job::Prompt(p) => self.run_turn(p).await,
+                    Job::Command(c) => self.command(c).await,
+                    Job::Cron(c) => self.run_cron(c).await,
+                }
+                continue;
+            }
+            let expiry = self.next_picker_deadline();
+            let close = self.close.clone();
+            tokio::select! {
+                _ = close.cancelled() => break,
+                cmd = self.rx.recv() => match cmd {
+                    None => break,
+                    Some(cmd) => self.idle_cmd(cmd).await,
+                },
+                Some(ev) = self.ev_rx.recv() => self.idle_event(ev).await,
+                _ = sleep_until(expiry) => self.expire_pickers().await,
+            }
+        }
+        if let Some(s) = &self.session {
+            self.host().remove_route(&s.id);
+        }
+        self.bridge.forget_pickers(self.pickers.keys());
+    }
+
+    async fn idle_cmd(&mut self, cmd: LaneCmd) {
+        match cmd {
+            LaneCmd::Prompt(p) => self.queue.push_back(Job::Prompt(p)),
+            LaneCmd::Command(c) => self.queue.push_back(Job::Command(c)),
+            LaneCmd::Cron(c) => self.queue.push_back(Job::Cron(c)),
+            LaneCmd::Stop(reply) => {
+                let _ = reply.send(false);
+            }
+            LaneCmd::Steer(_, reply) => {
+                let _ = reply.send(Err(WireError::not_found("no turn is running in this lane")));
+            }
+            LaneCmd::Picker {
+                picker_id,
+                value,
+                reply,
+            } => {
+                let result = self.answer_picker(&picker_id, &value).await;
+                let _ = reply.send(result);
+            }
+        }
+    }
+
+    async fn idle_event(&mut self, ev: LaneEvent) {
+        match ev {
+            LaneEvent::Update(SessionUpdate::SessionInfoUpdate(info)) => {
+                if let Some(title) = info.title {
+                    self.agent_title(&title).await;
+                }
+            }
+            LaneEvent::Update(_) => {}
+            LaneEvent::Permission(_, responder) => responder.cancel(),
+            LaneEvent::Exited { generation, .. } => {
+                if self
+                    .session
+                    .as_ref()
+                    .is_some_and(|s| s.generation == generation)
+                {
+                    self.session = None;
+                }
+            }
+        }
+    }
+
+    // ----- emitting -------------------------------------------------------------------------
+
+    fn header(&self) -> Header {
+        self.lane.header()
+    }
+
+    /// Appends durable frames of the turn (filed under `message_id`) in one transaction.
+    async fn durable(
+        &self,
+        frames: Vec<DurableFrame>,
+        message_id: Option<String>,
+        final_message: Option<Message>,
+    ) {
+        if frames.is_empty() || self.is_deleted() {
+            return;
+        }
+        let header = self.header();
+        let lane = self.lane.clone();
+        let result = self
+            .bridge
+            .shared
+            .store
+            .write(move |tx| {
+                // A lane deleted meanwhile gets nothing more: checked in the same transaction.
+                if tx.get_channel(lane.row_id())?.is_none() {
+                    return Ok(());
+                }
+                if let Some(m) = &final_message {
+                    tx.upsert_message(&outbox::to_stored(
+                        &lane.chat_id,
+                        lane.thread_id.as_deref(),
+                        m,
+                    ))?;
+                }
+                super::recovery::track(tx, &lane, &frames)?;
+                for f in frames {
+                    outbox::append(tx, &header, f, message_id.as_deref(), &Origin::none())?;
+                }
+                Ok(())
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::error!(error = %e, "could not store agent frames");
+        }
+    }
+
+    fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::SeqCst)
+    }
+
+    async fn emit(&self, outs: Vec<Out>, message_id: &str) {
+        if self.is_deleted() {
+            return;
+        }
+        let mut batch = Vec::new();
+        let mut final_message = None;
+        for out in outs {
+            match out {
+                Out::Durable(f) => batch.push(f),
+                Out::Final(f, m) => {
+                    batch.push(f);
+                    final_message = Some(m);
+                }
+                Out::Ephemeral(f, key) => {
+                    self.durable(
+                        std::mem::take(&mut batch),
+                        Some(message_id.to_owned()),
+                        final_message.take(),
+                    )
+                    .await;
+                    self.bridge.shared.hub.broadcast(
+                        &self.header(),
+                        f,
+                        Some(Arc::from(key.as_str())),
+                    );
+                }
+            }
+        }
+        self.durable(batch, Some(message_id.to_owned()), final_message)
+            .await;
+    }
+
+    async fn busy(&self, reason: BusyReason) {
+        self.durable(
+            vec![DurableFrame::AgentBusy(AgentBusy { reason })],
+            None,
+            None,
+        )
+        .await;
+    }
+
+    async fn idle(&self) {
+        self.durable(vec![DurableFrame::AgentIdle], None, None)
+            .await;
+    }
+
+    /// A system message in this lane, stored and delivered like any message.
+    pub(super) async fn system(&self, text: impl Into<String>) {
+        let message = outbox::system_message(text);
+        let id = message.message_id.clone();
+        self.durable(
+            vec![DurableFrame::Message(message.clone())],
+            Some(id),
+            Some(message),
+        )
+        .await;
+    }
+
+    /// Tells the sending connection that its message was taken.
+    fn read_receipt(&self, conn: u64, message_id: &str) {
+        if conn == 0 {
+            return;
+        }
+        let frame = EphemeralFrame::Accepted {
+            message_id: message_id.to_owned(),
+        };
+        self.bridge.shared.hub.send_to(conn, &self.header(), frame);
+    }
+}
+
+fn short(s: &str) -> String {
+    crate::text::tail(s.trim(), 300)
+}
+
+async fn sleep_until(at: Option<TokioInstant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

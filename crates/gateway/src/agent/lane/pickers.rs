@@ -1,0 +1,226 @@
+//! The lane's pickers: the agent's permission requests and clarify questions (approvals, with
+//! a deadline), and the gateway's own model and reasoning choices.
+
+use std::time::Instant;
+
+use iris_acp::{PermissionResponder, RequestPermissionRequest};
+use iris_protocol::{
+    AgentBusy, BusyReason, Choice, DurableFrame, Notification, PickerApproval, PickerClarify,
+};
+use tokio::time::Instant as TokioInstant;
+
+use super::{LaneActor, Pending};
+use crate::ids::{new_id, now_ms};
+use crate::text::tail;
+use crate::wire::WireError;
+
+impl LaneActor {
+    pub(super) fn next_picker_deadline(&self) -> Option<TokioInstant> {
+        self.pickers
+            .values()
+            .filter_map(|p| match p {
+                Pending::Approval { deadline, .. } => Some(TokioInstant::from_std(*deadline)),
+                _ => None,
+            })
+            .min()
+    }
+
+    pub(super) async fn expire_pickers(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<String> = self
+            .pickers
+            .iter()
+            .filter(|(_, p)| matches!(p, Pending::Approval { deadline, .. } if *deadline <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(&id) {
+                responder.cancel();
+            }
+            self.bridge.forget_pickers(std::iter::once(&id));
+            self.system("The approval request expired without an answer and was cancelled.")
+                .await;
+        }
+    }
+
+    pub(super) fn register_picker(&mut self, pending: Pending) -> String {
+        let id = new_id("p_");
+        self.pickers.insert(id.clone(), pending);
+        self.bridge.remember_picker(&id, &self.lane);
+        id
+    }
+
+    pub(super) async fn open_permission(
+        &mut self,
+        request: RequestPermissionRequest,
+        responder: PermissionResponder,
+    ) -> Option<String> {
+        let options: Vec<String> = request
+            .options
+            .iter()
+            .map(|o| o.option_id.clone())
+            .collect();
+        let choices: Vec<Choice> = request
+            .options
+            .iter()
+            .map(|o| Choice {
+                value: o.option_id.clone(),
+                label: o.name.clone(),
+                is_current: false,
+            })
+            .collect();
+        let deadline = Instant::now() + self.bridge.settings.picker_timeout;
+        let question = request.clarify_question().map(str::to_owned);
+        let id = self.register_picker(Pending::Approval {
+            responder,
+            options,
+            deadline,
+        });
+        let (frame, kind, title) = match question {
+            Some(q) => (
+                DurableFrame::PickerClarify(PickerClarify {
+                    picker_id: id.clone(),
+                    title: q.clone(),
+                    choices,
+                }),
+                "clarify",
+                q,
+            ),
+            None => {
+                let title = request
+                    .tool_call
+                    .title
+                    .clone()
+                    .unwrap_or_else(|| "The agent asks for permission".into());
+                let preview = request
+                    .tool_call
+                    .content
+                    .as_deref()
+                    .and_then(permission_preview)
+                    .or_else(|| {
+                        request
+                            .tool_call
+                            .raw_input
+                            .as_ref()
+                            .map(|v| tail(&v.to_string(), 2000))
+                    });
+                (
+                    DurableFrame::PickerApproval(PickerApproval {
+                        picker_id: id.clone(),
+                        title: title.clone(),
+                        preview,
+                        choices,
+                    }),
+                    "approval",
+                    title,
+                )
+            }
+        };
+        let note = DurableFrame::Notification(Notification {
+            kind: kind.into(),
+            title: if kind == "clarify" {
+                "Question from the agent".into()
+            } else {
+                "Approval needed".into()
+            },
+            body: Some(tail(&title, 200)),
+            ts: now_ms(),
+        });
+        self.durable(
+            vec![
+                frame,
+                note,
+                DurableFrame::AgentBusy(AgentBusy {
+                    reason: BusyReason::WaitingInput,
+                }),
+            ],
+            None,
+            None,
+        )
+        .await;
+        Some(id)
+    }
+
+    pub(super) async fn answer_picker(
+        &mut self,
+        picker_id: &str,
+        value: &str,
+    ) -> Result<(), WireError> {
+        let Some(pending) = self.pickers.remove(picker_id) else {
+            return Err(WireError::not_found("picker unknown or expired"));
+        };
+        self.bridge
+            .forget_pickers(std::iter::once(&picker_id.to_owned()));
+        match pending {
+            Pending::Approval {
+                responder,
+                options,
+                deadline,
+            } => {
+                if !options.iter().any(|o| o == value) {
+                    self.pickers.insert(
+                        picker_id.to_owned(),
+                        Pending::Approval {
+                            responder,
+                            options,
+                            deadline,
+                        },
+                    );
+                    self.bridge.remember_picker(picker_id, &self.lane);
+                    return Err(WireError::bad_request(
+                        "value is not one of the picker's choices",
+                    ));
+                }
+                responder.select(value);
+                Ok(())
+            }
+            Pending::Model { models } => {
+                if !models.iter().any(|m| m == value) {
+                    self.pickers
+                        .insert(picker_id.to_owned(), Pending::Model { models });
+                    self.bridge.remember_picker(picker_id, &self.lane);
+                    return Err(WireError::bad_request(
+                        "value is not one of the offered models",
+                    ));
+                }
+                self.set_model(value).await;
+                Ok(())
+            }
+            Pending::Reasoning => match value {
+                "show" | "hide" => {
+                    self.set_reasoning(value == "show").await;
+                    Ok(())
+                }
+                _ => Err(WireError::bad_request("value must be show or hide")),
+            },
+        }
+    }
+}
+
+fn permission_preview(content: &[iris_acp::ToolCallContent]) -> Option<String> {
+    let mut out = String::new();
+    for c in content {
+        match c {
+            iris_acp::ToolCallContent::Content(chunk) => {
+                if let Some(t) = chunk.content.as_text() {
+                    out.push_str(t);
+                    out.push('\n');
+                }
+            }
+            iris_acp::ToolCallContent::Diff(d) => {
+                out.push_str(&format!("--- {}\n", d.path));
+                if let Some(old) = &d.old_text {
+                    for l in old.lines() {
+                        out.push_str(&format!("-{l}\n"));
+                    }
+                }
+                for l in d.new_text.lines() {
+                    out.push_str(&format!("+{l}\n"));
+                }
+            }
+            _ => {}
+        }
+    }
+    let out = out.trim_end().to_owned();
+    Some(tail(&out, 4000)).filter(|s| !s.is_empty())
+}

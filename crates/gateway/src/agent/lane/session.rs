@@ -1,0 +1,98 @@
+//! The lane's ACP session: created on the first turn, restored with `session/load` after a
+//! restart of the agent or the gateway, and remembered in the store.
+
+use std::sync::Arc;
+
+use super::super::host::{Instance, LaneEvent};
+use super::{LaneActor, Session};
+
+impl LaneActor {
+    /// The agent process and this lane's session on it, creating or restoring the session.
+    pub(super) async fn ensure_session(&mut self) -> Result<Arc<Instance>, String> {
+        let instance = self.host().instance().await?;
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.generation == instance.generation)
+        {
+            return Ok(instance);
+        }
+        if let Some(old) = self.session.take() {
+            self.host().remove_route(&old.id);
+        }
+        let cwd = self.host().cwd.clone();
+        if let Some(id) = self.stored_session.clone() {
+            if instance.caps.load_session {
+                self.host()
+                    .add_route(&id, instance.generation, self.ev_tx.clone());
+                match instance.client.load_session(&id, &cwd).await {
+                    Ok(resp) => {
+                        // The agent replays the session's history before answering; drop it.
+                        instance.fence().await;
+                        self.drain_replay().await;
+                        self.session = Some(Session {
+                            id,
+                            generation: instance.generation,
+                            models: resp.models,
+                        });
+                        return Ok(instance);
+                    }
+                    Err(e) => {
+                        self.host().remove_route(&id);
+                        tracing::warn!(error = %e, "session/load failed; starting a fresh session");
+                    }
+                }
+            }
+        }
+        let resp = instance
+            .client
+            .new_session(&cwd)
+            .await
+            .map_err(|e| format!("{} could not open a session: {e}", self.host().label))?;
+        self.host()
+            .add_route(&resp.session_id, instance.generation, self.ev_tx.clone());
+        let had_one = self.stored_session.is_some();
+        self.set_stored_session(Some(resp.session_id.clone())).await;
+        self.session = Some(Session {
+            id: resp.session_id,
+            generation: instance.generation,
+            models: resp.models,
+        });
+        if had_one {
+            self.system("The agent restarted and could not restore this conversation; it continues in a fresh session.").await;
+        }
+        Ok(instance)
+    }
+
+    pub(super) async fn drain_replay(&mut self) {
+        while let Ok(ev) = self.ev_rx.try_recv() {
+            match ev {
+                LaneEvent::Update(_) => {}
+                other => self.idle_event(other).await,
+            }
+        }
+    }
+
+    pub(super) async fn set_stored_session(&mut self, id: Option<String>) {
+        self.stored_session = id.clone();
+        let lane = self.lane.clone();
+        let result = self
+            .bridge
+            .shared
+            .store
+            .write(move |tx| {
+                tx.set_lane_session(&lane.chat_id, lane.thread_id.as_deref(), id.as_deref())
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "could not store the lane's session id");
+        }
+    }
+
+    pub(super) fn current_model(&self) -> Option<String> {
+        self.session
+            .as_ref()
+            .and_then(|s| s.models.as_ref())
+            .map(|m| m.current_model_id.clone())
+    }
+}

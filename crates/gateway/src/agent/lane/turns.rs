@@ -1,0 +1,197 @@
+//! A user's turn: the prompt with its attachments, driven to its end, and the two ways a user
+//! changes a running turn, stop and steer.
+
+use std::time::Instant;
+
+use iris_acp::{ContentBlock, SessionUpdate};
+use iris_protocol::{BusyReason, Role};
+use tokio::sync::mpsc;
+
+use super::super::host::Instance;
+use super::super::turn::{Ending, TurnConfig, TurnMapper};
+use super::drive::{Driven, Ended, Mode, Stopping};
+use super::{Job, LaneActor, Pending, PromptJob};
+use crate::ids::new_id;
+use crate::wire::WireError;
+
+impl LaneActor {
+    pub(super) async fn run_turn(&mut self, job: PromptJob) {
+        if let Some(notice) = self.bridge.take_notice() {
+            self.system(notice).await;
+        }
+        let instance = match self.ensure_session().await {
+            Ok(i) => i,
+            Err(e) => {
+                self.read_receipt(job.origin_conn, &job.message_id);
+                self.system(format!("The agent is not available: {e}"))
+                    .await;
+                return;
+            }
+        };
+        let session_id = self
+            .session
+            .as_ref()
+            .map(|s| s.id.clone())
+            .unwrap_or_default();
+        self.read_receipt(job.origin_conn, &job.message_id);
+        let turn_started = Instant::now();
+        self.busy(BusyReason::Processing).await;
+        let mut mapper = TurnMapper::new(TurnConfig {
+            message_id: new_id("m_"),
+            role: Role::Assistant,
+            model: self.current_model(),
+            cwd: self.bridge.settings.cwd_display.clone(),
+            show_reasoning: self.show_reasoning,
+            update_interval: self.bridge.settings.update_interval,
+        });
+        let turn_id = mapper.message_id().to_owned();
+        // A message of attachments only has no text block.
+        let mut blocks = match job.text.is_empty() && !job.blocks.is_empty() {
+            true => Vec::new(),
+            false => vec![ContentBlock::text(job.text.clone())],
+        };
+        let images = instance.caps.prompt_capabilities.image;
+        blocks.extend(self.bridge.media.prompt_blocks(job.blocks, images).await);
+        let mut rx = std::mem::replace(&mut self.ev_rx, mpsc::unbounded_channel().1);
+        let Driven { ended, steered, .. } = self
+            .drive(
+                Mode::Live,
+                &instance,
+                &session_id,
+                blocks,
+                &mut mapper,
+                &mut rx,
+            )
+            .await;
+        self.ev_rx = rx;
+        let mut ending = Ending::default();
+        let notice = match ended {
+            Ended::Answered { cancelled, tokens } => {
+                ending.cancelled = cancelled;
+                ending.tokens = tokens;
+                None
+            }
+            Ended::Stopped => {
+                ending.cancelled = true;
+                None
+            }
+            Ended::Crashed(detail) => {
+                ending.failed = true;
+                Some(format!(
+                    "The agent stopped unexpectedly ({detail}). Your next message will restart it."
+                ))
+            }
+            Ended::Failed(detail) => {
+                ending.failed = true;
+                Some(format!("The agent reported an error: {detail}"))
+            }
+        };
+        mapper.end_text();
+        self.collect_files(&mut mapper).await;
+        // Hermes applies steering at the next tool boundary; a turn that ended without one never
+        // saw it, so it runs as the next turn.
+        if let Some((text, tools_then)) = steered {
+            if mapper.tool_count() == tools_then && !ending.failed {
+                self.queue.push_front(Job::Prompt(steer_job(text)));
+            }
+        }
+        let outs = mapper.finish(&ending, Instant::now());
+        self.emit(outs, &turn_id).await;
+        self.bridge
+            .shared
+            .metrics
+            .observe_turn(turn_started.elapsed());
+        if let Some(n) = notice {
+            self.system(n).await;
+        }
+        self.idle().await;
+    }
+
+    pub(super) fn cancel_turn(
+        &mut self,
+        instance: &Instance,
+        session_id: &str,
+        stopping: &mut Stopping,
+        turn_pickers: &[String],
+    ) {
+        if stopping.since.is_none() {
+            stopping.since = Some(Instant::now());
+            if let Err(e) = instance.client.cancel(session_id) {
+                tracing::warn!(error = %e, "session/cancel failed");
+            }
+        }
+        // The agent may not release a pending permission on cancel: answer it ourselves.
+        for id in turn_pickers {
+            if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(id) {
+                responder.cancel();
+            }
+        }
+    }
+
+    /// Redirects the running turn. With an agent that has its own `steer` command the text goes
+    /// to it (returned, so the turn can check the agent had a chance to apply it); otherwise the
+    /// turn is stopped and the text runs next.
+    pub(super) fn steer(
+        &mut self,
+        instance: &Instance,
+        session_id: &str,
+        text: String,
+        stopping: &mut Stopping,
+        turn_pickers: &[String],
+    ) -> Result<Option<String>, WireError> {
+        if text.trim().is_empty() {
+            return Err(WireError::bad_request("steering text is empty"));
+        }
+        if stopping.since.is_none() && self.host().has_command("steer") {
+            // The agent steers its own running turn; the answer to this prompt comes at once.
+            let client = instance.client.clone();
+            let sid = session_id.to_owned();
+            let line = format!("/steer {text}");
+            tokio::spawn(async move {
+                if let Err(e) = client.prompt(&sid, vec![ContentBlock::text(line)]).await {
+                    tracing::warn!(error = %e, "steer prompt failed");
+                }
+            });
+            return Ok(Some(text));
+        }
+        self.cancel_turn(instance, session_id, stopping, turn_pickers);
+        // No user message stands behind a steer, so nothing gets a read receipt.
+        self.queue.push_front(Job::Prompt(steer_job(text)));
+        Ok(None)
+    }
+
+    /// Stores the files the agent produced so far in the turn and adds them to its answer.
+    pub(super) async fn collect_files(&self, mapper: &mut TurnMapper) {
+        let files = mapper.take_files();
+        if files.is_empty() {
+            return;
+        }
+        let cwd = self.host().cwd.clone();
+        self.bridge
+            .media
+            .collect(&self.header(), &cwd, files, mapper)
+            .await;
+    }
+}
+
+/// A turn for steering text: no stored user message stands behind it, so no read receipt.
+fn steer_job(text: String) -> PromptJob {
+    PromptJob {
+        text,
+        blocks: Vec::new(),
+        origin_conn: 0,
+        message_id: String::new(),
+    }
+}
+
+/// Hermes acknowledges `/steer` inside the running turn's text ("⏩ Steer queued for the active
+/// turn: …"); that note is not part of the answer.
+pub(super) fn is_steer_ack(update: &SessionUpdate) -> bool {
+    match update {
+        SessionUpdate::AgentMessageChunk(c) => c
+            .content
+            .as_text()
+            .is_some_and(|t| t.trim_start().starts_with("⏩ Steer queued")),
+        _ => false,
+    }
+}

@@ -1,0 +1,318 @@
+//! The start of a connection: waiting for a valid `hello` (anything else is answered with an
+//! error and a close), then registering the device and answering `hello.ack` and `status`.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use iris_protocol::{
+    decode, encode, ClientFrame, DecodeError, ErrorCode, ErrorPayload, GatewayState, Header, Hello,
+    HelloAck, RequestId, ServerCaps, ServerFrame, Status,
+};
+use tokio::time::{timeout_at, Instant as TokioInstant};
+
+use super::{close_code, Conn};
+use crate::handlers::{self, Context};
+use crate::hub::{CloseReason, ConnQueue};
+
+/// Why a connection is refused before it has a session: the error frame and the close code.
+struct Refusal {
+    id: Option<RequestId>,
+    code: ErrorCode,
+    message: String,
+    close: u16,
+}
+
+impl Refusal {
+    fn new(id: Option<RequestId>, code: ErrorCode, message: impl Into<String>, close: u16) -> Self {
+        Refusal {
+            id,
+            code,
+            message: message.into(),
+            close,
+        }
+    }
+
+    /// The answer to anything but a good `hello`.
+    fn hello_first(id: Option<RequestId>) -> Self {
+        Refusal::new(
+            id,
+            ErrorCode::Auth,
+            "hello required first",
+            close_code::AUTH,
+        )
+    }
+}
+
+/// Serves one upgraded socket until it closes.
+pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr) {
+    let Some((hello_id, hello)) = await_hello(&ctx, &mut socket, addr).await else {
+        return;
+    };
+    if ctx.shutdown.is_cancelled() {
+        let status = ServerFrame::Status(Status {
+            state: GatewayState::Restarting,
+        });
+        let _ = socket
+            .send(Message::Text(encode(&Header::default(), &status).into()))
+            .await;
+        let frame = CloseFrame {
+            code: close_code::GOING_AWAY,
+            reason: Utf8Bytes::from("gateway restarting"),
+        };
+        let _ = socket.send(Message::Close(Some(frame))).await;
+        return;
+    }
+    let conn_id = ctx.shared.hub.next_conn_id();
+    let mut conn = match attach(&ctx, socket, conn_id, hello_id, hello).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            tracing::warn!(error = %e, "hello failed");
+            return;
+        }
+    };
+    let reason = conn.run().await;
+    // An upload still open when the device went away leaves nothing behind.
+    conn.media.close().await;
+    ctx.shared.hub.detach(&conn.queue);
+    // `devices list` shows when a device was last seen: its connect or, here, its disconnect.
+    let (device, now) = (conn.device_id.clone(), crate::ids::now_ms());
+    let _ = ctx
+        .shared
+        .store
+        .write(move |tx| tx.touch(&device, now))
+        .await;
+    tracing::info!(device_id = %conn.device_id, conn_id, reason = ?reason, "connection closed");
+}
+
+/// Waits for a valid `hello`. Anything else is answered with an error and a close.
+async fn await_hello(
+    ctx: &Context,
+    socket: &mut WebSocket,
+    addr: SocketAddr,
+) -> Option<(Option<RequestId>, Hello)> {
+    let limits = &ctx.shared.config.limits;
+    let deadline = TokioInstant::now() + limits.hello_timeout;
+    let text = loop {
+        let msg = match timeout_at(deadline, socket.recv()).await {
+            Err(_) => {
+                let msg = format!("no hello within {} ms", limits.hello_timeout.as_millis());
+                let refusal = Refusal::new(None, ErrorCode::Auth, msg, close_code::AUTH);
+                reject(socket, refusal).await;
+                return None;
+            }
+            Ok(None) | Ok(Some(Err(_))) => return None,
+            Ok(Some(Ok(msg))) => msg,
+        };
+        match msg {
+            Message::Text(t) => break t,
+            Message::Ping(_) | Message::Pong(_) => continue,
+            Message::Close(_) => return None,
+            Message::Binary(_) => {
+                reject(socket, Refusal::hello_first(None)).await;
+                return None;
+            }
+        }
+    };
+    match check_hello(ctx, &text, addr).await {
+        Ok(hello) => Some(hello),
+        Err(refusal) => {
+            reject(socket, refusal).await;
+            None
+        }
+    }
+}
+
+/// Checks the first frame: not throttled, not too large, a `hello` of this protocol, the right
+/// token, a usable device id, a device that was not revoked.
+async fn check_hello(
+    ctx: &Context,
+    text: &str,
+    addr: SocketAddr,
+) -> Result<(Option<RequestId>, Hello), Refusal> {
+    let guard = &ctx.guard;
+    if guard.auth_blocked(addr.ip()) {
+        let msg = "too many failed attempts; try again later";
+        return Err(Refusal::new(
+            None,
+            ErrorCode::RateLimited,
+            msg,
+            close_code::AUTH,
+        ));
+    }
+    if text.len() > ctx.shared.config.limits.max_frame_bytes {
+        let msg = "frame too large";
+        return Err(Refusal::new(
+            None,
+            ErrorCode::BadRequest,
+            msg,
+            close_code::AUTH,
+        ));
+    }
+    let decoded = match decode::<ClientFrame>(text) {
+        Ok(d) => d,
+        Err(DecodeError {
+            id,
+            version_mismatch: true,
+            message,
+            ..
+        }) => {
+            let close = close_code::VERSION;
+            return Err(Refusal::new(id, ErrorCode::Unsupported, message, close));
+        }
+        Err(e) => {
+            guard.record_auth_failure(addr.ip());
+            return Err(Refusal::hello_first(e.id));
+        }
+    };
+    let id = decoded.header.id;
+    let ClientFrame::Hello(hello) = decoded.body else {
+        return Err(Refusal::hello_first(id));
+    };
+    if !guard.token_matches(&hello.token) {
+        guard.record_auth_failure(addr.ip());
+        tracing::warn!(addr = %addr.ip(), "hello with a wrong token");
+        return Err(Refusal::new(
+            id,
+            ErrorCode::Auth,
+            "invalid token",
+            close_code::AUTH,
+        ));
+    }
+    if let Some(min) = hello.caps.as_ref().and_then(|c| c.min_protocol) {
+        if min > iris_protocol::PROTOCOL_VERSION {
+            let msg = format!("client needs protocol v{min}; this gateway speaks v1");
+            return Err(Refusal::new(
+                id,
+                ErrorCode::Unsupported,
+                msg,
+                close_code::VERSION,
+            ));
+        }
+    }
+    if !valid_device_id(&hello.device_id) {
+        let msg = "device_id must be 1-128 visible characters";
+        return Err(Refusal::new(
+            id,
+            ErrorCode::BadRequest,
+            msg,
+            close_code::AUTH,
+        ));
+    }
+    // `iris-gateway devices revoke` blocks the id for good (see devices.rs). When the store
+    // cannot say, the device stays out: a revoked phone must never slip in on an error.
+    match crate::devices::is_revoked(&ctx.shared.store, &hello.device_id).await {
+        Ok(false) => Ok((id, hello)),
+        Ok(true) => {
+            tracing::warn!(device_id = %hello.device_id, "hello from a revoked device");
+            let msg = "this device was revoked";
+            Err(Refusal::new(id, ErrorCode::Auth, msg, close_code::AUTH))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "could not check whether a device was revoked");
+            let msg = "the gateway cannot check this device now; try again";
+            Err(Refusal::new(
+                id,
+                ErrorCode::Internal,
+                msg,
+                close_code::GOING_AWAY,
+            ))
+        }
+    }
+}
+
+fn valid_device_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.chars().all(|c| !c.is_control() && !c.is_whitespace())
+}
+
+async fn reject(socket: &mut WebSocket, refusal: Refusal) {
+    let frame = ServerFrame::Error(ErrorPayload {
+        code: refusal.code,
+        message: refusal.message.clone(),
+    });
+    let _ = socket
+        .send(Message::Text(
+            encode(&Header::default().with_id(refusal.id), &frame).into(),
+        ))
+        .await;
+    let _ = socket
+        .send(Message::Close(Some(CloseFrame {
+            code: refusal.close,
+            reason: Utf8Bytes::from(refusal.message),
+        })))
+        .await;
+}
+
+/// Registers the device, attaches to the hub and answers `hello.ack` + `status online`.
+async fn attach(
+    ctx: &Arc<Context>,
+    mut socket: WebSocket,
+    conn_id: u64,
+    hello_id: Option<RequestId>,
+    hello: Hello,
+) -> Result<Conn, iris_store::StoreError> {
+    let shared = &ctx.shared;
+    let device = handlers::register_device(shared, &hello).await?;
+    let channels = handlers::channel_directory(shared).await?;
+    let queue = ConnQueue::new(
+        conn_id,
+        hello.device_id.clone(),
+        shared.config.limits.max_queued_frames,
+        shared.metrics.clone(),
+    );
+    let (head, replaced) = shared.hub.attach(queue.clone());
+    if let Some(old) = replaced {
+        old.close(CloseReason::Replaced);
+    }
+    tracing::info!(device_id = %hello.device_id, conn_id, sync_cursor = device.confirmed_cursor, head, "device connected");
+    let ack = HelloAck {
+        server_caps: ServerCaps {
+            streaming: true,
+            reasoning: true,
+            tools: true,
+            media: true,
+            search: true,
+            push: shared.config.push.caps(),
+            pickers: true,
+            webpush_key: shared.config.push.webpush_key(),
+        },
+        sync_cursor: device.confirmed_cursor,
+        last_pushed_cursor: device.last_pushed_cursor,
+        channels,
+        head_cursor: head,
+        device_id: Some(hello.device_id.clone()),
+    };
+    let mut frames = vec![encode(
+        &Header::default().with_id(hello_id),
+        &ServerFrame::HelloAck(ack),
+    )];
+    frames.push(encode(
+        &Header::default(),
+        &ServerFrame::Status(Status {
+            state: GatewayState::Online,
+        }),
+    ));
+    for f in frames {
+        if socket.send(Message::Text(f.into())).await.is_err() {
+            shared.hub.detach(&queue);
+            return Err(iris_store::StoreError::Closed);
+        }
+    }
+    Ok(Conn {
+        ctx: ctx.clone(),
+        conn_id,
+        device_id: hello.device_id,
+        socket,
+        queue,
+        live_base: head,
+        live_last: head,
+        written: device.confirmed_cursor,
+        gap_before_live: device.confirmed_cursor < head,
+        pings: VecDeque::new(),
+        ping_seq: 0,
+        last_pong: Instant::now(),
+        media: crate::media::ConnMedia::default(),
+    })
+}

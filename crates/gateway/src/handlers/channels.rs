@@ -1,0 +1,211 @@
+//! Channels and threads: create, rename, make default, delete (with every trace of them).
+
+use iris_protocol::{
+    ChannelCreate, ChannelCreated, ChannelDeleted, ChannelList, ChannelRenamed, DurableFrame,
+    Header,
+};
+use iris_store::{ChannelRow, StoreError};
+
+use super::{channel_info, Context};
+use crate::ids::{new_id, now_ms};
+use crate::outbox::{self, Origin};
+use crate::wire::{Reply, Result, WireError};
+
+/// Checks a channel name: trimmed, 1–100 characters, no control characters.
+fn clean_name(name: &str) -> Result<String> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(WireError::bad_request(
+            "name must be 1-100 characters without control characters",
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+pub(super) async fn create(ctx: &Context, req: ChannelCreate, origin: &Origin) -> Result<Reply> {
+    let name = clean_name(&req.name)?;
+    let kind = match (req.kind.as_deref(), &req.parent_chat_id) {
+        (None | Some("channel"), None) => "channel",
+        (None | Some("thread"), Some(_)) => "thread",
+        (Some("thread"), None) => {
+            return Err(WireError::bad_request("a thread needs parent_chat_id"))
+        }
+        (Some("channel"), Some(_)) => {
+            return Err(WireError::bad_request("a channel has no parent_chat_id"))
+        }
+        (Some(other), _) => {
+            return Err(WireError::bad_request(format!(
+                "kind {other:?} is not channel or thread"
+            )))
+        }
+    };
+    let row = ChannelRow {
+        chat_id: new_id(if kind == "thread" { "t_" } else { "c_" }),
+        name,
+        kind: kind.to_owned(),
+        parent_chat_id: req.parent_chat_id,
+        is_default: false,
+        name_set_by_user: true,
+        created_at: now_ms(),
+    };
+    let origin = origin.clone();
+    ctx.shared
+        .store
+        .write(move |tx| create_channel_tx(tx, row, false, &origin))
+        .await?;
+    Ok(Reply::ViaOutbox)
+}
+
+/// Inserts a channel or thread and appends `channel.created`; checks the parent of a thread.
+pub fn create_channel_tx(
+    tx: &mut iris_store::WriteTx<'_>,
+    row: ChannelRow,
+    auto: bool,
+    origin: &Origin,
+) -> std::result::Result<u64, StoreError> {
+    if let Some(parent) = &row.parent_chat_id {
+        match tx.get_channel(parent)? {
+            None => return Err(StoreError::NotFound),
+            Some(p) if p.kind == "thread" => {
+                return Err(StoreError::Invalid(
+                    "a thread cannot contain threads".into(),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    tx.insert_channel(&row)?;
+    let frame = DurableFrame::ChannelCreated(ChannelCreated {
+        chat_id: row.chat_id.clone(),
+        name: row.name.clone(),
+        kind: row.kind.clone(),
+        parent_chat_id: row.parent_chat_id.clone(),
+        auto,
+    });
+    outbox::append_filed(
+        tx,
+        &Header::default(),
+        frame,
+        filed_under(&row),
+        None,
+        origin,
+    )
+}
+
+/// The lane a channel's own frames are filed under: the channel, or a thread in its channel.
+fn filed_under(row: &ChannelRow) -> (Option<&str>, Option<&str>) {
+    match &row.parent_chat_id {
+        Some(parent) => (Some(parent), Some(&row.chat_id)),
+        None => (Some(&row.chat_id), None),
+    }
+}
+
+fn required_chat(header: &Header) -> Result<String> {
+    header
+        .chat_id
+        .clone()
+        .ok_or_else(|| WireError::bad_request("chat_id is required"))
+}
+
+pub(super) async fn rename(
+    ctx: &Context,
+    header: &Header,
+    name: String,
+    origin: &Origin,
+) -> Result<Reply> {
+    let chat_id = required_chat(header)?;
+    let name = clean_name(&name)?;
+    let origin = origin.clone();
+    ctx.shared
+        .store
+        .write(move |tx| {
+            if !tx.rename_channel(&chat_id, &name, true)? {
+                return Err(StoreError::NotFound);
+            }
+            let row = tx.get_channel(&chat_id)?.ok_or(StoreError::NotFound)?;
+            let frame = DurableFrame::ChannelRenamed(ChannelRenamed {
+                chat_id: chat_id.clone(),
+                name,
+            });
+            outbox::append_filed(
+                tx,
+                &Header::default(),
+                frame,
+                filed_under(&row),
+                None,
+                &origin,
+            )
+        })
+        .await?;
+    Ok(Reply::ViaOutbox)
+}
+
+pub(super) async fn set_default(ctx: &Context, header: &Header, origin: &Origin) -> Result<Reply> {
+    let chat_id = required_chat(header)?;
+    let origin = origin.clone();
+    ctx.shared
+        .store
+        .write(move |tx| {
+            tx.set_default(&chat_id)?;
+            let channels = tx.list_channels()?.iter().map(channel_info).collect();
+            outbox::append(
+                tx,
+                &Header::default(),
+                DurableFrame::ChannelList(ChannelList { channels }),
+                None,
+                &origin,
+            )
+        })
+        .await?;
+    Ok(Reply::ViaOutbox)
+}
+
+pub(super) async fn delete(ctx: &Context, header: &Header, origin: &Origin) -> Result<Reply> {
+    let chat_id = required_chat(header)?;
+    // The chat "default" always exists, even after the default flag moved to another channel.
+    if chat_id == "default" {
+        return Err(WireError::bad_request("the default chat cannot be deleted"));
+    }
+    let origin = origin.clone();
+    let target = chat_id.clone();
+    let silenced = ctx
+        .agents
+        .silence_lanes(|l| l.chat_id == target || l.thread_id.as_deref() == Some(target.as_str()));
+    let result = ctx
+        .shared
+        .store
+        .write(move |tx| {
+            let deleted = tx.delete_channel(&chat_id)?;
+            let unused = tx.detach_media(&deleted.message_ids)?;
+            let thread_ids = deleted
+                .chat_ids
+                .iter()
+                .filter(|c| **c != chat_id)
+                .cloned()
+                .collect();
+            let frame = DurableFrame::ChannelDeleted(ChannelDeleted {
+                chat_id: chat_id.clone(),
+                thread_ids,
+            });
+            outbox::append(tx, &Header::default(), frame, None, &origin)?;
+            Ok((deleted.chat_ids, unused))
+        })
+        .await;
+    let (gone, unused) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            for flag in silenced {
+                flag.store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+            return Err(e.into());
+        }
+    };
+    ctx.media.remove_unused(unused).await;
+    // The deleted lanes' actors end; a turn still running there is cancelled.
+    ctx.agents
+        .delete_lanes(|l| {
+            gone.contains(&l.chat_id) || l.thread_id.as_ref().is_some_and(|t| gone.contains(t))
+        })
+        .await;
+    Ok(Reply::ViaOutbox)
+}

@@ -1,0 +1,72 @@
+//! Control of the agent's turns: stop, steer, answering pickers, and the command catalog.
+
+use iris_protocol::{Ack, Header, PickerSelect, ServerFrame};
+use tokio::sync::oneshot;
+
+use super::{resolve_lane, Context};
+use crate::agent::lane::LaneCmd;
+use crate::wire::{Reply, Result, WireError};
+
+/// Largest accepted steering text, in bytes (as for a message).
+const MAX_TEXT: usize = super::messages::MAX_TEXT;
+
+pub(super) async fn stop(ctx: &Context, header: &Header) -> Result<Reply> {
+    let lane = resolve_lane(ctx, header).await?;
+    let (tx, rx) = oneshot::channel();
+    ctx.agents.send(&lane, LaneCmd::Stop(tx))?;
+    match rx.await {
+        Ok(true) => Ok(Reply::ack(header)),
+        _ => Err(WireError::not_found("no turn is running in this lane")),
+    }
+}
+
+pub(super) async fn steer(ctx: &Context, header: &Header, text: String) -> Result<Reply> {
+    if text.len() > MAX_TEXT {
+        return Err(WireError::bad_request(format!(
+            "text longer than {MAX_TEXT} bytes"
+        )));
+    }
+    let lane = resolve_lane(ctx, header).await?;
+    let (tx, rx) = oneshot::channel();
+    ctx.agents.send(&lane, LaneCmd::Steer(text, tx))?;
+    match rx.await {
+        Ok(Ok(())) => Ok(Reply::ack(header)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(WireError::internal("lane ended while steering")),
+    }
+}
+
+pub(super) async fn picker_select(ctx: &Context, req: PickerSelect) -> Result<Reply> {
+    let Some(lane) = ctx.agents.picker_lane(&req.picker_id) else {
+        return Err(WireError::not_found("picker unknown or expired"));
+    };
+    let (tx, rx) = oneshot::channel();
+    ctx.agents.send(
+        &lane,
+        LaneCmd::Picker {
+            picker_id: req.picker_id,
+            value: req.value,
+            reply: tx,
+        },
+    )?;
+    match rx.await {
+        Ok(Ok(())) => Ok(Reply::Direct(
+            ServerFrame::Ack(Ack { ok: true }),
+            lane.header(),
+        )),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(WireError::not_found("picker unknown or expired")),
+    }
+}
+
+/// `commands.catalog`: the gateway's commands and the agent's.
+pub(super) fn catalog(ctx: &Context) -> Reply {
+    let frame = crate::command::catalog(ctx.agents.catalog());
+    Reply::Direct(frame, Header::default())
+}
+
+/// `commands.complete`: the commands whose name or alias starts with the prefix.
+pub(super) fn complete(ctx: &Context, prefix: &str) -> Reply {
+    let frame = crate::command::complete(ctx.agents.catalog(), prefix);
+    Reply::Direct(frame, Header::default())
+}

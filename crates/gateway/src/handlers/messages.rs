@@ -1,0 +1,262 @@
+//! Messages: sending (with gateway commands, agent commands and auto-threads), history,
+//! search, deletes and read receipts.
+
+use iris_protocol::{
+    DurableFrame, ErrorCode, Header, History, HistoryRequest, Message, MessageDeleted, MessageSend,
+    ReadReceipt, Role, Search, SearchHit, SearchResults, SearchScope, ServerFrame,
+};
+use iris_store::{ChannelRow, StoreError};
+
+use super::channels::create_channel_tx;
+use super::{resolve_lane, Context};
+use crate::agent::lane::{CommandJob, LaneCmd, PromptJob};
+use crate::command::Command;
+use crate::ids::{new_id, now_ms};
+use crate::outbox::{self, from_stored, to_stored, Origin};
+use crate::text::instant_title;
+use crate::wire::{Reply, Result, WireError};
+
+/// Largest accepted message text, in bytes.
+pub(super) const MAX_TEXT: usize = 64 * 1024;
+
+pub(super) async fn send(
+    ctx: &Context,
+    device_id: &str,
+    header: &Header,
+    send: MessageSend,
+    origin: &Origin,
+) -> Result<Reply> {
+    if send.text.trim().is_empty() && send.media_refs.is_empty() {
+        return Err(WireError::bad_request("text is empty"));
+    }
+    if send.text.len() > MAX_TEXT {
+        return Err(WireError::bad_request(format!(
+            "text longer than {MAX_TEXT} bytes"
+        )));
+    }
+    let mut lane = resolve_lane(ctx, header).await?;
+    if !ctx.guard.take_send(device_id) {
+        return Err(WireError::new(
+            ErrorCode::RateLimited,
+            "too many messages; slow down",
+        ));
+    }
+    let attachments = ctx.media.resolve_refs(device_id, &send.media_refs).await?;
+    let command = Command::parse(&send.text);
+    let is_agent_command = command.is_none() && is_agent_command(ctx, &send.text);
+    let thread =
+        (send.auto_thread && lane.thread_id.is_none() && command.is_none() && !is_agent_command)
+            .then(|| ChannelRow {
+                chat_id: new_id("t_"),
+                name: instant_title(&send.text),
+                kind: "thread".into(),
+                parent_chat_id: Some(lane.chat_id.clone()),
+                is_default: false,
+                name_set_by_user: false,
+                created_at: now_ms(),
+            });
+    if let Some(t) = &thread {
+        lane.thread_id = Some(t.chat_id.clone());
+    }
+    let message = Message {
+        message_id: new_id("m_"),
+        role: Role::User,
+        text: send.text.clone(),
+        reply_to: send.reply_to,
+        ts: now_ms(),
+        media: attachments.iter().map(crate::media::info).collect(),
+        ..Message::default()
+    };
+    let message_id = message.message_id.clone();
+    let media_ids: Vec<String> = attachments.iter().map(|m| m.media_id.clone()).collect();
+    let stored = to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
+    let lane_header = lane.header();
+    let tx_origin = origin.clone();
+    ctx.shared
+        .store
+        .write(move |tx| {
+            if let Some(t) = thread {
+                create_channel_tx(tx, t, true, &Origin::none())?;
+            }
+            tx.upsert_message(&stored)?;
+            tx.attach_media(&stored.message_id, &media_ids)?;
+            let frame = DurableFrame::Message(message);
+            outbox::append(
+                tx,
+                &lane_header,
+                frame,
+                Some(&stored.message_id),
+                &tx_origin,
+            )
+        })
+        .await?;
+    let cmd = match command {
+        Some(command) => LaneCmd::Command(CommandJob {
+            command,
+            origin_conn: origin.conn,
+            message_id,
+        }),
+        None => {
+            let blocks = ctx.media.prompt_links(&attachments);
+            LaneCmd::Prompt(PromptJob {
+                text: send.text,
+                blocks,
+                origin_conn: origin.conn,
+                message_id,
+            })
+        }
+    };
+    ctx.agents.send(&lane, cmd)?;
+    Ok(Reply::ViaOutbox)
+}
+
+/// Whether the text starts with a command the agent advertised (forwarded to it as a prompt).
+fn is_agent_command(ctx: &Context, text: &str) -> bool {
+    let Some(rest) = text.trim_start().strip_prefix('/') else {
+        return false;
+    };
+    let name = rest.split(char::is_whitespace).next().unwrap_or("");
+    !name.is_empty() && ctx.agents.has_command(name)
+}
+
+pub(super) async fn history(ctx: &Context, header: &Header, req: HistoryRequest) -> Result<Reply> {
+    let limit = match req.limit {
+        None => 50,
+        Some(n) if n < 1 => return Err(WireError::bad_request("limit must be at least 1")),
+        Some(n) => n.min(200) as usize,
+    };
+    let lane = resolve_lane(ctx, header).await?;
+    let page = ctx
+        .shared
+        .store
+        .history(
+            &lane.chat_id,
+            lane.thread_id.as_deref(),
+            req.before_message_id.as_deref(),
+            limit,
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound => WireError::not_found("before_message_id unknown in this lane"),
+            other => other.into(),
+        })?;
+    let messages: Vec<Message> = page.messages.iter().map(from_stored).collect();
+    let oldest_message_id = messages.first().map(|m| m.message_id.clone());
+    let frame = ServerFrame::History(History {
+        messages,
+        has_more: page.has_more,
+        oldest_message_id,
+    });
+    Ok(Reply::Direct(frame, lane.header()))
+}
+
+/// Longest accepted search query, in bytes.
+const MAX_QUERY: usize = 1024;
+
+pub(super) async fn search(ctx: &Context, header: &Header, req: Search) -> Result<Reply> {
+    if req.query.len() > MAX_QUERY {
+        return Err(WireError::bad_request(format!(
+            "query longer than {MAX_QUERY} bytes"
+        )));
+    }
+    let limit = match req.limit {
+        None => 50,
+        Some(n) if n < 1 => return Err(WireError::bad_request("limit must be at least 1")),
+        Some(n) => n.min(200) as usize,
+    };
+    let scope = match req.scope {
+        SearchScope::All => None,
+        SearchScope::Chat => {
+            if header.chat_id.is_none() {
+                return Err(WireError::bad_request("scope chat needs a chat_id"));
+            }
+            let lane = resolve_lane(ctx, header).await?;
+            Some((lane.chat_id, lane.thread_id))
+        }
+    };
+    let hits = ctx.shared.store.search(&req.query, scope, limit).await?;
+    let hits = hits
+        .into_iter()
+        .map(|h| SearchHit {
+            message_id: h.message_id,
+            chat_id: h.chat_id,
+            thread_id: h.thread_id,
+            role: Role::parse(&h.role).unwrap_or(Role::System),
+            snippet: h.snippet,
+            ts: h.ts,
+        })
+        .collect();
+    Ok(Reply::Direct(
+        ServerFrame::SearchResults(SearchResults {
+            query: req.query,
+            scope: req.scope,
+            hits,
+        }),
+        Header::default(),
+    ))
+}
+
+pub(super) async fn delete(
+    ctx: &Context,
+    header: &Header,
+    ids: Vec<String>,
+    origin: &Origin,
+) -> Result<Reply> {
+    if ids.is_empty() {
+        return Err(WireError::bad_request("message_ids is empty"));
+    }
+    if ids.len() > 500 {
+        return Err(WireError::bad_request("at most 500 message_ids at once"));
+    }
+    let lane = resolve_lane(ctx, header).await?;
+    let origin = origin.clone();
+    let unused = ctx
+        .shared
+        .store
+        .write(move |tx| {
+            tx.delete_messages(&ids)?;
+            let unused = tx.detach_media(&ids)?;
+            // Idempotent: ids already gone are announced too, so every cache drops them.
+            let frame = DurableFrame::MessageDeleted(MessageDeleted { message_ids: ids });
+            outbox::append(tx, &lane.header(), frame, None, &origin)?;
+            Ok(unused)
+        })
+        .await?;
+    // Files go before this request is done, so a device's next request sees them gone.
+    ctx.media.remove_unused(unused).await;
+    Ok(Reply::ViaOutbox)
+}
+
+pub(super) async fn read_receipt(
+    ctx: &Context,
+    device_id: &str,
+    header: &Header,
+    req: ReadReceipt,
+    origin: &Origin,
+) -> Result<Reply> {
+    let Some(message) = ctx.shared.store.get_message(&req.message_id).await? else {
+        return Err(WireError::not_found("message_id unknown"));
+    };
+    if header
+        .chat_id
+        .as_ref()
+        .is_some_and(|c| c != &message.chat_id && Some(c) != message.thread_id.as_ref())
+    {
+        return Err(WireError::not_found("message_id unknown in this chat"));
+    }
+    let device = device_id.to_owned();
+    let origin = origin.clone();
+    ctx.shared
+        .store
+        .write(move |tx| {
+            tx.mark_read(&message.chat_id, &message.message_id, &device, now_ms())?;
+            let lane = Header::lane(message.chat_id.clone(), message.thread_id.clone());
+            let frame = DurableFrame::ReadBy {
+                message_id: message.message_id.clone(),
+                device_id: device.clone(),
+            };
+            outbox::append(tx, &lane, frame, Some(&message.message_id), &origin)
+        })
+        .await?;
+    Ok(Reply::ViaOutbox)
+}

@@ -1,0 +1,84 @@
+//! A device's registration: its name and caps at `hello`, and its push registrations (FCM,
+//! ntfy, Web Push) then and through `fcm.register`.
+
+use iris_protocol::{ClientCaps, FcmRegister, Header, Hello};
+use iris_store::{DeviceRow, StoreError};
+
+use super::Context;
+use crate::ids::now_ms;
+use crate::state::Shared;
+use crate::wire::{Reply, Result, WireError};
+
+/// Stores the device's name, caps and push registration; returns its row.
+pub async fn register_device(
+    shared: &Shared,
+    hello: &Hello,
+) -> std::result::Result<DeviceRow, StoreError> {
+    let device_id = hello.device_id.clone();
+    let name = hello
+        .device_name
+        .clone()
+        .unwrap_or_else(|| device_id.clone());
+    let caps = ClientCaps::to_stored(hello.caps.as_ref());
+    let fcm = hello.fcm_token.clone();
+    let ntfy = hello.ntfy_topic.clone();
+    // A subscription that does not check out is left out rather than failing the connection.
+    let webpush = match hello
+        .webpush
+        .as_ref()
+        .map(|w| w.as_ref().map(crate::push::webpush::parse_subscription))
+    {
+        Some(Some(Err(reason))) => {
+            tracing::warn!(device_id = %device_id, %reason, "hello: ignoring an invalid webpush subscription");
+            None
+        }
+        Some(Some(Ok(row))) => Some(row),
+        Some(None) => Some(None),
+        None => None,
+    };
+    shared
+        .store
+        .write(move |tx| {
+            let row = tx.upsert_device(&device_id, &name, &caps, now_ms())?;
+            if fcm.is_some() || ntfy.is_some() {
+                tx.set_push_tokens(&device_id, fcm.map(Some), ntfy.map(Some))?;
+            }
+            if let Some(webpush) = webpush {
+                tx.set_webpush(&device_id, webpush.as_ref())?;
+            }
+            Ok(row)
+        })
+        .await
+}
+
+pub(super) async fn fcm_register(
+    ctx: &Context,
+    device_id: &str,
+    header: &Header,
+    req: FcmRegister,
+) -> Result<Reply> {
+    let device = device_id.to_owned();
+    // An empty string removes a registration; an absent field leaves it as it is.
+    let norm = |v: Option<String>| v.map(|s| Some(s).filter(|s| !s.is_empty()));
+    let (fcm, ntfy) = (norm(req.fcm_token), norm(req.ntfy_topic));
+    // `null` or an empty endpoint removes the Web Push subscription.
+    let webpush = match req.webpush {
+        Some(Some(sub)) => Some(
+            crate::push::webpush::parse_subscription(&sub)
+                .map_err(|e| WireError::bad_request(format!("webpush: {e}")))?,
+        ),
+        Some(None) => Some(None),
+        None => None,
+    };
+    ctx.shared
+        .store
+        .write(move |tx| {
+            tx.set_push_tokens(&device, fcm, ntfy)?;
+            match webpush {
+                Some(webpush) => tx.set_webpush(&device, webpush.as_ref()),
+                None => Ok(()),
+            }
+        })
+        .await?;
+    Ok(Reply::ack(header))
+}

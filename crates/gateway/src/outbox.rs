@@ -1,0 +1,165 @@
+//! The one door to the outbox, and the lane and origin types its frames are filed under.
+//!
+//! A durable frame reaches devices only by being appended here inside a store transaction; the
+//! store's commit hook then hands it to the hub in cursor order. Only a
+//! [`DurableFrame`] can be appended, and only an [`EphemeralFrame`] can be broadcast without
+//! being stored ([`crate::hub::Hub::broadcast`]): which way a frame goes is decided by its type,
+//! never by the caller.
+//!
+//! This is also where messages become store rows and back, and where system messages are made.
+//!
+//! Ground floor: imports nothing of the gateway but [`crate::ids`].
+
+use std::sync::Arc;
+
+use iris_protocol::{encode, DurableFrame, Header, Message, Role, ServerFrame};
+use iris_store::{FrameMeta, NewFrame, StoreError, StoredMessage, WriteTx};
+
+use crate::ids::{new_id, now_ms};
+
+/// A lane: a channel and optionally one of its threads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Lane {
+    /// The channel.
+    pub chat_id: String,
+    /// The thread, or `None` for the channel's flat lane.
+    pub thread_id: Option<String>,
+}
+
+impl Lane {
+    /// The envelope header of frames in this lane.
+    pub fn header(&self) -> Header {
+        Header::lane(self.chat_id.clone(), self.thread_id.clone())
+    }
+
+    /// The lane as `(chat_id, thread_id)`, the way frames are filed.
+    pub fn filing(&self) -> (Option<&str>, Option<&str>) {
+        (Some(&self.chat_id), self.thread_id.as_deref())
+    }
+
+    /// The channel or thread row that must exist for this lane to take frames.
+    pub fn row_id(&self) -> &str {
+        self.thread_id.as_deref().unwrap_or(&self.chat_id)
+    }
+}
+
+/// Who a durable frame answers: its connection and request id, so that the origin receives the
+/// frame as its response (with `id`) while every other device gets the broadcast.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// Connection id (0 = none).
+    pub conn: u64,
+    /// The request id, as JSON text.
+    pub request_id: Option<Arc<str>>,
+}
+
+impl Origin {
+    /// No origin: a pure broadcast.
+    pub fn none() -> Self {
+        Origin::default()
+    }
+}
+
+/// Appends a durable frame to the outbox inside a write transaction, filed under its header's
+/// lane (so deleting the lane or the message removes it); returns its cursor.
+pub fn append(
+    tx: &mut WriteTx<'_>,
+    header: &Header,
+    frame: DurableFrame,
+    message_id: Option<&str>,
+    origin: &Origin,
+) -> Result<u64, StoreError> {
+    let lane = (header.chat_id.clone(), header.thread_id.clone());
+    append_filed(
+        tx,
+        header,
+        frame,
+        (lane.0.as_deref(), lane.1.as_deref()),
+        message_id,
+        origin,
+    )
+}
+
+/// Appends a durable frame filed under a lane other than its header's: `channel.*` frames carry
+/// no lane in their envelope but belong to the channel they describe, and go when it is deleted.
+pub fn append_filed(
+    tx: &mut WriteTx<'_>,
+    header: &Header,
+    frame: DurableFrame,
+    lane: (Option<&str>, Option<&str>),
+    message_id: Option<&str>,
+    origin: &Origin,
+) -> Result<u64, StoreError> {
+    let frame_type = frame.frame_type().to_owned();
+    let json = encode(header, &ServerFrame::from(frame));
+    tx.append(NewFrame {
+        frame_type,
+        chat_id: lane.0.map(str::to_owned),
+        thread_id: lane.1.map(str::to_owned),
+        message_id: message_id.map(str::to_owned),
+        json,
+        meta: FrameMeta {
+            origin_conn: origin.conn,
+            request_id: origin.request_id.clone(),
+        },
+    })
+}
+
+/// Stores a message in its lane and appends the `message` frame announcing it, in the caller's
+/// transaction; returns the frame's cursor.
+pub fn post(
+    tx: &mut WriteTx<'_>,
+    lane: &Lane,
+    message: Message,
+    origin: &Origin,
+) -> Result<u64, StoreError> {
+    tx.upsert_message(&to_stored(
+        &lane.chat_id,
+        lane.thread_id.as_deref(),
+        &message,
+    ))?;
+    let id = message.message_id.clone();
+    append(
+        tx,
+        &lane.header(),
+        DurableFrame::Message(message),
+        Some(&id),
+        origin,
+    )
+}
+
+/// A new system message: the gateway speaking in a lane (errors, notices, command output).
+/// Every system message of the gateway is made here.
+pub fn system_message(text: impl Into<String>) -> Message {
+    Message {
+        message_id: new_id("m_"),
+        role: Role::System,
+        text: text.into(),
+        ts: now_ms(),
+        ..Message::default()
+    }
+}
+
+/// A protocol message as a store row.
+pub fn to_stored(chat_id: &str, thread_id: Option<&str>, m: &Message) -> StoredMessage {
+    StoredMessage {
+        message_id: m.message_id.clone(),
+        chat_id: chat_id.to_owned(),
+        thread_id: thread_id.map(str::to_owned),
+        role: m.role.as_str().to_owned(),
+        text: m.text.clone(),
+        ts: m.ts,
+        extra: m.extra_json(),
+    }
+}
+
+/// A store row as a protocol message.
+pub fn from_stored(row: &StoredMessage) -> Message {
+    Message::from_stored(
+        row.message_id.clone(),
+        &row.role,
+        row.text.clone(),
+        row.ts,
+        &row.extra,
+    )
+}

@@ -1,0 +1,67 @@
+//! Small text helpers shared by several rooms: titles of chats and threads, and shortening text
+//! for previews.
+//!
+//! Ground floor: imports nothing of the gateway.
+
+/// The instant title of an auto-thread (or of a scheduled job): the first non-empty line, at
+/// most 48 characters, cut at a word boundary.
+pub fn instant_title(text: &str) -> String {
+    const MAX: usize = 48;
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("New thread");
+    if line.chars().count() <= MAX {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(MAX).collect();
+    match cut.rfind(char::is_whitespace) {
+        Some(i) if i > 0 => cut[..i].trim_end().to_owned(),
+        _ => cut,
+    }
+}
+
+/// A title given by the user or the agent: control characters removed, at most 100
+/// characters; `None` when nothing visible is left.
+pub fn clean_title(title: &str) -> Option<String> {
+    let t: String = title
+        .trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(100)
+        .collect();
+    Some(t).filter(|t| !t.trim().is_empty())
+}
+
+/// The last `max` characters of a text, with a leading `…` when it was cut.
+pub fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_owned();
+    }
+    let skip = count - max;
+    format!("…{}", text.chars().skip(skip + 1).collect::<String>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instant_titles_take_the_first_line_cut_at_a_word() {
+        assert_eq!(instant_title("\n  Plan the trip  \nmore"), "Plan the trip");
+        assert_eq!(instant_title("   "), "New thread");
+        let long = "word ".repeat(20);
+        let t = instant_title(&long);
+        assert!(t.chars().count() <= 48 && !t.ends_with(' '), "{t:?}");
+    }
+
+    #[test]
+    fn titles_lose_control_characters_and_tails_keep_the_end() {
+        assert_eq!(clean_title(" a\u{7}b "), Some("ab".into()));
+        assert_eq!(clean_title("\u{1b}\n"), None);
+        assert_eq!(tail("abcdef", 4), "…def");
+        assert_eq!(tail("abc", 4), "abc");
+    }
+}
