@@ -49,6 +49,8 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "markdown.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "media.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "sha256.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "state.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "ui.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "util.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "webpush.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "icon.svg", "image/svg+xml"),

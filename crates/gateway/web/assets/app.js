@@ -6,64 +6,21 @@ import { Connection, RequestError } from './conn.js';
 import { markdown } from './markdown.js';
 import { Media } from './media.js';
 import {
+  $, app, currentLane, defaultChannel, findMessage, laneOf, laneTitle, resetLane, store,
+} from './state.js';
+import {
+  ask, closePopups, confirmDialog, popupMenu, request, toast,
+} from './ui.js';
+import {
   defaultDeviceName, formatBytes, formatTime, h, laneKey, matchCommands, randomId, runtimeFooter, snippetParts,
 } from './util.js';
 import { dropSubscription, ensureSubscription, subscriptionPayload, webPushAvailable } from './webpush.js';
-
-const store = window.localStorage;
-const $ = (id) => document.getElementById(id);
 
 const BUSY_TEXT = {
   processing: 'Thinking…',
   tool: 'Running a tool…',
   waiting_input: 'Waiting for your answer…',
   cron: 'Running a scheduled job…',
-};
-
-/** One chat lane (a channel or a thread): its items and its DOM. */
-class Lane {
-  constructor(chatId, threadId) {
-    this.chat_id = chatId;
-    this.thread_id = threadId || null;
-    this.key = laneKey(chatId, threadId);
-    this.items = new Map(); // id → element
-    this.el = h('div', { class: 'lane', dataset: { lane: this.key } });
-    this.historyLoaded = false;
-    this.loading = null;
-    this.hasMore = false;
-    this.oldest = null;
-    this.busy = null;
-    this.turn = 0;
-    this.turnOpen = false;
-    this.stream = null;
-    this.unread = 0;
-  }
-
-  /** Adds an element at the end, but keeps an open streaming bubble last. */
-  append(id, el) {
-    const open = this.stream && this.items.get(this.stream);
-    if (open && open.isConnected && open.parentNode === this.el && id !== this.stream) this.el.insertBefore(el, open);
-    else this.el.append(el);
-    if (id) this.items.set(id, el);
-  }
-}
-
-const app = {
-  conn: null,
-  media: null,
-  channels: new Map(),
-  lanes: new Map(),
-  current: null,
-  catalog: [],
-  catalogLoaded: false,
-  pickers: new Map(),
-  pickerShown: null,
-  receiptsSent: new Set(),
-  localMedia: new Map(),
-  attachments: [],
-  settings: { footer: store.getItem('iris.footer') !== 'off', tools: store.getItem('iris.tools') !== 'off' },
-  toastBudget: 3,
-  webpushKey: null,
 };
 
 // ----- start ---------------------------------------------------------------------------------
@@ -161,8 +118,7 @@ function signOut() {
 function onHello(ack) {
   setDirectory(ack.channels || []);
   if (!app.channels.has(app.current.thread_id || app.current.chat_id)) {
-    const def = [...app.channels.values()].find((c) => c.is_default) || { chat_id: 'default' };
-    showLane(def.chat_id, null);
+    showLane(defaultChannel().chat_id, null);
   }
   app.toastBudget = 3;
   app.webpushKey = (ack.server_caps && ack.server_caps.webpush_key) || null;
@@ -250,15 +206,6 @@ function setDirectory(list) {
   renderTitle();
 }
 
-function channelName(chatId) {
-  const c = app.channels.get(chatId);
-  return c ? c.name : chatId;
-}
-
-function laneTitle(chatId, threadId) {
-  return threadId ? `${channelName(chatId)} › ${channelName(threadId)}` : channelName(chatId);
-}
-
 function renderSidebar() {
   const ul = $('channels');
   ul.replaceChildren();
@@ -344,8 +291,7 @@ function onChannelFrame(frame) {
         if (gone.has(lane.chat_id) || (lane.thread_id && gone.has(lane.thread_id))) app.lanes.delete(key);
       }
       if (gone.has(app.current.chat_id) || (app.current.thread_id && gone.has(app.current.thread_id))) {
-        const def = [...app.channels.values()].find((c) => c.is_default) || { chat_id: 'default' };
-        showLane(def.chat_id, null);
+        showLane(defaultChannel().chat_id, null);
       }
       renderSidebar();
       break;
@@ -356,36 +302,6 @@ function onChannelFrame(frame) {
 }
 
 // ----- lanes -------------------------------------------------------------------------------
-
-function getLane(chatId, threadId) {
-  const key = laneKey(chatId, threadId);
-  let lane = app.lanes.get(key);
-  if (!lane) {
-    lane = new Lane(chatId, threadId);
-    app.lanes.set(key, lane);
-  }
-  return lane;
-}
-
-function currentLane() {
-  return getLane(app.current.chat_id, app.current.thread_id);
-}
-
-function laneOf(frame) {
-  const p = frame.payload || {};
-  const chat = frame.chat_id || p.chat_id || app.current.chat_id;
-  const thread = frame.thread_id !== undefined ? frame.thread_id : p.thread_id;
-  return getLane(chat, thread || null);
-}
-
-function resetLane(lane) {
-  lane.items.clear();
-  lane.el.replaceChildren();
-  lane.historyLoaded = false;
-  lane.hasMore = false;
-  lane.oldest = null;
-  lane.stream = null;
-}
 
 function showLane(chatId, threadId) {
   app.current = { chat_id: chatId, thread_id: threadId || null };
@@ -512,14 +428,6 @@ function upsertMessage(lane, m, frame) {
   lane.append(m.message_id, el);
   noteActivity(lane, frame);
   return el;
-}
-
-function findMessage(id) {
-  for (const lane of app.lanes.values()) {
-    const el = lane.items.get(id);
-    if (el) return el;
-  }
-  return null;
 }
 
 function noteActivity(lane, frame) {
@@ -838,13 +746,6 @@ $('picker').addEventListener('cancel', () => { app.pickerShown = null; });
 
 // ----- notifications and status -------------------------------------------------------------
 
-function toast(text, kind = 'info', title) {
-  const el = h('div', { class: `toast ${kind}` }, title ? h('strong', {}, title) : null, title ? h('br') : null, text);
-  el.addEventListener('click', () => el.remove());
-  $('toasts').append(el);
-  setTimeout(() => el.remove(), kind === 'error' ? 8000 : 6000);
-}
-
 function onNotification(frame) {
   const p = frame.payload;
   // A long offline gap replays many notifications: show only the first few.
@@ -982,16 +883,6 @@ function onFrame(frame) {
     default:
       if (frame.type.startsWith('picker.')) onPicker(frame);
       break;
-  }
-}
-
-/** A request whose failure is shown as a toast; resolves with the response or null. */
-async function request(type, payload, lane = {}, opts = {}) {
-  try {
-    return await app.conn.request(type, payload, { chat_id: lane.chat_id, thread_id: lane.thread_id });
-  } catch (e) {
-    if (!opts.quiet) toast(e.code === 'disconnected' ? 'Not connected. Try again when the connection is back.' : e.message, 'error');
-    return null;
   }
 }
 
@@ -1322,67 +1213,10 @@ async function jumpTo(hit) {
 
 // ----- menus and dialogs -------------------------------------------------------------------
 
-function popupMenu(anchor, items) {
-  document.querySelectorAll('.popup').forEach((m) => m.remove());
-  const menu = h('div', { class: 'menu popup', role: 'menu' }, items.map(([label, fn]) => h('button', {
-    type: 'button', role: 'menuitem', onclick: () => { menu.remove(); fn(); },
-  }, label)));
-  document.body.append(menu);
-  const r = anchor.getBoundingClientRect();
-  const top = Math.min(r.bottom + 4, window.innerHeight - menu.offsetHeight - 8);
-  menu.style.top = `${Math.max(8, top)}px`;
-  menu.style.left = `${Math.max(8, Math.min(r.right - menu.offsetWidth, window.innerWidth - menu.offsetWidth - 8))}px`;
-  menu.querySelector('button').focus();
-  menu.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape') {
-      menu.remove();
-      anchor.focus();
-    }
-  });
-}
-
 document.addEventListener('click', (ev) => {
-  if (!ev.target.closest('.popup')) document.querySelectorAll('.popup').forEach((m) => m.remove());
+  if (!ev.target.closest('.popup')) closePopups();
   if (!ev.target.closest('#menu') && ev.target !== $('open-menu')) closeMainMenu();
 });
-
-function ask(title, label, value) {
-  const dialog = $('ask');
-  const field = h('input', { type: 'text', value, 'aria-label': label, maxlength: 100, required: true });
-  return new Promise((resolve) => {
-    const form = h('form', { method: 'dialog' },
-      h('h2', { id: 'ask-title' }, title),
-      field,
-      h('div', { class: 'dialog-actions' },
-        h('button', { type: 'button', class: 'secondary', onclick: () => dialog.close('') }, 'Cancel'),
-        h('button', { type: 'submit', class: 'primary', value: 'ok' }, 'OK')));
-    form.addEventListener('submit', (ev) => {
-      ev.preventDefault();
-      dialog.close(field.value.trim());
-    });
-    dialog.replaceChildren(form);
-    dialog.onclose = () => resolve(dialog.returnValue);
-    dialog.returnValue = '';
-    dialog.showModal();
-    field.select();
-  });
-}
-
-function confirmDialog(title, text, action) {
-  const dialog = $('ask');
-  return new Promise((resolve) => {
-    dialog.replaceChildren(
-      h('h2', { id: 'ask-title' }, title),
-      h('p', {}, text),
-      h('div', { class: 'dialog-actions' },
-        h('button', { type: 'button', class: 'secondary', onclick: () => dialog.close('') }, 'Cancel'),
-        h('button', { type: 'button', class: 'danger', onclick: () => dialog.close('yes') }, action)),
-    );
-    dialog.onclose = () => resolve(dialog.returnValue === 'yes');
-    dialog.returnValue = '';
-    dialog.showModal();
-  });
-}
 
 function closeMainMenu() {
   $('menu').hidden = true;
