@@ -1,0 +1,66 @@
+// The top-bar menu (`#menu`): opening and closing it, and its actions (the command list, the
+// runtime-footer and tool-details display settings with the body classes that apply them,
+// notifications, signing out). A click anywhere else closes it, and closes any popup menu too.
+
+import { toggleNotifications } from './notify.js';
+import { signOut } from './session.js';
+import { $, app, store } from './state.js';
+import { closePopups, confirmDialog } from './ui.js';
+
+export function initMenu() {
+  document.addEventListener('click', (ev) => {
+    if (!ev.target.closest('.popup')) closePopups();
+    if (!ev.target.closest('#menu') && ev.target !== $('open-menu')) closeMainMenu();
+  });
+  $('open-menu').addEventListener('click', openMainMenu);
+  $('menu').addEventListener('click', (ev) => {
+    const action = ev.target.closest('button') && ev.target.closest('button').dataset.action;
+    closeMainMenu();
+    runAction(action);
+  });
+  document.body.classList.toggle('no-footer', !app.settings.footer);
+  document.body.classList.toggle('no-tools', !app.settings.tools);
+}
+
+function closeMainMenu() {
+  $('menu').hidden = true;
+  $('open-menu').setAttribute('aria-expanded', 'false');
+}
+
+/** Toggles the menu, with its checkboxes and the notifications item up to date. */
+function openMainMenu() {
+  const menu = $('menu');
+  menu.hidden = !menu.hidden;
+  $('open-menu').setAttribute('aria-expanded', String(!menu.hidden));
+  menu.querySelector('[data-action=footer]').setAttribute('aria-checked', String(app.settings.footer));
+  menu.querySelector('[data-action=tools]').setAttribute('aria-checked', String(app.settings.tools));
+  menu.querySelector('[data-action=notify]').textContent =
+    store.getItem('iris.webpush') === 'on' ? 'Turn off notifications' : 'Enable notifications';
+  if (!menu.hidden) menu.querySelector('button').focus();
+}
+
+function runAction(action) {
+  switch (action) {
+    case 'commands':
+      $('commands').click();
+      break;
+    case 'footer':
+      app.settings.footer = !app.settings.footer;
+      store.setItem('iris.footer', app.settings.footer ? 'on' : 'off');
+      document.body.classList.toggle('no-footer', !app.settings.footer);
+      break;
+    case 'tools':
+      app.settings.tools = !app.settings.tools;
+      store.setItem('iris.tools', app.settings.tools ? 'on' : 'off');
+      document.body.classList.toggle('no-tools', !app.settings.tools);
+      break;
+    case 'notify':
+      toggleNotifications();
+      break;
+    case 'signout':
+      confirmDialog('Sign out?', 'This browser forgets the token. Your chats stay on the gateway.', 'Sign out').then((ok) => ok && signOut());
+      break;
+    default:
+      break;
+  }
+}

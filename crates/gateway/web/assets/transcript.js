@@ -1,0 +1,437 @@
+// The transcript: the lane being shown in `#log` and everything drawn into lanes. It owns
+// switching lanes (`showLane`) and the top-bar title, history pages and scroll-up pagination,
+// message bubbles (text, reasoning, media, the meta line and its actions), streaming answers,
+// commentary, tool cards, the busy line above the composer, read receipts in both directions
+// and deletions. What it needs from other views comes in through `initTranscript` callbacks:
+// redrawing the chat list, updating the composer, and closing pickers a lane has moved past.
+
+import { markdown } from './markdown.js';
+import { $, app, currentLane, findMessage, laneOf, laneTitle, store } from './state.js';
+import { confirmDialog, popupMenu, request, toast } from './ui.js';
+import { formatBytes, formatTime, h, runtimeFooter } from './util.js';
+
+const BUSY_TEXT = {
+  processing: 'Thinking…',
+  tool: 'Running a tool…',
+  waiting_input: 'Waiting for your answer…',
+  cron: 'Running a scheduled job…',
+};
+
+const PICKERS_ENDED_BY_A_TURN = ['picker.approval', 'picker.clarify', 'picker.confirm'];
+
+const hooks = {
+  /** Redraws the chat list (unread counts, the current chat). */
+  renderSidebar: () => {},
+  /** Brings the composer in line with the busy state of the lane shown. */
+  updateComposer: () => {},
+  /** `(lane, types)`: settles the lane's open pickers of these types. */
+  closeStalePickers: () => {},
+};
+
+/** Connects the transcript to the other views and starts its page-level observers. */
+export function initTranscript(callbacks) {
+  Object.assign(hooks, callbacks);
+  // Scroll-up pagination: a sentinel above the messages loads the previous page when it shows.
+  new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting) && app.current && app.conn && app.conn.state.name === 'online') {
+      const lane = currentLane();
+      if (lane.historyLoaded && lane.hasMore) loadHistory(lane, true);
+    }
+  }, { root: $('scroller'), rootMargin: '200px 0px 0px 0px' }).observe($('older'));
+  document.addEventListener('visibilitychange', () => app.current && sendReceipts(currentLane()));
+}
+
+// ----- lanes -------------------------------------------------------------------------------
+
+export function showLane(chatId, threadId) {
+  app.current = { chat_id: chatId, thread_id: threadId || null };
+  store.setItem('iris.lane', JSON.stringify(app.current));
+  const lane = currentLane();
+  lane.unread = 0;
+  $('log').replaceChildren(lane.el);
+  renderTitle();
+  hooks.renderSidebar();
+  renderBusy();
+  if (!lane.historyLoaded && app.conn && app.conn.state.name === 'online') loadHistory(lane);
+  scrollToEnd(true);
+  sendReceipts(lane);
+}
+
+export function renderTitle() {
+  if (!app.current) return;
+  const title = laneTitle(app.current.chat_id, app.current.thread_id);
+  $('lane-title').textContent = title;
+  document.title = `${title} · Iris`;
+}
+
+/** Loads the latest page of a lane, or with `older` the page before the oldest one shown. */
+export function loadHistory(lane, older = false) {
+  if (lane.loading) return lane.loading;
+  if (older && !lane.hasMore) return Promise.resolve(false);
+  const payload = { limit: 50 };
+  if (older) payload.before_message_id = lane.oldest;
+  const scroller = $('scroller');
+  const fromBottom = scroller.scrollHeight - scroller.scrollTop;
+  lane.loading = request('history', payload, lane, { quiet: older })
+    .then((res) => {
+      if (!res) return false;
+      const { messages, has_more: hasMore, oldest_message_id: oldest } = res.payload;
+      const first = older || !lane.historyLoaded ? lane.el.firstChild : null;
+      const frag = document.createDocumentFragment();
+      for (const m of messages) {
+        if (lane.items.has(m.message_id)) continue;
+        const el = messageEl(lane, m);
+        lane.items.set(m.message_id, el);
+        frag.append(el);
+      }
+      lane.el.insertBefore(frag, first);
+      if (!lane.historyLoaded || older) {
+        lane.hasMore = hasMore;
+        lane.oldest = oldest || lane.oldest;
+      }
+      lane.historyLoaded = true;
+      if (lane === currentLane()) {
+        if (older) scroller.scrollTop = scroller.scrollHeight - fromBottom;
+        else scrollToEnd(true);
+      }
+      return true;
+    })
+    .finally(() => {
+      lane.loading = null;
+    });
+  return lane.loading;
+}
+
+function nearBottom() {
+  const s = $('scroller');
+  return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
+}
+
+export function scrollToEnd(force) {
+  const s = $('scroller');
+  if (force || nearBottom()) requestAnimationFrame(() => { s.scrollTop = s.scrollHeight; });
+}
+
+/** Something new in a lane: follow it when shown, else count it as unread. */
+function noteActivity(lane, frame) {
+  if (lane === currentLane()) {
+    scrollToEnd(frame && frame.id !== undefined);
+  } else if (frame && ['message', 'message.stop'].includes(frame.type)) {
+    lane.unread++;
+    hooks.renderSidebar();
+  }
+}
+
+/** Adds an element (a picker card, a notice) at the end of a lane and notes it. */
+export function appendToLane(lane, id, el, frame) {
+  lane.append(id, el);
+  noteActivity(lane, frame);
+}
+
+// ----- messages ----------------------------------------------------------------------------
+
+function messageEl(lane, m, opts = {}) {
+  const el = h('article', {
+    class: `msg role-${m.role}${opts.streaming ? ' streaming' : ''}`,
+    dataset: { id: m.message_id, role: m.role },
+    'aria-label': `${roleLabel(m.role)} message`,
+  });
+  fillMessage(el, lane, m, opts);
+  return el;
+}
+
+function roleLabel(role) {
+  return { user: 'Your', assistant: 'Agent', system: 'System', cron: 'Scheduled' }[role] || role;
+}
+
+function fillMessage(el, lane, m, opts = {}) {
+  const parts = [];
+  if (m.reasoning) {
+    parts.push(h('details', { class: 'reasoning' }, h('summary', {}, 'Reasoning'), h('div', { class: 'md' }, markdown(m.reasoning))));
+  }
+  const body = h('div', { class: 'md body' });
+  if (m.text) body.append(markdown(m.text));
+  else if (opts.streaming) body.append(h('span', { class: 'dots', 'aria-label': 'Typing' }, h('i'), h('i'), h('i')));
+  parts.push(body);
+  if (m.media && m.media.length) parts.push(mediaList(m.media));
+  const meta = h('div', { class: 'meta' });
+  if (m.ts) meta.append(h('time', { datetime: new Date(m.ts).toISOString() }, formatTime(m.ts)));
+  if (m.role === 'assistant' && m.runtime && app.settings.footer) meta.append(h('span', { class: 'runtime' }, runtimeFooter(m.runtime)));
+  if (m.role === 'user') meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
+  if (!opts.streaming) {
+    meta.append(h('button', { type: 'button', class: 'icon msg-more', 'aria-label': 'Message actions', onclick: (ev) => messageMenu(ev, lane, el) }, '⋯'));
+  }
+  parts.push(meta);
+  el.replaceChildren(...parts);
+  el.dataset.text = m.text || '';
+}
+
+/** A complete message: replaces the bubble with its id (in any lane) or adds one. */
+export function upsertMessage(lane, m, frame) {
+  const existing = lane.items.get(m.message_id) || findMessage(m.message_id);
+  if (existing) {
+    existing.classList.remove('streaming');
+    fillMessage(existing, lane, m);
+    return existing;
+  }
+  const el = messageEl(lane, m);
+  appendToLane(lane, m.message_id, el, frame);
+  return el;
+}
+
+/** `message.start`, `message.update` and `message.stop`: a streamed answer. */
+export function onStreamFrame(frame) {
+  const lane = laneOf(frame);
+  const p = frame.payload;
+  switch (frame.type) {
+    case 'message.start': {
+      if (lane.items.has(p.message_id)) break;
+      lane.stream = p.message_id;
+      const el = messageEl(lane, { message_id: p.message_id, role: p.role || 'assistant', text: '' }, { streaming: true });
+      lane.el.append(el);
+      lane.items.set(p.message_id, el);
+      noteActivity(lane, frame);
+      break;
+    }
+    case 'message.update': {
+      const el = lane.items.get(p.message_id);
+      if (!el || !el.classList.contains('streaming')) break;
+      // Each update carries the whole text so far: replace, never append.
+      fillMessage(el, lane, { message_id: p.message_id, role: el.dataset.role, text: p.text }, { streaming: true });
+      el.hidden = false;
+      scrollToEnd(false);
+      break;
+    }
+    case 'message.stop': {
+      if (lane.stream === p.message_id) lane.stream = null;
+      const m = {
+        message_id: p.message_id, role: 'assistant', text: p.final_text, reasoning: p.reasoning, runtime: p.runtime,
+        media: p.media, ts: Date.now(), model: p.model,
+      };
+      const el = lane.items.get(p.message_id);
+      if (el) {
+        el.classList.remove('streaming');
+        fillMessage(el, lane, m);
+        // Keep the answer below the turn's commentary and tool cards.
+        lane.el.append(el);
+      } else {
+        upsertMessage(lane, m, frame);
+      }
+      noteActivity(lane, frame);
+      if (!document.hidden && lane === currentLane()) sendReceipt(lane, p.message_id);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+function messageMenu(ev, lane, el) {
+  ev.stopPropagation();
+  const items = [];
+  if (el.dataset.text) items.push(['Copy text', () => navigator.clipboard && navigator.clipboard.writeText(el.dataset.text)]);
+  items.push(['Delete', async () => {
+    const ok = await confirmDialog('Delete this message?', 'It is deleted on every device and cannot be recovered.', 'Delete');
+    if (ok) request('message.delete', { message_ids: [el.dataset.id] }, lane);
+  }]);
+  popupMenu(ev.currentTarget, items);
+}
+
+export function onDeleted(frame) {
+  for (const id of frame.payload.message_ids || []) {
+    for (const lane of app.lanes.values()) {
+      const el = lane.items.get(id);
+      if (el) {
+        el.remove();
+        lane.items.delete(id);
+      }
+    }
+  }
+}
+
+// ----- read receipts -----------------------------------------------------------------------
+
+/** A receipt from the gateway: one of our messages was read. */
+export function onReceipt(frame) {
+  const el = findMessage(frame.payload.message_id);
+  if (!el || el.dataset.role !== 'user') return;
+  el.dataset.read = '1';
+  const ticks = el.querySelector('.ticks');
+  if (ticks) {
+    ticks.textContent = '✓✓';
+    ticks.setAttribute('aria-label', 'Read');
+  }
+}
+
+export function sendReceipt(lane, messageId) {
+  if (app.receiptsSent.has(messageId) || !app.conn.online) return;
+  app.receiptsSent.add(messageId);
+  try {
+    app.conn.sendFrame({ type: 'read.receipt', chat_id: lane.chat_id, thread_id: lane.thread_id, payload: { message_id: messageId, chat_id: lane.chat_id } });
+  } catch {
+    app.receiptsSent.delete(messageId);
+  }
+}
+
+/** Marks the lane's last complete answer read, when the page is visible and online. */
+export function sendReceipts(lane) {
+  if (document.hidden || !app.conn || !app.conn.online) return;
+  const last = [...lane.el.querySelectorAll('.msg.role-assistant:not(.streaming)')].pop();
+  if (last) sendReceipt(lane, last.dataset.id);
+}
+
+// ----- commentary, tools and the busy line -------------------------------------------------
+
+export function onCommentary(frame) {
+  const lane = laneOf(frame);
+  const p = frame.payload;
+  const existing = lane.items.get(p.message_id);
+  const body = h('div', { class: 'md' }, markdown(p.text));
+  if (existing) {
+    existing.replaceChildren(body);
+    return;
+  }
+  appendToLane(lane, p.message_id, h('div', { class: 'commentary', dataset: { id: p.message_id } }, body), frame);
+}
+
+/** `agent.busy` and `agent.idle`: a turn starts, changes phase or ends. */
+export function onBusy(frame) {
+  const lane = laneOf(frame);
+  if (frame.type === 'agent.busy') {
+    if (!lane.turnOpen) {
+      lane.turn++;
+      lane.turnOpen = true;
+    }
+    lane.busy = frame.payload.reason || 'processing';
+    // An approval or question answered on another device: the lane goes on without it.
+    if (lane.busy !== 'waiting_input') hooks.closeStalePickers(lane, PICKERS_ENDED_BY_A_TURN);
+  } else {
+    lane.busy = null;
+    lane.turnOpen = false;
+    lane.stream = null;
+    for (const el of lane.el.querySelectorAll('.msg.streaming')) {
+      if (!el.dataset.text) el.remove();
+      else el.classList.remove('streaming');
+    }
+    hooks.closeStalePickers(lane, PICKERS_ENDED_BY_A_TURN);
+  }
+  if (lane === currentLane()) renderBusy();
+}
+
+function toolKey(lane, index) {
+  return `tool:${lane.turn}:${index}`;
+}
+
+/** `tool.start`, `tool.progress` and `tool.end`: one card per tool call of the turn. */
+export function onTool(frame) {
+  const lane = laneOf(frame);
+  const p = frame.payload;
+  const key = toolKey(lane, p.index);
+  let card = lane.items.get(key);
+  if (frame.type === 'tool.start' || !card) {
+    if (card && frame.type === 'tool.start') return;
+    card = h('details', { class: 'tool running', dataset: { id: key, tool: p.name } });
+    card.summary = h('summary', {});
+    card.body = h('div', { class: 'tool-body' });
+    card.append(card.summary, card.body);
+    card.data = { name: p.name, emoji: p.emoji, preview: p.preview, args: p.args };
+    appendToLane(lane, key, card, frame);
+  }
+  const d = card.data;
+  if (frame.type === 'tool.progress') d.note = p.note;
+  if (frame.type === 'tool.end') {
+    d.ok = p.ok;
+    d.duration = p.duration;
+    d.output = p.output_preview;
+    card.classList.remove('running');
+    card.classList.add(p.ok ? 'ok' : 'failed');
+  }
+  fillToolCard(card);
+}
+
+function fillToolCard(card) {
+  const d = card.data;
+  const state = d.ok === undefined ? h('span', { class: 'tool-state', 'aria-label': 'running' }, '⏳')
+    : h('span', { class: 'tool-state', 'aria-label': d.ok ? 'succeeded' : 'failed' }, d.ok ? '✓' : '✗');
+  card.summary.replaceChildren(...[
+    h('span', { class: 'tool-emoji', 'aria-hidden': 'true' }, d.emoji || '🔧'),
+    h('span', { class: 'tool-name' }, d.name),
+    d.preview ? h('code', { class: 'tool-preview' }, d.preview) : null,
+    Number.isFinite(d.duration) ? h('span', { class: 'tool-dur' }, `${d.duration.toFixed(1)} s`) : null,
+    state,
+  ].filter(Boolean));
+  const body = [];
+  if (d.args !== undefined && d.args !== null && app.settings.tools) body.push(h('div', { class: 'tool-label' }, 'Arguments'), h('pre', {}, JSON.stringify(d.args, null, 2)));
+  if (d.note && d.ok === undefined) body.push(h('div', { class: 'tool-note' }, d.note));
+  if (d.output) body.push(h('div', { class: 'tool-label' }, 'Output'), h('pre', {}, d.output));
+  card.body.replaceChildren(...body);
+}
+
+export function renderBusy() {
+  const lane = currentLane();
+  $('busy').hidden = !lane.busy;
+  if (lane.busy) $('busy-text').textContent = BUSY_TEXT[lane.busy] || 'Working…';
+  hooks.updateComposer();
+}
+
+/** A `status` frame: a notice in the lane shown when the gateway goes down for a restart. */
+export function onStatus(frame) {
+  if (frame.payload.state === 'restarting') {
+    const lane = currentLane();
+    lane.append(null, h('div', { class: 'notice' }, 'Gateway restarting…'));
+    scrollToEnd(true);
+  }
+}
+
+// ----- media in messages -------------------------------------------------------------------
+
+function mediaList(list) {
+  const box = h('div', { class: 'media' });
+  for (const m of list) {
+    const local = app.localMedia.get(`${m.filename}:${m.size}`);
+    if (local && !app.media.urls.has(m.media_id)) app.media.remember(m.media_id, local);
+    if (m.kind === 'image' && m.size <= 20 * 1024 * 1024) box.append(inlineImage(m));
+    else box.append(fileChip(m));
+  }
+  return box;
+}
+
+function inlineImage(m) {
+  const img = h('img', { alt: m.filename || 'image', class: 'inline-image', loading: 'lazy' });
+  const bar = h('progress', { max: 100, value: 0, 'aria-label': `Loading ${m.filename}` });
+  const fig = h('figure', { class: 'image loading', dataset: { media: m.media_id } }, img, bar);
+  app.media.url(m, (f) => { bar.value = Math.round(f * 100); }).then((url) => {
+    img.src = url;
+    fig.classList.remove('loading');
+    bar.remove();
+    scrollToEnd(false);
+  }, (e) => {
+    fig.classList.remove('loading');
+    bar.replaceWith(h('span', { class: 'error' }, `Image unavailable: ${e.message}`));
+  });
+  return fig;
+}
+
+function fileChip(m) {
+  const bar = h('progress', { max: 100, value: 0, hidden: true, 'aria-label': `Downloading ${m.filename}` });
+  const btn = h('button', { type: 'button', class: 'secondary' }, 'Download');
+  btn.addEventListener('click', () => {
+    btn.disabled = true;
+    bar.hidden = false;
+    app.media.url(m, (f) => { bar.value = Math.round(f * 100); }).then((url) => {
+      bar.hidden = true;
+      btn.disabled = false;
+      const a = h('a', { href: url, download: m.filename || 'download' });
+      document.body.append(a);
+      a.click();
+      a.remove();
+    }, (e) => {
+      bar.hidden = true;
+      btn.disabled = false;
+      toast(`${m.filename}: ${e.message}`, 'error');
+    });
+  });
+  return h('div', { class: 'file-chip', dataset: { media: m.media_id } },
+    h('span', { class: 'file-icon', 'aria-hidden': 'true' }, '📄'), h('span', { class: 'att-name' }, m.filename || m.media_id),
+    h('span', { class: 'att-size' }, formatBytes(m.size)), bar, btn);
+}
