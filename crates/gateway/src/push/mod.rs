@@ -512,7 +512,6 @@ impl PushWorker {
 
 mod outcome;
 pub use outcome::Outcome;
-pub(crate) use outcome::retry_after;
 
 #[cfg(test)]
 mod tests {
