@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
+use super::outcome::{classify_response, transport_error, without_url, ErrorBody, Rules};
 use super::policy::PushContent;
-use super::{retry_after, FcmConfig, Outcome, PushError, GOOGLE_TOKEN_URL};
+use super::{FcmConfig, Outcome, PushError, GOOGLE_TOKEN_URL};
 
 /// The OAuth2 scope of FCM sends.
 pub const SCOPE: &str = "https://www.googleapis.com/auth/firebase.messaging";
@@ -21,6 +22,31 @@ const ASSERTION_SECS: u64 = 3600;
 /// A token is renewed this long before it expires (or at half its lifetime, if that is shorter),
 /// so that a request never carries a token that expires on the way.
 const RENEW_MARGIN: Duration = Duration::from_secs(60);
+
+/// How FCM's answers to `messages:send` are read. A token is gone when the error code says
+/// `UNREGISTERED` (FCM sends it with 404), or when a 400 `INVALID_ARGUMENT` names the token. A
+/// 401 is retried: the access token was revoked or expired early, and a new one is fetched.
+pub(crate) const SEND: Rules = Rules {
+    service: "FCM",
+    gone: &[],
+    gone_codes: &["UNREGISTERED"],
+    gone_if_named: &[400],
+    retry: &[401],
+    retry_every_failure: false,
+    read_body: Some(fcm_error),
+};
+
+/// How the token endpoint's answers are read: a failure to get an access token says nothing
+/// about the push or the device, so every failure is retried.
+pub(crate) const TOKEN: Rules = Rules {
+    service: "token endpoint",
+    gone: &[],
+    gone_codes: &[],
+    gone_if_named: &[],
+    retry: &[],
+    retry_every_failure: true,
+    read_body: Some(oauth_error),
+};
 
 /// The fields of a Google service-account key file that the JWT bearer grant needs.
 #[derive(Deserialize)]
@@ -152,24 +178,9 @@ impl Fcm {
             ])
             .send()
             .await
-            .map_err(|e| Outcome::Retry {
-                after: None,
-                reason: format!("token endpoint unreachable: {}", without_url(e)),
-            })?;
-        let status = response.status();
-        if !status.is_success() {
-            let after = retry_after(response.headers());
-            // Google's OAuth errors (`invalid_grant`, …) name the problem without secrets.
-            let error = response
-                .json::<Value>()
-                .await
-                .ok()
-                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned));
-            let reason = format!(
-                "token endpoint answered {status} {}",
-                error.unwrap_or_default()
-            );
-            return Err(Outcome::Retry { after, reason });
+            .map_err(|e| transport_error(&TOKEN, e))?;
+        if !response.status().is_success() {
+            return Err(classify_response(response, &TOKEN).await);
         }
         let token: TokenResponse = response.json().await.map_err(|e| Outcome::Retry {
             after: None,
@@ -202,52 +213,51 @@ impl Fcm {
             .await
         {
             Ok(r) => r,
-            Err(e) => {
-                return Outcome::Retry {
-                    after: None,
-                    reason: format!("FCM unreachable: {}", without_url(e)),
-                }
-            }
+            Err(e) => return transport_error(&SEND, e),
         };
         let status = response.status();
-        if status.is_success() {
-            return Outcome::Delivered;
+        let outcome = classify_response(response, &SEND).await;
+        if status == reqwest::StatusCode::UNAUTHORIZED && matches!(outcome, Outcome::Retry { .. }) {
+            // The access token was revoked or expired early: fetch a new one next time.
+            *self.token.lock().await = None;
         }
-        let after = retry_after(response.headers());
-        let body = response.json::<Value>().await.unwrap_or(Value::Null);
-        let error = &body["error"];
-        let fcm_code = error["details"]
+        outcome
+    }
+}
+
+/// What an FCM error body says: the `errorCode` of its FCM details, and whether it is about the
+/// registration token (a field violation of `message.token`, or a message that names it).
+fn fcm_error(body: &Value) -> ErrorBody {
+    let error = &body["error"];
+    let details = || error["details"].as_array().into_iter().flatten();
+    let code = details()
+        .find_map(|d| d.get("errorCode").and_then(Value::as_str))
+        .unwrap_or_default();
+    let about_token = details().any(|d| {
+        d["fieldViolations"]
             .as_array()
             .into_iter()
             .flatten()
-            .find_map(|d| d.get("errorCode").and_then(Value::as_str))
-            .unwrap_or_default();
-        let about_token = error["details"].as_array().into_iter().flatten().any(|d| {
-            d["fieldViolations"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|v| v["field"].as_str() == Some("message.token"))
-        }) || error["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("registration token"));
-        match status.as_u16() {
-            _ if fcm_code == "UNREGISTERED" => Outcome::Unregistered,
-            400 if about_token => Outcome::Unregistered,
-            401 => {
-                // The access token was revoked or expired early: fetch a new one next time.
-                *self.token.lock().await = None;
-                Outcome::Retry {
-                    after,
-                    reason: "FCM refused the access token".into(),
-                }
-            }
-            429 | 500..=599 => Outcome::Retry {
-                after,
-                reason: format!("FCM answered {status} {fcm_code}"),
-            },
-            _ => Outcome::Rejected(format!("FCM answered {status} {fcm_code}")),
-        }
+            .any(|v| v["field"].as_str() == Some("message.token"))
+    }) || error["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("registration token"));
+    ErrorBody {
+        code: code.to_owned(),
+        names_registration: about_token,
+    }
+}
+
+/// What a Google OAuth error body says: its `error` (`invalid_grant`, …), which names the problem
+/// without secrets.
+fn oauth_error(body: &Value) -> ErrorBody {
+    ErrorBody {
+        code: body
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        names_registration: false,
     }
 }
 
@@ -272,11 +282,6 @@ fn message(registration: &str, push: &PushContent) -> Value {
             },
         }
     })
-}
-
-/// A request error without its URL: the ntfy URL carries the topic, which is a secret.
-pub(crate) fn without_url(e: reqwest::Error) -> String {
-    e.without_url().to_string()
 }
 
 #[cfg(test)]

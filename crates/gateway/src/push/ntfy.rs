@@ -5,9 +5,21 @@ use base64::Engine;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use reqwest::Url;
 
-use super::fcm::without_url;
+use super::outcome::{classify_response, transport_error, Rules};
 use super::policy::PushContent;
-use super::{retry_after, NtfyConfig, Outcome};
+use super::{NtfyConfig, Outcome};
+
+/// How ntfy's answers are read: a topic is never gone (anyone may publish to any topic), and
+/// the error bodies are not read.
+pub(crate) const RULES: Rules = Rules {
+    service: "ntfy",
+    gone: &[],
+    gone_codes: &[],
+    gone_if_named: &[],
+    retry: &[],
+    retry_every_failure: false,
+    read_body: None,
+};
 
 /// The ntfy backend: one server, an optional access token.
 pub struct Ntfy {
@@ -58,23 +70,9 @@ impl Ntfy {
             value.set_sensitive(true);
             request = request.header(AUTHORIZATION, value);
         }
-        let response = match request.send().await {
-            Ok(r) => r,
-            Err(e) => {
-                return Outcome::Retry {
-                    after: None,
-                    reason: format!("ntfy unreachable: {}", without_url(e)),
-                }
-            }
-        };
-        let status = response.status();
-        match status.as_u16() {
-            200..=299 => Outcome::Delivered,
-            429 | 500..=599 => Outcome::Retry {
-                after: retry_after(response.headers()),
-                reason: format!("ntfy answered {status}"),
-            },
-            _ => Outcome::Rejected(format!("ntfy answered {status}")),
+        match request.send().await {
+            Ok(response) => classify_response(response, &RULES).await,
+            Err(e) => transport_error(&RULES, e),
         }
     }
 }

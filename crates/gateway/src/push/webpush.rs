@@ -23,9 +23,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::fcm::without_url;
+use super::outcome::{classify_response, transport_error, ErrorBody, Rules};
 use super::policy::{excerpt, PushContent};
-use super::{retry_after, Outcome, PushError, WebPushConfig};
+use super::{Outcome, PushError, WebPushConfig};
 
 /// The key file's name in the data dir.
 pub const VAPID_FILE: &str = "vapid.pem";
@@ -37,6 +37,18 @@ const JWT_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 const MAX_PLAINTEXT: usize = 3993;
 /// Longest endpoint URL accepted.
 const MAX_ENDPOINT: usize = 2048;
+
+/// How a push service's answers are read: 404 and 410 say the subscription is gone (expired, or
+/// dropped by the browser), whatever the body says.
+pub(crate) const RULES: Rules = Rules {
+    service: "push service",
+    gone: &[404, 410],
+    gone_codes: &[],
+    gone_if_named: &[],
+    retry: &[],
+    retry_every_failure: false,
+    read_body: Some(service_error),
+};
 
 /// The gateway's VAPID key pair.
 pub struct VapidKey {
@@ -343,29 +355,10 @@ impl WebPush {
             )
             .header("topic", topic(&push.collapse_key))
             .body(body);
-        let response = match request.send().await {
-            Ok(r) => r,
+        match request.send().await {
+            Ok(response) => classify_response(response, &RULES).await,
             // The endpoint URL is a capability: errors are logged without it.
-            Err(e) => {
-                return Outcome::Retry {
-                    after: None,
-                    reason: format!("push service unreachable: {}", without_url(e)),
-                }
-            }
-        };
-        let status = response.status();
-        if status.is_success() {
-            return Outcome::Delivered;
-        }
-        let after = retry_after(response.headers());
-        let reason = service_reason(response).await;
-        match status.as_u16() {
-            404 | 410 => Outcome::Unregistered,
-            429 | 500..=599 => Outcome::Retry {
-                after,
-                reason: format!("push service answered {status}{reason}"),
-            },
-            _ => Outcome::Rejected(format!("push service answered {status}{reason}")),
+            Err(e) => transport_error(&RULES, e),
         }
     }
 }
@@ -407,16 +400,13 @@ pub fn topic(collapse_key: &str) -> String {
 
 /// A short reason from a push service's error body (Apple's `reason`, Mozilla's `message`), for
 /// the log.
-async fn service_reason(response: reqwest::Response) -> String {
-    let Ok(body) = response.json::<Value>().await else {
-        return String::new();
-    };
-    match ["reason", "message", "error"]
+fn service_error(body: &Value) -> ErrorBody {
+    let reason = ["reason", "message", "error"]
         .iter()
-        .find_map(|k| body.get(*k).and_then(Value::as_str))
-    {
-        Some(text) => format!(" ({})", excerpt(text, 120)),
-        None => String::new(),
+        .find_map(|k| body.get(*k).and_then(Value::as_str));
+    ErrorBody {
+        code: reason.map(|text| excerpt(text, 120)).unwrap_or_default(),
+        names_registration: false,
     }
 }
 
