@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,18 +13,35 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::choice::AgentChoice;
 use super::host::AgentHost;
 use super::lane::{LaneActor, LaneCmd};
-use super::AgentChoice;
 use crate::cron::{Cron, DueRuns};
 use crate::media::Media;
 use crate::outbox::{self, Lane, Origin};
 use crate::state::Shared;
 use crate::wire::WireError;
 
-/// Commands a lane's mailbox holds before further requests for that lane are refused. A person
-/// sends far fewer while a turn runs; a client that floods one lane gets `rate_limited`.
-pub const LANE_MAILBOX: usize = 64;
+/// Turns and gateway commands a lane holds, running or waiting, before further messages for it
+/// are refused with `rate_limited` (and not stored). A person queues far fewer while a turn runs.
+pub const LANE_QUEUE: usize = 32;
+
+/// Requests that act on a lane at once (stop, steer, picker answers) its mailbox holds beyond
+/// its queued turns; more are refused with `rate_limited`.
+const LANE_CONTROL: usize = 64;
+
+/// A place in a lane's queue, taken before a message is stored and freed when its turn or
+/// command is done (dropped).
+#[derive(Debug)]
+pub struct Slot {
+    queued: Arc<AtomicUsize>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// Settings of the agent bridge.
 #[derive(Debug, Clone)]
@@ -60,6 +77,8 @@ pub(crate) struct Bridge {
     pub(crate) settings: BridgeConfig,
     disabled: bool,
     lanes: Mutex<HashMap<Lane, LaneHandle>>,
+    /// Turns and commands each lane holds (see [`Slot`]).
+    queued: Mutex<HashMap<Lane, Arc<AtomicUsize>>>,
     pickers: Mutex<HashMap<String, Lane>>,
     notice: Mutex<Option<String>>,
 }
@@ -92,9 +111,35 @@ impl Agents {
                 settings,
                 disabled: choice.disabled,
                 lanes: Mutex::default(),
+                queued: Mutex::default(),
                 pickers: Mutex::default(),
                 notice: Mutex::new(choice.notice),
             }),
+        }
+    }
+
+    /// Takes a place in the lane's queue for a message about to be stored and run; refused with
+    /// `rate_limited` when the lane already holds [`LANE_QUEUE`] turns and commands.
+    pub fn reserve(&self, lane: &Lane) -> Result<Slot, WireError> {
+        let queued = self
+            .bridge
+            .queued
+            .lock()
+            .expect("queued lock")
+            .entry(lane.clone())
+            .or_default()
+            .clone();
+        let taken = queued.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < LANE_QUEUE).then_some(n + 1)
+        });
+        match taken {
+            Ok(_) => Ok(Slot { queued }),
+            Err(_) => Err(WireError::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "{LANE_QUEUE} messages are already waiting in this chat; try again when the agent has caught up"
+                ),
+            )),
         }
     }
 
@@ -112,7 +157,7 @@ impl Agents {
                 Err(TrySendError::Full(_)) => {
                     return Err(WireError::new(
                         ErrorCode::RateLimited,
-                        "too many requests are waiting in this chat; try again shortly",
+                        "too many requests for this chat at once; try again shortly",
                     ))
                 }
                 // The actor ended meanwhile: a new one takes the command.
@@ -120,7 +165,8 @@ impl Agents {
             },
             None => cmd,
         };
-        let (tx, rx) = mpsc::channel(LANE_MAILBOX);
+        // Reserved turns never fill the mailbox: it has room for all of them and the controls.
+        let (tx, rx) = mpsc::channel(LANE_QUEUE + LANE_CONTROL);
         let deleted = Arc::new(AtomicBool::new(false));
         let close = CancellationToken::new();
         let actor = LaneActor::new(
@@ -187,7 +233,7 @@ impl Agents {
 
     /// The command catalog: the gateway's commands, then the agent's.
     pub fn catalog(&self) -> Vec<CommandInfo> {
-        super::catalog(&self.bridge.host)
+        super::catalog::catalog(&self.bridge.host)
     }
 
     /// Whether the agent advertised a command of this name (without its slash).
@@ -229,6 +275,10 @@ impl Agents {
         let closing: Vec<JoinHandle<()>> = {
             let mut lanes = self.bridge.lanes.lock().expect("lanes lock");
             let keys: Vec<Lane> = lanes.keys().filter(|l| pred(l)).cloned().collect();
+            if deleted {
+                let mut queued = self.bridge.queued.lock().expect("queued lock");
+                queued.retain(|l, _| !pred(l));
+            }
             keys.into_iter()
                 .filter_map(|k| lanes.remove(&k))
                 .map(|h| {

@@ -376,6 +376,6 @@ fn stderr_suffix(tail: &str) -> String {
     if tail.is_empty() {
         String::new()
     } else {
-        format!(" (stderr: {})", super::turn::tail(tail, 500))
+        format!(" (stderr: {})", crate::text::tail(tail, 500))
     }
 }

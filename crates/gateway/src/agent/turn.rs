@@ -99,7 +99,7 @@ pub struct TurnMapper {
     media_shas: HashSet<String>,
 }
 
-pub use crate::text::tail;
+use crate::text::tail;
 
 fn content_text(content: &[ToolCallContent]) -> Option<String> {
     let mut out = String::new();

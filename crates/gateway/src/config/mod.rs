@@ -8,9 +8,11 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub mod cron;
+mod error;
 pub mod push;
 mod secret;
 
+pub use error::ConfigError;
 pub use secret::Secret;
 
 /// The whole configuration, as read from the TOML file. Every key is optional; unknown keys are
@@ -221,35 +223,6 @@ pub struct Overrides {
     pub config: Option<PathBuf>,
     /// `--public-url` / `IRIS_PUBLIC_URL`.
     pub public_url: Option<String>,
-}
-
-/// A configuration problem, reported in one line before exiting.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file is not valid TOML or has unknown keys.
-    #[error("invalid config file {path}: {message}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message.
-        message: String,
-    },
-    /// A value is invalid.
-    #[error("invalid {key}: {message}")]
-    Invalid {
-        /// The setting.
-        key: &'static str,
-        /// Why.
-        message: String,
-    },
 }
 
 impl Config {

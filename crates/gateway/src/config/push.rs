@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// The VAPID `sub` claim when `[push.webpush] subject` is not set.
 pub const DEFAULT_SUBJECT: &str = "mailto:admin@localhost";

@@ -328,7 +328,19 @@ impl Conn {
             ClientFrame::Hello(_) => Err(WireError::bad_request(
                 "already authenticated; hello is sent once",
             )),
-            body => handlers::handle(self, &decoded.header, body, &origin).await,
+            body => {
+                let ctx = self.ctx.clone();
+                let device = self.device_id.as_str();
+                handlers::handle(
+                    &ctx,
+                    device,
+                    &mut self.media,
+                    &decoded.header,
+                    body,
+                    &origin,
+                )
+                .await
+            }
         };
         match reply {
             Ok(Reply::Direct(frame, header)) => self.send_direct(&header.with_id(id), &frame).await,

@@ -1,14 +1,15 @@
 //! Channels and threads: create, rename, make default, delete (with every trace of them).
 
 use iris_protocol::{
-    ChannelCreate, ChannelCreated, ChannelDeleted, ChannelList, ChannelRenamed, DurableFrame,
-    Header,
+    ChannelCreate, ChannelCreated, ChannelDeleted, ChannelInfo, ChannelList, ChannelRenamed,
+    DurableFrame, Header,
 };
 use iris_store::{ChannelRow, StoreError};
 
-use super::{channel_info, Context};
+use super::context::Context;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::{self, Origin};
+use crate::state::Shared;
 use crate::wire::{Reply, Result, WireError};
 
 /// Checks a channel name: trimmed, 1–100 characters, no control characters.
@@ -208,4 +209,27 @@ pub(super) async fn delete(ctx: &Context, header: &Header, origin: &Origin) -> R
         })
         .await;
     Ok(Reply::ViaOutbox)
+}
+
+/// The channel directory as sent in `hello.ack` and `channel.list`.
+pub async fn channel_directory(
+    shared: &Shared,
+) -> std::result::Result<Vec<ChannelInfo>, StoreError> {
+    Ok(shared
+        .store
+        .list_channels()
+        .await?
+        .iter()
+        .map(channel_info)
+        .collect())
+}
+
+pub(crate) fn channel_info(row: &ChannelRow) -> ChannelInfo {
+    ChannelInfo {
+        chat_id: row.chat_id.clone(),
+        name: row.name.clone(),
+        kind: row.kind.clone(),
+        is_default: row.is_default,
+        parent_chat_id: row.parent_chat_id.clone(),
+    }
 }

@@ -3,7 +3,7 @@
 use iris_protocol::{Ack, Header, PickerSelect, ServerFrame};
 use tokio::sync::oneshot;
 
-use super::{resolve_lane, Context};
+use super::context::{resolve_lane, Context};
 use crate::agent::lane::LaneCmd;
 use crate::wire::{Reply, Result, WireError};
 

@@ -8,7 +8,7 @@ use iris_protocol::{
 use iris_store::{ChannelRow, StoreError};
 
 use super::channels::create_channel_tx;
-use super::{resolve_lane, Context};
+use super::context::{resolve_lane, Context};
 use crate::agent::lane::{CommandJob, LaneCmd, PromptJob};
 use crate::command::Command;
 use crate::ids::{new_id, now_ms};
@@ -58,6 +58,8 @@ pub(super) async fn send(
     if let Some(t) = &thread {
         lane.thread_id = Some(t.chat_id.clone());
     }
+    // A lane that cannot take another turn refuses the message before it is stored.
+    let slot = Some(ctx.agents.reserve(&lane)?);
     let message = Message {
         message_id: new_id("m_"),
         role: Role::User,
@@ -95,6 +97,7 @@ pub(super) async fn send(
             command,
             origin_conn: origin.conn,
             message_id,
+            slot,
         }),
         None => {
             let blocks = ctx.media.prompt_links(&attachments);
@@ -103,6 +106,7 @@ pub(super) async fn send(
                 blocks,
                 origin_conn: origin.conn,
                 message_id,
+                slot,
             })
         }
     };

@@ -4,7 +4,7 @@
 use iris_protocol::{ClientCaps, FcmRegister, Header, Hello};
 use iris_store::{DeviceRow, StoreError};
 
-use super::Context;
+use super::context::Context;
 use crate::ids::now_ms;
 use crate::state::Shared;
 use crate::wire::{Reply, Result, WireError};

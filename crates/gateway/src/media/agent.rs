@@ -22,8 +22,10 @@ use iris_acp::{ContentBlock, ResourceLink};
 use iris_protocol::{DurableFrame, Header, MediaInfo};
 use iris_store::MediaRow;
 
+use super::error::MediaError;
 use super::files::{is_sha256, TempBlob};
-use super::{display_name, extension_of, info, kind_of, mime_from_name, Media, MediaError};
+use super::names::{clean_mime, display_name, extension_of, info, kind_of, mime_from_name};
+use super::service::Media;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::{self, Origin};
 
@@ -76,13 +78,13 @@ pub fn from_block(block: &ContentBlock) -> Option<AgentFile> {
     match block {
         ContentBlock::Image(image) => Some(AgentFile::Data {
             base64: image.data.clone(),
-            mime: super::clean_mime(&image.mime_type),
+            mime: clean_mime(&image.mime_type),
             name: image.uri.as_deref().and_then(uri_name),
         }),
         ContentBlock::Resource(embedded) => {
             let r = &embedded.resource;
             let name = uri_name(&r.uri);
-            let mime = r.mime_type.as_deref().map(super::clean_mime);
+            let mime = r.mime_type.as_deref().map(clean_mime);
             match (&r.blob, &r.text) {
                 (Some(blob), _) => Some(AgentFile::Data {
                     base64: blob.clone(),

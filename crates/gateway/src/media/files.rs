@@ -14,7 +14,7 @@ use bytes::Bytes;
 use iris_store::{MediaRow, Store, StoreError, WriteTx};
 use sha2::{Digest, Sha256};
 
-use super::MediaError;
+use super::error::MediaError;
 
 /// The file store.
 #[derive(Debug)]

@@ -17,7 +17,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::Media;
+use super::service::Media;
 use crate::wire::WireError;
 
 /// Size of the binary frames of a pull.

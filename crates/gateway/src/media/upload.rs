@@ -16,8 +16,9 @@ use iris_protocol::{
 use iris_store::MediaRow;
 
 use super::files::{is_sha256, TempBlob};
+use super::names::{clean_kind, clean_mime, display_name, short};
 use super::pull::{PullItem, PullWorker};
-use super::{clean_kind, clean_mime, display_name, Media};
+use super::service::Media;
 use crate::ids::{new_id, now_ms};
 use crate::wire::{Reply, WireError};
 
@@ -53,11 +54,6 @@ struct Upload {
     filename: String,
     size: u64,
     temp: TempBlob,
-}
-
-/// A reference shortened for an error message.
-pub(crate) fn short(s: &str) -> String {
-    s.chars().take(64).collect()
 }
 
 fn valid_ref(r: &str) -> bool {

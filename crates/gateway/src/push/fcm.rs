@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
+use super::error::PushError;
+use super::outcome::Outcome;
 use super::outcome::{classify_response, transport_error, without_url, ErrorBody, Rules};
 use super::policy::PushContent;
-use super::{FcmConfig, Outcome, PushError, GOOGLE_TOKEN_URL};
+use crate::config::push::{FcmConfig, GOOGLE_TOKEN_URL};
 
 /// The OAuth2 scope of FCM sends.
 pub const SCOPE: &str = "https://www.googleapis.com/auth/firebase.messaging";

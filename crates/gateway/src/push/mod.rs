@@ -41,13 +41,16 @@
 //! dead backend only delays pushes: every request has a timeout, and sends to different devices
 //! run concurrently.
 
+mod backends;
+mod error;
 pub mod fcm;
 pub mod ntfy;
+mod outcome;
 pub mod policy;
 pub mod webpush;
 mod worker;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,47 +61,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::config::push::*;
 use crate::state::Shared;
-
-/// Why push could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum PushError {
-    /// The service-account file cannot be read.
-    #[error("cannot read the FCM service account {path}: {source}")]
-    ReadServiceAccount {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The service-account file is not what Google issues.
-    #[error("invalid FCM service account {path}: {message}")]
-    InvalidServiceAccount {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        message: String,
-    },
-    /// The HTTP client cannot be built.
-    #[error("cannot set up the HTTP client: {0}")]
-    Http(String),
-    /// The VAPID key file cannot be read, made or understood (it is never replaced: browsers'
-    /// subscriptions are bound to it).
-    #[error("Web Push key {path}: {message}")]
-    VapidKey {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        message: String,
-    },
-}
-
-/// The configured backends and settings; cheap to share.
-pub(crate) struct Backends {
-    pub(crate) config: PushConfig,
-    pub(crate) fcm: Option<fcm::Fcm>,
-    pub(crate) ntfy: Option<ntfy::Ntfy>,
-    pub(crate) webpush: Option<webpush::WebPush>,
-}
+use backends::Backends;
+pub use error::PushError;
+pub use outcome::Outcome;
 
 /// The push service of one gateway: its backends and its wake-up signal. Built before the store
 /// opens, so that the commit hook can hold a [`PushWaker`].
@@ -213,9 +178,6 @@ impl PushWorker {
         }
     }
 }
-
-mod outcome;
-pub use outcome::Outcome;
 
 #[cfg(test)]
 mod tests {

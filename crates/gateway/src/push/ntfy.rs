@@ -5,9 +5,10 @@ use base64::Engine;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use reqwest::Url;
 
+use super::outcome::Outcome;
 use super::outcome::{classify_response, transport_error, Rules};
 use super::policy::PushContent;
-use super::{NtfyConfig, Outcome};
+use crate::config::push::NtfyConfig;
 
 /// How ntfy's answers are read: a topic is never gone (anyone may publish to any topic), and
 /// the error bodies are not read.

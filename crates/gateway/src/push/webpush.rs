@@ -23,9 +23,11 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::error::PushError;
+use super::outcome::Outcome;
 use super::outcome::{classify_response, transport_error, ErrorBody, Rules};
 use super::policy::{excerpt, PushContent};
-use super::{Outcome, PushError, WebPushConfig};
+use crate::config::push::WebPushConfig;
 
 /// The key file's name in the data dir.
 pub const VAPID_FILE: &str = "vapid.pem";

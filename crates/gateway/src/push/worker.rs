@@ -11,8 +11,9 @@ use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::backends::Backends;
+use super::outcome::Outcome;
 use super::policy::{self, Context};
-use super::{Backends, Outcome};
 use crate::ids::now_ms;
 use crate::metrics::Metrics;
 use crate::state::Shared;

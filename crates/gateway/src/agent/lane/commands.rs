@@ -18,7 +18,7 @@ impl LaneActor {
                 self.system(text).await;
             }
             Command::Help => {
-                let text = crate::command::help_text(&crate::agent::catalog(self.host()));
+                let text = crate::command::help_text(&super::super::catalog::catalog(self.host()));
                 self.system(text).await;
             }
             Command::Reasoning(Reasoning::Show) => self.set_reasoning(true).await,

@@ -16,7 +16,6 @@ use tokio::time::Instant as TokioInstant;
 
 use super::super::host::{Instance, LaneEvent};
 use super::super::turn::TurnMapper;
-use super::turns::is_steer_ack;
 use super::{short, sleep_until, Job, LaneActor, LaneCmd, Pending};
 use crate::command::Command;
 use crate::wire::WireError;
@@ -365,5 +364,17 @@ impl LaneActor {
             }
             (Mode::Scheduled, update) => drop(mapper.on_update(&update, Instant::now())),
         }
+    }
+}
+
+/// Hermes acknowledges `/steer` inside the running turn's text ("⏩ Steer queued for the active
+/// turn: …"); that note is not part of the answer.
+fn is_steer_ack(update: &SessionUpdate) -> bool {
+    match update {
+        SessionUpdate::AgentMessageChunk(c) => c
+            .content
+            .as_text()
+            .is_some_and(|t| t.trim_start().starts_with("⏩ Steer queued")),
+        _ => false,
     }
 }

@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant as TokioInstant;
 use tokio_util::sync::CancellationToken;
 
-use super::bridge::Bridge;
+use super::bridge::{Bridge, Slot};
 use super::host::{AgentHost, LaneEvent};
 use super::turn::Out;
 use crate::command::Command;
@@ -49,6 +49,8 @@ pub struct PromptJob {
     pub origin_conn: u64,
     /// The stored user message.
     pub message_id: String,
+    /// Its place in the lane's queue (none for steering text run as a turn).
+    pub slot: Option<Slot>,
 }
 
 /// A gateway command for the lane.
@@ -60,6 +62,8 @@ pub struct CommandJob {
     pub origin_conn: u64,
     /// The stored user message of the command.
     pub message_id: String,
+    /// Its place in the lane's queue.
+    pub slot: Option<Slot>,
 }
 
 /// What a lane is asked to do.

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use iris_acp::{ContentBlock, SessionUpdate};
+use iris_acp::ContentBlock;
 use iris_protocol::{BusyReason, Role};
 use tokio::sync::mpsc;
 
@@ -181,17 +181,6 @@ fn steer_job(text: String) -> PromptJob {
         blocks: Vec::new(),
         origin_conn: 0,
         message_id: String::new(),
-    }
-}
-
-/// Hermes acknowledges `/steer` inside the running turn's text ("⏩ Steer queued for the active
-/// turn: …"); that note is not part of the answer.
-pub(super) fn is_steer_ack(update: &SessionUpdate) -> bool {
-    match update {
-        SessionUpdate::AgentMessageChunk(c) => c
-            .content
-            .as_text()
-            .is_some_and(|t| t.trim_start().starts_with("⏩ Steer queued")),
-        _ => false,
+        slot: None,
     }
 }

@@ -1,0 +1,116 @@
+//! The media service as the rest of the gateway sees it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use iris_store::{MediaRow, Store, StoreError};
+use tokio_util::sync::CancellationToken;
+
+use super::error::MediaError;
+use super::files::{MediaFiles, TempBlob};
+use super::names::short;
+use crate::config::{Config, MediaConfig};
+use crate::wire::WireError;
+
+/// The media service: the content-addressed files, the store rows that name them, and the
+/// settings. Built once by the server and handed to the connections and the agent bridge.
+pub struct Media {
+    pub(super) files: MediaFiles,
+    pub(super) store: Store,
+    pub(super) config: MediaConfig,
+    pub(super) data_dir: PathBuf,
+}
+
+impl Media {
+    /// The media of a gateway with this configuration and store.
+    pub fn new(config: &Config, store: Store) -> Arc<Media> {
+        Arc::new(Media {
+            files: MediaFiles::new(&config.data_dir),
+            store,
+            config: config.media.clone(),
+            data_dir: config.data_dir.clone(),
+        })
+    }
+
+    /// The file store.
+    pub fn files(&self) -> &MediaFiles {
+        &self.files
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &MediaConfig {
+        &self.config
+    }
+
+    /// The media a device's upload references name, in order; an unknown reference is
+    /// `not_found`.
+    pub async fn resolve_refs(
+        &self,
+        device_id: &str,
+        refs: &[String],
+    ) -> Result<Vec<MediaRow>, WireError> {
+        const MAX_REFS: usize = 32;
+        if refs.len() > MAX_REFS {
+            return Err(WireError::bad_request(format!(
+                "at most {MAX_REFS} media_refs per message"
+            )));
+        }
+        let mut rows = Vec::with_capacity(refs.len());
+        for r in refs {
+            match self.store.media_by_ref(device_id, r).await? {
+                Some(row) => rows.push(row),
+                None => {
+                    return Err(WireError::not_found(format!(
+                        "media_ref {:?} unknown",
+                        short(r)
+                    )))
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Removes the files of these hashes once no media row names them; errors are logged.
+    pub async fn remove_unused(&self, shas: Vec<String>) {
+        self.files.remove_unused(&self.store, shas).await;
+    }
+
+    /// Moves a finished upload into the store under its hash and inserts its row.
+    pub async fn place(&self, temp: TempBlob, row: MediaRow) -> Result<MediaRow, MediaError> {
+        self.files
+            .place(&self.store, temp, row, |_, _| Ok(()))
+            .await
+    }
+
+    /// The media row of this id, if any.
+    pub async fn get(&self, media_id: &str) -> Result<Option<MediaRow>, StoreError> {
+        self.store.get_media(media_id).await
+    }
+
+    /// Runs expiry once now (see [`MediaFiles::sweep`]).
+    pub async fn sweep(&self) -> Result<usize, MediaError> {
+        self.files
+            .sweep(&self.store, self.config.unreferenced_ttl)
+            .await
+    }
+
+    /// Sweeps expired media at start and then every `sweep_interval` until `shutdown`.
+    pub fn spawn_sweeper(self: &Arc<Self>, shutdown: CancellationToken) {
+        let media = self.clone();
+        let every = self.config.sweep_interval;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = shutdown.cancelled() => return,
+                }
+                match media.sweep().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(removed = n, "media expiry"),
+                    Err(e) => tracing::warn!(error = %e, "media expiry failed"),
+                }
+            }
+        });
+    }
+}
