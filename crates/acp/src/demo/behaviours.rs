@@ -1,0 +1,324 @@
+//! What the rules of the script do, apart from the questions (see `questions.rs`). Each
+//! behaviour is a small method of [`Turn`] that says what the demo says and tells the script
+//! whether to go on.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+
+use super::catalog::answer_command;
+use super::script::{Flow, Prompt, Step, Stop};
+use super::turn::{chunk, Turn};
+use super::{demo_file_text, DEFAULT_MODEL, DEMO_FILE_NAME, DEMO_PNG_BASE64, SILENT_ANSWER};
+use crate::types::*;
+
+/// Chunks of a `slow` turn.
+const SLOW_CHUNKS: usize = 20;
+
+/// Most chunks one `bench` turn streams, and the longest pause between two.
+const BENCH_MAX_CHUNKS: usize = 100_000;
+const BENCH_MAX_GAP_US: u64 = 1_000_000;
+
+impl Turn<'_> {
+    /// `title`: a title follows the answer.
+    pub(super) fn mark_title(&mut self) -> Step {
+        self.title = true;
+        Ok(Flow::Next)
+    }
+
+    /// `freeze`: a hung agent; no output, and cancel is ignored.
+    pub(super) async fn freeze(&mut self) -> Step {
+        std::future::pending::<Step>().await
+    }
+
+    /// `wedge`: a tool that runs until cancelled, then, like Hermes, a failed prompt and a
+    /// wedged session.
+    pub(super) async fn wedge(&mut self) -> Step {
+        let id = self.start_tool("sleep 30");
+        self.tool_status(&id, ToolCallStatus::InProgress, Some("$ sleep 30"), None);
+        self.wait_cancel().await;
+        self.demo.wedge(self.session_id);
+        Err(Stop::Failed(
+            crate::rpc::INTERNAL_ERROR,
+            "Internal error".to_owned(),
+        ))
+    }
+
+    /// `garbage`: a line on the wire that is not JSON-RPC.
+    pub(super) fn garbage(&mut self) -> Step {
+        let _ = self
+            .demo
+            .conn
+            .send_raw_line("this line is not JSON-RPC {{{");
+        Ok(Flow::Next)
+    }
+
+    /// `crash`: one chunk, then the whole process exits with status 3.
+    pub(super) async fn crash(&mut self) -> Step {
+        self.say("Crashing now.");
+        let _ = self.demo.conn.flush().await;
+        tracing::warn!("demo agent exits on request (crash keyword)");
+        std::process::exit(3);
+    }
+
+    /// `hang`: nothing until cancelled.
+    pub(super) async fn hang(&mut self) -> Step {
+        self.wait_cancel().await;
+        Err(Stop::Cancelled)
+    }
+
+    /// A slash command, answered locally.
+    pub(super) fn slash_command(&mut self, prompt: &Prompt<'_>) -> Step {
+        if let Some(command) = prompt.slash_command() {
+            let answer = answer_command(command, prompt.model_id);
+            self.say(&answer);
+        }
+        Ok(Flow::Done)
+    }
+
+    /// `bench <n> [<gap_us>]`: streams `n` chunks `gap_us` apart, each carrying its send time
+    /// (unix nanoseconds): the load tool on the same machine subtracts it from the time a
+    /// device receives the chunk.
+    pub(super) async fn bench(&mut self, prompt: &Prompt<'_>) -> Step {
+        let (count, gap) = bench_request(&prompt.text).unwrap_or_default();
+        for _ in 0..count {
+            if !gap.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(gap) => {}
+                    _ = self.wait_cancel() => return Err(Stop::Cancelled),
+                }
+            }
+            self.check()?;
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            self.say(&format!("{nanos} "));
+        }
+        Ok(Flow::Done)
+    }
+
+    /// `silent`: the marker of a scheduled job with nothing to say, and nothing else.
+    pub(super) fn silent(&mut self) -> Step {
+        self.say(SILENT_ANSWER);
+        Ok(Flow::Done)
+    }
+
+    /// `think`: thought chunks.
+    pub(super) fn think(&mut self) -> Step {
+        for part in ["Thinking about ", "what you said", "…"] {
+            self.update(SessionUpdate::AgentThoughtChunk(chunk(part)));
+        }
+        Ok(Flow::Next)
+    }
+
+    /// `plan`: a plan of three entries.
+    pub(super) fn plan(&mut self) -> Step {
+        let entry = |content: &str, priority, status| PlanEntry {
+            content: content.into(),
+            priority,
+            status,
+        };
+        self.update(SessionUpdate::Plan(Plan {
+            entries: vec![
+                entry(
+                    "Read the request",
+                    PlanEntryPriority::High,
+                    PlanEntryStatus::Completed,
+                ),
+                entry(
+                    "Write the answer",
+                    PlanEntryPriority::Medium,
+                    PlanEntryStatus::InProgress,
+                ),
+                entry(
+                    "Suggest next steps",
+                    PlanEntryPriority::Low,
+                    PlanEntryStatus::Pending,
+                ),
+            ],
+        }));
+        Ok(Flow::Next)
+    }
+
+    /// `tool`: a command that runs and prints `hello`, between two texts.
+    pub(super) fn tool(&mut self) -> Step {
+        self.say("Let me run a command.");
+        let id = self.start_tool("echo hello");
+        self.tool_status(
+            &id,
+            ToolCallStatus::InProgress,
+            Some("$ echo hello\nrunning…"),
+            None,
+        );
+        let output = json!({"output": "hello", "exitCode": 0});
+        self.tool_status(&id, ToolCallStatus::Completed, Some("hello"), Some(output));
+        self.say("\n\nThe command printed: hello.\n\n");
+        Ok(Flow::Next)
+    }
+
+    /// `fail`: a command that fails.
+    pub(super) fn failing_tool(&mut self) -> Step {
+        let id = self.start_tool("false");
+        self.tool_status(&id, ToolCallStatus::InProgress, None, None);
+        let output = json!({"output": "", "exitCode": 1});
+        self.tool_status(
+            &id,
+            ToolCallStatus::Failed,
+            Some("command failed with exit code 1"),
+            Some(output),
+        );
+        self.say("The command failed.\n\n");
+        Ok(Flow::Next)
+    }
+
+    /// Stops a cancelled turn.
+    pub(super) fn checkpoint(&mut self) -> Step {
+        self.check()?;
+        Ok(Flow::Next)
+    }
+
+    /// Acknowledges the image, file link and embedded resource blocks of the prompt.
+    pub(super) fn attachments(&mut self, prompt: &Prompt<'_>) -> Step {
+        for block in prompt.blocks {
+            let note = match block {
+                ContentBlock::Image(image) => {
+                    format!(
+                        "Received image {} ({} bytes)",
+                        image.mime_type,
+                        base64_len(&image.data)
+                    )
+                }
+                ContentBlock::ResourceLink(link) => format!("Received file {}", link.name),
+                ContentBlock::Resource(embedded) => {
+                    format!("Received resource {}", embedded.resource.uri)
+                }
+                _ => continue,
+            };
+            self.say(&format!("{note}\n\n"));
+        }
+        Ok(Flow::Next)
+    }
+
+    /// `mkfile`: writes the demo file into the session's working directory and shares it the
+    /// way agents without file content blocks do: a `MEDIA:<path>` line.
+    pub(super) async fn make_file(&mut self) -> Step {
+        let path = std::path::Path::new(&self.cwd).join(DEMO_FILE_NAME);
+        match tokio::fs::write(&path, demo_file_text()).await {
+            Ok(()) => self.say(&format!("Here is a file.\nMEDIA:{}\n\n", path.display())),
+            Err(e) => self.say(&format!("Could not write {}: {e}\n\n", path.display())),
+        }
+        Ok(Flow::Next)
+    }
+
+    /// `mkimage`: an image content block in the answer.
+    pub(super) fn make_image(&mut self) -> Step {
+        self.say("Here is an image.\n\n");
+        let image = ContentBlock::image(DEMO_PNG_BASE64, "image/png");
+        self.update(SessionUpdate::AgentMessageChunk(ContentChunk {
+            content: image,
+        }));
+        Ok(Flow::Next)
+    }
+
+    /// `slow`: chunks with a pause before each, stopped by cancel.
+    pub(super) async fn slow(&mut self) -> Step {
+        for i in 0..SLOW_CHUNKS {
+            self.pause().await?;
+            self.say(&format!("tick {i} "));
+        }
+        Ok(Flow::Next)
+    }
+
+    /// The echo of the prompt text, unless the text is empty and something was said already.
+    pub(super) fn echo(&mut self, prompt: &Prompt<'_>) -> Step {
+        if !prompt.text.is_empty() || self.said.is_empty() {
+            for part in split_chunks(&format!("Echo: {}", prompt.text), 3) {
+                self.say(&part);
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Names the model when it is not the default.
+    pub(super) fn model_note(&mut self, prompt: &Prompt<'_>) -> Step {
+        if prompt.model_id != DEFAULT_MODEL {
+            self.say(&format!("\n\n(model: {})", prompt.model_id));
+        }
+        Ok(Flow::Next)
+    }
+}
+
+/// `bench <n> [<gap_us>]` when it is the whole prompt. Matched only as the whole prompt so that
+/// ordinary text ("a benchmark of 3 runs") is never taken for it.
+pub(super) fn bench_request(text: &str) -> Option<(usize, Duration)> {
+    let mut words = text.split_whitespace();
+    if words.next()? != "bench" {
+        return None;
+    }
+    let count: usize = words.next()?.parse().ok()?;
+    let gap_us: u64 = match words.next() {
+        Some(word) => word.parse().ok()?,
+        None => 0,
+    };
+    if words.next().is_some() {
+        return None;
+    }
+    Some((
+        count.min(BENCH_MAX_CHUNKS),
+        Duration::from_micros(gap_us.min(BENCH_MAX_GAP_US)),
+    ))
+}
+
+/// Bytes encoded by a base64 string, without decoding it.
+fn base64_len(data: &str) -> usize {
+    let symbols = data
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+        .count();
+    symbols * 3 / 4
+}
+
+/// Splits `text` into `parts` pieces of roughly equal length, on character boundaries.
+fn split_chunks(text: &str, parts: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let size = chars.len().div_ceil(parts).max(1);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_length_without_decoding() {
+        assert_eq!(base64_len(""), 0);
+        assert_eq!(base64_len("aGk="), 2);
+        assert_eq!(base64_len("aGVsbG8="), 5);
+        assert_eq!(base64_len("aGVsbG8h"), 6);
+        assert_eq!(base64_len("aGVsbG8"), 5);
+    }
+
+    #[test]
+    fn chunks_split_on_char_boundaries() {
+        assert_eq!(split_chunks("Echo: héllo", 3).concat(), "Echo: héllo");
+        assert_eq!(split_chunks("Echo: héllo", 3).len(), 3);
+        assert_eq!(split_chunks("ab", 3), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn bench_is_recognised_only_as_the_whole_prompt() {
+        assert_eq!(bench_request("bench 5"), Some((5, Duration::ZERO)));
+        assert_eq!(
+            bench_request(" bench 3 2000 "),
+            Some((3, Duration::from_micros(2000)))
+        );
+        assert_eq!(
+            bench_request("bench 999999999").map(|b| b.0),
+            Some(BENCH_MAX_CHUNKS)
+        );
+        assert_eq!(bench_request("a bench 5"), None);
+        assert_eq!(bench_request("benchmark 5"), None);
+        assert_eq!(bench_request("bench five"), None);
+        assert_eq!(bench_request("bench 5 10 extra"), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! The demo agent: a small, deterministic ACP agent with no model behind it, for the quickstart
+//! (`iris-gateway demo-agent`) and for fast tests.
+//!
+//! Everything it says is scripted. It answers `Echo: <text>` and recognises keywords anywhere in
+//! the prompt text (case-insensitive), which make it exercise one part of the protocol each. A
+//! turn walks the script below from top to bottom and plays every rule whose trigger matches;
+//! several keywords therefore combine, in this order. A rule that "ends the turn" skips the rest
+//! of the script.
+//!
+//! | trigger | what the turn does |
+//! |---|---|
+//! | `title` | a `session_info_update` with title "Demo title", sent just after the prompt's answer |
+//! | `freeze` | sends nothing and ignores cancel: a hung agent (the client has to kill it) |
+//! | `wedge` | a running `terminal: sleep 30` tool until cancelled; then, like Hermes, the prompt fails with -32603 and the session is wedged: every later prompt is answered "Queued for the next turn." and never runs |
+//! | `garbage` | writes a line that is not JSON, then goes on |
+//! | `crash` | one chunk, then exits the whole process with status 3 (never use in-process) |
+//! | `hang` | sends nothing and answers only when cancelled |
+//! | `/<command>` | the prompt text starts with `/`: a slash command (`/help`, `/tools`, `/model`) answered locally; ends the turn |
+//! | `bench <n> [<gap_us>]` | only as the whole prompt: `n` chunks (at most 100,000), each its send time in unix nanoseconds and a space, `gap_us` microseconds apart (default 0); ends the turn. The load tool `iris-bench` measures chunk-to-device latency with them |
+//! | `silent` | answers exactly `[SILENT] nothing to report` (the marker of a scheduled job with nothing to say); ends the turn |
+//! | `think` | `agent_thought_chunk`s before the answer |
+//! | `plan` | a `plan` update with three entries |
+//! | `tool` | "Let me run a command.", a `tool_call` (`terminal: echo hello`, kind `execute`, status `pending`), `tool_call_update`s (`in_progress`, then `completed` with output `hello`), then text after it |
+//! | `fail` | a `tool_call` (`terminal: false`) that ends `failed` |
+//! | (every turn) | ends the turn `cancelled` if it has been cancelled |
+//! | `permission` or `approve` | a `tool_call`, then `session/request_permission` (allow_once / allow_always / reject_once); answers `Permission granted: <optionId>.` or `Permission denied.`; a `cancelled` outcome ends the turn `cancelled` |
+//! | `clarify` | a question put as a permission request (see below); answers `You chose <name>.` |
+//! | (every turn) | acknowledges each attachment: an `image` block as `Received image <mime> (<n> bytes)`, a `resource_link` as `Received file <name>`, an embedded `resource` as `Received resource <uri>` |
+//! | `mkfile` | writes [`DEMO_FILE_NAME`] (a fixed text of [`demo_file_text`]) into the session's working directory and says `MEDIA:<its path>` on a line of its own |
+//! | `mkimage` | "Here is an image.", then an `image` content block (a 1×1 PNG, [`DEMO_PNG_BASE64`]) in an `agent_message_chunk` |
+//! | `slow` | 20 chunks 50 ms apart; `session/cancel` stops it (`cancelled`, chunks already sent stay sent) |
+//! | (every turn) | ends the turn `cancelled` if it has been cancelled |
+//! | (every turn) | `Echo: <text>` in up to three `agent_message_chunk`s, unless the text is empty and something was said already |
+//! | (every turn) | a model note `(model: <id>)` when the model is not the default |
+//!
+//! A unit test keeps this table equal to the script the demo plays.
+//!
+//! Every turn sends a `usage_update` (`size` 65536, growing `used`) before its answer, and answers
+//! `{stopReason, usage: {inputTokens, outputTokens, totalTokens, thoughtTokens,
+//! cachedReadTokens}}` like Hermes.
+//!
+//! # Clarifying questions
+//!
+//! ACP has no request for asking the user a question. The demo asks one as a
+//! `session/request_permission` whose `toolCall` has the title `clarify: <question>` and kind
+//! `other`, and whose options are the possible answers (`red` "Red", `blue` "Blue"). Clients that
+//! know the convention ([`crate::CLARIFY_TITLE_PREFIX`]) show a picker instead of an approval.
+//!
+//! # Sessions
+//!
+//! Sessions live in memory. `session/load` replays a known session's history (each user message
+//! and the answer to it) before answering; an id the demo does not know, e.g. one issued before a
+//! restart, loads as an empty session, so that restored sessions keep working. A second
+//! `session/prompt` while a turn runs in the same session is refused with error -32000 "busy". A
+//! session wedged by the `wedge` keyword answers every prompt "Queued for the next turn." without
+//! running the script.
+
+use std::io;
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::task::JoinSet;
+
+use crate::rpc::{Connection, Incoming};
+
+mod behaviours;
+mod catalog;
+mod questions;
+mod script;
+mod server;
+mod turn;
+
+/// The model a new session starts with.
+pub const DEFAULT_MODEL: &str = "demo:echo";
+/// JSON-RPC error code of a prompt sent while the session's turn is still running.
+pub const BUSY: i64 = -32000;
+/// The whole answer to a prompt containing `silent`.
+pub const SILENT_ANSWER: &str = "[SILENT] nothing to report";
+/// The file a `mkfile` turn writes into the session's working directory.
+pub const DEMO_FILE_NAME: &str = "iris-demo-file.txt";
+/// The image a `mkimage` turn sends: a 1×1 PNG, base64.
+pub const DEMO_PNG_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// The contents of [`DEMO_FILE_NAME`].
+pub fn demo_file_text() -> String {
+    (1..=200)
+        .map(|i| format!("Iris demo file, line {i}\n"))
+        .collect()
+}
+
+/// Serves ACP as the demo agent on `input`/`output` until `input` ends.
+pub async fn run<R, W>(input: R, output: W) -> io::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (conn, mut incoming, io) = Connection::build(input, output, None);
+    let io = tokio::spawn(io);
+    let demo = Arc::new(server::Demo::new(conn.clone()));
+    let mut turns = JoinSet::new();
+    while let Some(message) = incoming.recv().await {
+        match message {
+            Incoming::Request {
+                method,
+                params,
+                responder,
+                ..
+            } => demo.handle_request(&method, params, responder, &mut turns),
+            Incoming::Notification { method, params } => demo.handle_notification(&method, params),
+        }
+        while turns.try_join_next().is_some() {}
+    }
+    // The client closed our input; answers already queued still go out if it reads.
+    let _ = conn.flush().await;
+    turns.shutdown().await;
+    drop(demo);
+    drop(conn);
+    io.await.unwrap_or_else(|e| Err(io::Error::other(e)))
+}

@@ -1,0 +1,158 @@
+//! The rules that put a question to the client: a tool approval (`permission`, `approve`) and
+//! a clarifying question (`clarify`), both as `session/request_permission`.
+
+use serde_json::json;
+
+use super::script::{Flow, Step, Stop};
+use super::server::to_json;
+use super::turn::{text_content, Cancelled, Turn};
+use crate::types::*;
+
+/// `(option id, name)` of the answers to the clarifying question.
+const COLORS: [(&str, &str); 2] = [("red", "Red"), ("blue", "Blue")];
+
+impl Turn<'_> {
+    /// Puts a permission request to the client; `None` when it answered with an error.
+    pub(super) async fn ask(
+        &mut self,
+        request: RequestPermissionRequest,
+    ) -> Result<Option<RequestPermissionOutcome>, Cancelled> {
+        let conn = self.demo.conn.clone();
+        let asking = conn.request(method::SESSION_REQUEST_PERMISSION, to_json(&request));
+        let answer = tokio::select! {
+            answer = asking => answer,
+            // A cancelled turn does not wait for the answer: the client must answer `cancelled`
+            // anyway, and a late answer is simply ignored.
+            _ = self.wait_cancel() => return Err(Cancelled),
+        };
+        match answer {
+            Ok(value) => match serde_json::from_value::<RequestPermissionResponse>(value) {
+                Ok(response) => Ok(Some(response.outcome)),
+                Err(error) => {
+                    tracing::debug!(%error, "demo agent got a malformed permission answer");
+                    Ok(None)
+                }
+            },
+            Err(error) => {
+                tracing::debug!(%error, "demo agent's permission request failed");
+                Ok(None)
+            }
+        }
+    }
+
+    /// `permission` or `approve`: a command that runs only if the client allows it.
+    pub(super) async fn permission(&mut self) -> Step {
+        let command = "rm -rf ./demo-scratch";
+        let id = self.start_tool(command);
+        let options = approval_options();
+        let request = RequestPermissionRequest {
+            session_id: self.session_id.into(),
+            tool_call: ToolCallUpdate {
+                tool_call_id: id.clone(),
+                title: Some(format!("terminal: {command}")),
+                kind: Some(ToolKind::Execute),
+                status: Some(ToolCallStatus::Pending),
+                raw_input: Some(json!({ "command": command })),
+                content: Some(text_content(&format!("$ {command}"))),
+                ..ToolCallUpdate::default()
+            },
+            options: options.clone(),
+        };
+        let outcome = self.ask(request).await;
+        let chosen = match &outcome {
+            Ok(Some(RequestPermissionOutcome::Selected { option_id })) => {
+                options.iter().find(|o| &o.option_id == option_id)
+            }
+            _ => None,
+        };
+        match chosen {
+            Some(option) if option.kind.is_allow() => {
+                self.tool_status(&id, ToolCallStatus::InProgress, None, None);
+                self.tool_status(
+                    &id,
+                    ToolCallStatus::Completed,
+                    Some("removed ./demo-scratch (simulated)"),
+                    None,
+                );
+                self.say(&format!("Permission granted: {}.\n\n", option.option_id));
+                Ok(Flow::Next)
+            }
+            _ => {
+                self.tool_status(
+                    &id,
+                    ToolCallStatus::Failed,
+                    Some("not run: permission refused"),
+                    None,
+                );
+                match outcome {
+                    Ok(Some(RequestPermissionOutcome::Cancelled)) | Err(Cancelled) => {
+                        Err(Stop::Cancelled)
+                    }
+                    _ => {
+                        self.say("Permission denied.\n\n");
+                        Ok(Flow::Next)
+                    }
+                }
+            }
+        }
+    }
+
+    /// `clarify`: a question whose options are the answers.
+    pub(super) async fn clarify(&mut self) -> Step {
+        let question = "Which color do you prefer?";
+        let request = RequestPermissionRequest {
+            session_id: self.session_id.into(),
+            tool_call: ToolCallUpdate {
+                tool_call_id: self.fresh_tool_id(),
+                title: Some(format!("{CLARIFY_TITLE_PREFIX} {question}")),
+                kind: Some(ToolKind::Other),
+                status: Some(ToolCallStatus::Pending),
+                raw_input: Some(json!({
+                    "question": question,
+                    "choices": COLORS.iter().map(|(_, name)| *name).collect::<Vec<_>>(),
+                })),
+                ..ToolCallUpdate::default()
+            },
+            options: COLORS
+                .iter()
+                .map(|(id, name)| PermissionOption {
+                    option_id: (*id).into(),
+                    name: (*name).into(),
+                    kind: PermissionOptionKind::AllowOnce,
+                })
+                .collect(),
+        };
+        match self.ask(request).await? {
+            Some(RequestPermissionOutcome::Selected { option_id }) => {
+                match COLORS.iter().find(|(id, _)| *id == option_id) {
+                    Some((_, name)) => self.say(&format!("You chose {name}.\n\n")),
+                    None => self.say("That is not one of the choices.\n\n"),
+                }
+                Ok(Flow::Next)
+            }
+            Some(RequestPermissionOutcome::Cancelled) => Err(Stop::Cancelled),
+            None => {
+                self.say("No answer.\n\n");
+                Ok(Flow::Next)
+            }
+        }
+    }
+}
+
+/// The choices of a tool approval.
+fn approval_options() -> Vec<PermissionOption> {
+    let option = |id: &str, name: &str, kind| PermissionOption {
+        option_id: id.into(),
+        name: name.into(),
+        kind,
+    };
+    vec![
+        option("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
+        option(
+            "allow_always",
+            "Allow always",
+            PermissionOptionKind::AllowAlways,
+        ),
+        option("reject_once", "Deny", PermissionOptionKind::RejectOnce),
+    ]
+}

@@ -1,0 +1,407 @@
+//! The demo agent's side of the protocol: requests and notifications from the client, the
+//! sessions in memory, and the start and end of every prompt turn.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::catalog::{available_commands, models_state, modes_state, MODELS, MODES};
+use super::turn::{prompt_text, Turn};
+use super::{BUSY, DEFAULT_MODEL};
+use crate::rpc::{Connection, Responder, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::types::*;
+
+/// Context window the demo reports.
+const CONTEXT_SIZE: u64 = 65536;
+
+/// The demo agent on one connection.
+pub(super) struct Demo {
+    /// The client.
+    pub(super) conn: Connection,
+    state: Mutex<State>,
+}
+
+/// Everything the demo remembers.
+pub(super) struct State {
+    /// Makes session ids unique across restarts of the demo.
+    id_prefix: String,
+    next_id: u64,
+    sessions: HashMap<String, Session>,
+}
+
+/// One session.
+struct Session {
+    model_id: String,
+    mode_id: String,
+    /// `(user text, answer text)` per finished turn, for `session/load`.
+    history: Vec<(String, String)>,
+    /// Context tokens reported in `usage_update`.
+    used: u64,
+    /// Set while a turn runs; sending `true` cancels it.
+    running: Option<watch::Sender<bool>>,
+    /// The working directory the client gave for the session.
+    cwd: String,
+    /// Set by the `wedge` keyword: like Hermes after a cancel during a tool, every later prompt
+    /// is answered "Queued for the next turn." and never runs.
+    wedged: bool,
+}
+
+impl Session {
+    /// A session with the default model and mode and no history.
+    fn new() -> Session {
+        Session {
+            model_id: DEFAULT_MODEL.into(),
+            mode_id: MODES[0].0.into(),
+            history: Vec::new(),
+            used: 1000,
+            running: None,
+            cwd: String::new(),
+            wedged: false,
+        }
+    }
+}
+
+impl State {
+    /// Empty memory with a fresh id prefix.
+    fn new() -> State {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let seed = (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32);
+        State {
+            id_prefix: format!("{:08x}", seed as u32),
+            next_id: 1,
+            sessions: HashMap::new(),
+        }
+    }
+
+    /// A new session or tool call id, unique across restarts of the demo.
+    pub(super) fn fresh_id(&mut self, kind: &str) -> String {
+        let id = format!("demo-{kind}-{}-{}", self.id_prefix, self.next_id);
+        self.next_id += 1;
+        id
+    }
+}
+
+/// Decodes request params; the error is the message of an `INVALID_PARAMS` answer.
+fn parse<T: DeserializeOwned>(params: Value) -> Result<T, String> {
+    serde_json::from_value(params).map_err(|e| format!("invalid params: {e}"))
+}
+
+/// Encodes a message for the wire.
+pub(super) fn to_json<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+impl Demo {
+    /// A demo agent that talks to the client over `conn`.
+    pub(super) fn new(conn: Connection) -> Demo {
+        Demo {
+            conn,
+            state: Mutex::new(State::new()),
+        }
+    }
+
+    /// The demo's memory; a panic elsewhere does not lock it for good.
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends a `session/update` notification.
+    pub(super) fn send_update(&self, session_id: &str, update: SessionUpdate) {
+        let notification = SessionNotification {
+            session_id: session_id.into(),
+            update,
+        };
+        // A closed connection means the client is gone; the turn simply runs out.
+        let _ = self
+            .conn
+            .notify(method::SESSION_UPDATE, to_json(&notification));
+    }
+
+    /// Acts on a notification from the client: only `session/cancel` means something.
+    pub(super) fn handle_notification(&self, method: &str, params: Value) {
+        if method != method::SESSION_CANCEL {
+            tracing::debug!(method, "demo agent ignores notification");
+            return;
+        }
+        let Ok(cancel) = parse::<CancelNotification>(params) else {
+            return;
+        };
+        if let Some(running) = self
+            .state()
+            .sessions
+            .get(&cancel.session_id)
+            .and_then(|s| s.running.as_ref())
+        {
+            running.send_replace(true);
+        }
+    }
+
+    /// Answers a request from the client; a prompt starts a turn in `turns`.
+    pub(super) fn handle_request(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        responder: Responder,
+        turns: &mut JoinSet<()>,
+    ) {
+        let result = match method {
+            method::INITIALIZE => self.initialize(),
+            method::SESSION_NEW => self.new_session(params),
+            method::SESSION_LOAD => self.load_session(params),
+            method::SESSION_SET_MODEL => self.set_model(params),
+            method::SESSION_SET_MODE => self.set_mode(params),
+            method::SESSION_PROMPT => match self.start_turn(params) {
+                Ok((request, cancel)) => {
+                    turns.spawn(self.clone().turn(request, cancel, responder));
+                    return;
+                }
+                Err(error) => Err(error),
+            },
+            _ => {
+                responder.error(METHOD_NOT_FOUND, "Method not found");
+                return;
+            }
+        };
+        match result {
+            Ok((result, after)) => {
+                responder.respond(result);
+                // Like Hermes, session-level updates follow the answer.
+                if let Some((session_id, updates)) = after {
+                    for update in updates {
+                        self.send_update(&session_id, update);
+                    }
+                }
+            }
+            Err((code, message)) => responder.error(code, message),
+        }
+    }
+
+    /// `initialize`: who the demo is and what it supports.
+    fn initialize(&self) -> Handled {
+        let response = InitializeResponse {
+            protocol_version: PROTOCOL_VERSION,
+            agent_capabilities: AgentCapabilities {
+                load_session: true,
+                prompt_capabilities: PromptCapabilities {
+                    image: true,
+                    audio: false,
+                    embedded_context: true,
+                },
+                other: Default::default(),
+            },
+            agent_info: Some(Implementation {
+                name: "iris-demo-agent".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                title: Some("Iris demo agent (scripted, no model)".into()),
+            }),
+            auth_methods: Vec::new(),
+        };
+        Ok((to_json(&response), None))
+    }
+
+    /// `session/new`: a fresh session, followed by the command list.
+    fn new_session(&self, params: Value) -> Handled {
+        let request = parse::<NewSessionRequest>(params).map_err(|e| (INVALID_PARAMS, e))?;
+        let mut state = self.state();
+        let session_id = state.fresh_id("session");
+        let session = Session {
+            cwd: request.cwd,
+            ..Session::new()
+        };
+        state.sessions.insert(session_id.clone(), session);
+        let response = NewSessionResponse {
+            session_id: session_id.clone(),
+            models: Some(models_state(DEFAULT_MODEL)),
+            modes: Some(modes_state(MODES[0].0)),
+        };
+        Ok((
+            to_json(&response),
+            Some((session_id, vec![available_commands()])),
+        ))
+    }
+
+    /// `session/load`: replays the history of the session (a new one for an unknown id), then
+    /// answers and sends the command list.
+    fn load_session(&self, params: Value) -> Handled {
+        let request: LoadSessionRequest = parse(params).map_err(|e| (INVALID_PARAMS, e))?;
+        let id = request.session_id;
+        let (replay, response) = {
+            let mut state = self.state();
+            let session = state.sessions.entry(id.clone()).or_insert_with(|| {
+                tracing::debug!(session = %id, "demo agent loads an unknown session as empty");
+                Session::new()
+            });
+            session.cwd = request.cwd.clone();
+            let response = LoadSessionResponse {
+                models: Some(models_state(&session.model_id)),
+                modes: Some(modes_state(&session.mode_id)),
+            };
+            (session.history.clone(), response)
+        };
+        for (user, answer) in replay {
+            let chunk = |text: String| ContentChunk {
+                content: ContentBlock::text(text),
+            };
+            self.send_update(&id, SessionUpdate::UserMessageChunk(chunk(user)));
+            self.send_update(&id, SessionUpdate::AgentMessageChunk(chunk(answer)));
+        }
+        Ok((to_json(&response), Some((id, vec![available_commands()]))))
+    }
+
+    /// `session/set_model`.
+    fn set_model(&self, params: Value) -> Handled {
+        let request: SetSessionModelRequest = parse(params).map_err(|e| (INVALID_PARAMS, e))?;
+        if !MODELS.iter().any(|(id, _, _)| *id == request.model_id) {
+            return Err((
+                INVALID_PARAMS,
+                format!("unknown model {}", request.model_id),
+            ));
+        }
+        self.with_session(&request.session_id, |session| {
+            session.model_id = request.model_id.clone()
+        })?;
+        Ok((json!({}), None))
+    }
+
+    /// `session/set_mode`, followed by a `current_mode_update`.
+    fn set_mode(&self, params: Value) -> Handled {
+        let request: SetSessionModeRequest = parse(params).map_err(|e| (INVALID_PARAMS, e))?;
+        if !MODES.iter().any(|(id, _)| *id == request.mode_id) {
+            return Err((INVALID_PARAMS, format!("unknown mode {}", request.mode_id)));
+        }
+        self.with_session(&request.session_id, |session| {
+            session.mode_id = request.mode_id.clone()
+        })?;
+        let update = SessionUpdate::CurrentModeUpdate(CurrentModeUpdate {
+            current_mode_id: request.mode_id,
+        });
+        Ok((json!({}), Some((request.session_id, vec![update]))))
+    }
+
+    /// Runs `f` on the session, or fails as an unknown session.
+    fn with_session<T>(
+        &self,
+        session_id: &str,
+        f: impl FnOnce(&mut Session) -> T,
+    ) -> Result<T, (i64, String)> {
+        match self.state().sessions.get_mut(session_id) {
+            Some(session) => Ok(f(session)),
+            None => Err((INVALID_PARAMS, format!("unknown session {session_id}"))),
+        }
+    }
+
+    /// Marks the session busy, or refuses the prompt.
+    fn start_turn(
+        &self,
+        params: Value,
+    ) -> Result<(PromptRequest, watch::Receiver<bool>), (i64, String)> {
+        let request: PromptRequest = parse(params).map_err(|e| (INVALID_PARAMS, e))?;
+        self.with_session(&request.session_id, |session| {
+            if session.running.is_some() {
+                return Err((BUSY, "busy".to_string()));
+            }
+            let (cancel_tx, cancel_rx) = watch::channel(false);
+            session.running = Some(cancel_tx);
+            Ok(cancel_rx)
+        })?
+        .map(|cancel| (request, cancel))
+    }
+
+    /// True when the `wedge` keyword wedged the session.
+    pub(super) fn is_wedged(&self, session_id: &str) -> bool {
+        self.with_session(session_id, |s| s.wedged).unwrap_or(false)
+    }
+
+    /// Wedges the session: from now on every prompt is only queued.
+    pub(super) fn wedge(&self, session_id: &str) {
+        let _ = self.with_session(session_id, |s| s.wedged = true);
+    }
+
+    /// Plays one prompt turn and answers the prompt.
+    async fn turn(
+        self: Arc<Self>,
+        request: PromptRequest,
+        cancel: watch::Receiver<bool>,
+        responder: Responder,
+    ) {
+        let session_id = request.session_id.clone();
+        let (model_id, cwd) = self
+            .with_session(&session_id, |s| (s.model_id.clone(), s.cwd.clone()))
+            .unwrap_or_default();
+        let mut turn = Turn::new(&self, &session_id, cancel, cwd);
+        let ending = turn.play(&request.prompt, &model_id).await;
+        if let Some((code, message)) = ending.error {
+            let _ = self.with_session(&session_id, |session| session.running = None);
+            responder.error(code, message);
+            return;
+        }
+        let said = turn.into_said();
+        self.answer(
+            &session_id,
+            &request.prompt,
+            said,
+            ending.stop_reason,
+            responder,
+        );
+        if ending.title {
+            let info = SessionInfoUpdate {
+                title: Some("Demo title".into()),
+                updated_at: None,
+            };
+            self.send_update(&session_id, SessionUpdate::SessionInfoUpdate(info));
+        }
+    }
+
+    /// Ends a turn that ran to its end or was cancelled: records it in the history, reports
+    /// the context usage, and answers the prompt with the token counts.
+    fn answer(
+        &self,
+        session_id: &str,
+        prompt: &[ContentBlock],
+        said: String,
+        stop_reason: StopReason,
+        responder: Responder,
+    ) {
+        let text = prompt_text(prompt);
+        let used = self
+            .with_session(session_id, |session| {
+                session.running = None;
+                session.used += 50 + (text.len() + said.len()) as u64 / 4;
+                session.history.push((text.clone(), said.clone()));
+                session.used
+            })
+            .unwrap_or_default();
+        let usage = UsageUpdate {
+            size: Some(CONTEXT_SIZE),
+            used: Some(used),
+            cost: None,
+        };
+        self.send_update(session_id, SessionUpdate::UsageUpdate(usage));
+
+        let input_tokens = text.len() as u64 / 4 + 1;
+        let output_tokens = said.len() as u64 / 4 + 1;
+        let response = PromptResponse {
+            stop_reason,
+            usage: Some(Usage {
+                input_tokens,
+                output_tokens,
+                total_tokens: input_tokens + output_tokens,
+                thought_tokens: Some(0),
+                cached_read_tokens: Some(0),
+                cached_write_tokens: None,
+            }),
+        };
+        responder.respond(to_json(&response));
+    }
+}
+
+/// Result of a request handler: the answer and updates to send after it, or an error.
+type Handled = Result<(Value, Option<(String, Vec<SessionUpdate>)>), (i64, String)>;
