@@ -21,7 +21,7 @@ fn frame(i: usize) -> NewFrame {
     let message_id = format!("m_{i:012}");
     let body = ServerFrame::Message(Message {
         message_id: message_id.clone(),
-        role: if i % 2 == 0 {
+        role: if i.is_multiple_of(2) {
             Role::User
         } else {
             Role::Assistant

@@ -759,3 +759,64 @@ async fn deleting_a_channel_mid_turn_cancels_the_turn_and_leaves_nothing_behind(
     assert_eq!(final_text(&next), "Echo: still here");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_busy_lane_queues_a_bounded_number_of_messages_and_refuses_the_rest_unstored() {
+    use iris_gateway::agent::LANE_QUEUE;
+    let gw = TestGateway::start_with(|c| {
+        c.agent_command = Some(demo_agent());
+        c.limits.sends_per_minute = 100_000;
+    })
+    .await;
+    let (mut a, _) = gw.connect("a").await;
+    send(&mut a, default_lane(), "hang until stopped", false).await;
+    until(&mut a, |e| e.frame_type() == "agent.busy").await;
+    // The hanging turn holds one place; the rest of the queue fills, then messages are refused.
+    let (mut accepted, mut refused) = (1, 0);
+    for i in 0..LANE_QUEUE + 5 {
+        let frame = ClientFrame::MessageSend(MessageSend {
+            text: format!("queued {i}"),
+            ..Default::default()
+        });
+        match a.request(default_lane(), frame).await {
+            Ok(_) => accepted += 1,
+            Err(ClientError::Server { code, message }) => {
+                assert_eq!(code, ErrorCode::RateLimited, "{message}");
+                assert!(message.contains("waiting in this chat"), "{message}");
+                refused += 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!((accepted, refused), (LANE_QUEUE, 6));
+    // Nothing refused was stored: history holds exactly the accepted messages.
+    let history = a
+        .request(
+            default_lane(),
+            ClientFrame::History(iris_protocol::HistoryRequest {
+                limit: Some(200),
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap();
+    let ServerFrame::History(h) = history.body else {
+        panic!("{:?}", history.body)
+    };
+    let users = h.messages.iter().filter(|m| m.role == Role::User).count();
+    assert_eq!(users, LANE_QUEUE);
+    // Another lane is not held up by this one.
+    let other = create_channel(&mut a, "elsewhere", None).await;
+    let frames = turn(&mut a, Header::lane(other.as_str(), None), "still here").await;
+    assert_eq!(final_text(&frames), "Echo: still here");
+    // Stopping the hanging turn frees its place: the lane takes a message again.
+    a.request(default_lane(), ClientFrame::AgentStop(Empty {}))
+        .await
+        .unwrap();
+    until(&mut a, |e| {
+        e.header.chat_id.as_deref() == Some("default") && e.frame_type() == "agent.idle"
+    })
+    .await;
+    send(&mut a, default_lane(), "one more", false).await;
+    gw.stop().await;
+}

@@ -462,3 +462,23 @@ pub fn default_data_dir() -> PathBuf {
         None => PathBuf::from("iris-data"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_never_shows_in_debug_output() {
+        let token = "s3cret-token-value";
+        let config = Config::for_tests(Path::new("/tmp"), token);
+        assert!(!format!("{config:?}").contains(token));
+        let over = Overrides {
+            token: Some(token.into()),
+            ..Overrides::default()
+        };
+        assert!(!format!("{over:?}").contains(token));
+        let file: FileConfig = toml::from_str(&format!("token = \"{token}\"")).expect("toml");
+        assert!(!format!("{file:?}").contains(token));
+        assert_eq!(file.token.as_ref().map(Secret::expose), Some(token));
+    }
+}

@@ -293,14 +293,14 @@ impl Ctx {
             .webpush
             .as_ref()
             .filter(|_| self.backends.webpush.is_some());
-        let caps = serde_json::from_str::<serde_json::Value>(&d.caps).unwrap_or_default();
+        let wanted = iris_protocol::ClientCaps::from_stored(&d.caps).push;
         let fcm = fcm.map(|t| Route::Fcm(t.to_owned()));
         let ntfy = ntfy.map(|t| Route::Ntfy(t.to_owned()));
         let webpush = webpush.map(|w| Route::WebPush(w.clone()));
         let mut routes = [fcm, ntfy, webpush];
         let preferred = routes.iter().position(|r| {
             r.as_ref()
-                .is_some_and(|r| caps["push"].as_str() == Some(r.backend()))
+                .is_some_and(|r| wanted.as_deref() == Some(r.backend()))
         });
         match preferred {
             Some(i) => routes[i].take(),

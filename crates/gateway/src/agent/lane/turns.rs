@@ -15,7 +15,9 @@ use crate::ids::new_id;
 use crate::wire::WireError;
 
 impl LaneActor {
-    pub(super) async fn run_turn(&mut self, job: PromptJob) {
+    pub(super) async fn run_turn(&mut self, mut job: PromptJob) {
+        // The turn's place in the lane's queue, freed before `agent.idle` tells devices so.
+        let slot = job.slot.take();
         if let Some(notice) = self.bridge.take_notice() {
             self.system(notice).await;
         }
@@ -104,6 +106,7 @@ impl LaneActor {
         if let Some(n) = notice {
             self.system(n).await;
         }
+        drop(slot);
         self.idle().await;
     }
 
