@@ -83,14 +83,17 @@ pub fn create_channel_tx(
         parent_chat_id: row.parent_chat_id.clone(),
         auto,
     });
-    outbox::append_filed(
-        tx,
-        &Header::default(),
-        frame,
-        filed_under(&row),
-        None,
-        origin,
-    )
+    announce(tx, frame, &row, origin)
+}
+
+/// Appends a `channel.*` frame about `row`, filed under the channel it describes.
+fn announce(
+    tx: &mut iris_store::WriteTx<'_>,
+    frame: DurableFrame,
+    row: &ChannelRow,
+    origin: &Origin,
+) -> std::result::Result<u64, StoreError> {
+    outbox::append_filed(tx, &Header::default(), frame, filed_under(row), None, origin)
 }
 
 /// The lane a channel's own frames are filed under: the channel, or a thread in its channel.
@@ -128,14 +131,7 @@ pub(super) async fn rename(
                 chat_id: chat_id.clone(),
                 name,
             });
-            outbox::append_filed(
-                tx,
-                &Header::default(),
-                frame,
-                filed_under(&row),
-                None,
-                &origin,
-            )
+            announce(tx, frame, &row, &origin)
         })
         .await?;
     Ok(Reply::ViaOutbox)
