@@ -36,7 +36,7 @@ pub fn file_sizes(files: &[(String, usize)], exceptions: &[Exception]) -> Vec<Vi
                 path,
                 1,
                 format!("{lines} lines, over the limit of {MAX_FILE_LINES}"),
-                "split it into smaller modules by responsibility (a child module per concern)",
+                "split it by responsibility into child modules",
             ));
         }
     }
@@ -162,7 +162,7 @@ pub fn layers(
                     "`{module}` is listed in layer `{}` but {dir} has no such module",
                     layer.name
                 ),
-                "remove it from the table, or fix the name (`lib` is lib.rs, `main` is main.rs)",
+                "remove it from the table, or fix the name: `lib` is lib.rs, `main` is main.rs",
             ));
         }
     }
@@ -171,7 +171,12 @@ pub fn layers(
             continue;
         };
         let mut seen = BTreeSet::new();
-        for r in resolver.references(file) {
+        // The `use` item already names the module; its uses need not be reported again.
+        for r in resolver
+            .references(file)
+            .into_iter()
+            .filter(|r| !r.through_use)
+        {
             let used = resolver.top_module(&r.target);
             let Some((used_rank, used_layer)) = table.layer_of(&used) else {
                 continue;

@@ -61,20 +61,13 @@ pub fn strip_js(src: &str) -> String {
         } else if c == b'"' || c == b'\'' {
             i = escaped_literal(b, &mut out, i, c, false);
             prev = Prev::Value;
-        } else if c == b'`' {
-            i = js_template(b, &mut out, i + 1);
-            if at(b, i - 1) == b'{' && at(b, i - 2) == b'$' {
-                templates.push(depth);
-                depth = 0;
-                prev = Prev::Punct(b'{');
-            } else {
-                prev = Prev::Value;
+        } else if c == b'`' || (c == b'}' && depth == 0 && !templates.is_empty()) {
+            if c == b'}' {
+                // The end of a `${…}` expression: the template literal goes on.
+                depth = templates.pop().unwrap_or(0);
             }
-        } else if c == b'}' && depth == 0 && !templates.is_empty() {
-            // The end of a `${…}` expression: the template literal goes on.
-            depth = templates.pop().unwrap_or(0);
             i = js_template(b, &mut out, i + 1);
-            if at(b, i - 1) == b'{' && at(b, i - 2) == b'$' {
+            if b[..i].ends_with(b"${") {
                 templates.push(depth);
                 depth = 0;
                 prev = Prev::Punct(b'{');

@@ -81,6 +81,8 @@ pub struct Reference {
     pub written: String,
     /// Absolute, from the crate root, re-exports of the root followed: `["hub", "Hub"]`.
     pub target: Vec<String>,
+    /// Starts with a name brought in by a `use` of the file, which is itself a reference.
+    pub through_use: bool,
 }
 
 /// Resolves paths to modules and files, for the files of one source directory.
@@ -130,18 +132,37 @@ impl Resolver {
         resolver
     }
 
-    /// The references of a file to modules of its own crate.
+    /// The references of a file to modules of its own crate. A path that starts with a name
+    /// the file imported (`use crate::agent;` then `agent::lane::run()`) is a reference too,
+    /// marked `through_use`.
     pub fn references(&self, file: &SourceFile) -> Vec<Reference> {
-        rust::scan(&file.parsed)
-            .paths
+        let paths = rust::scan(&file.parsed).paths;
+        let mut imported: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for p in paths.iter().filter(|p| p.from_use) {
+            if let Some(target) = self.absolute(p, file) {
+                let name = p.alias.clone().or_else(|| target.last().cloned());
+                if let Some(name) = name.filter(|n| n != "*" && n != "_") {
+                    imported.insert(name, target);
+                }
+            }
+        }
+        paths
             .iter()
             .filter(|p| !p.is_macro)
             .filter_map(|p| {
-                let target = self.absolute(p, file)?;
+                let (target, through_use) = match self.absolute(p, file) {
+                    Some(target) => (target, false),
+                    None if p.from_use => return None,
+                    None => {
+                        let start = imported.get(p.segments.first()?)?;
+                        ([start.as_slice(), &p.segments[1..]].concat(), true)
+                    }
+                };
                 Some(Reference {
                     line: p.line,
                     written: p.segments.join("::"),
                     target: self.follow_root_uses(target),
+                    through_use,
                 })
             })
             .collect()
@@ -274,7 +295,7 @@ mod tests {
             ("config.rs", "pub struct Config;"),
             ("agent/mod.rs", "mod lane; mod host; use host::Host; fn f() { lane::run(); other::x(); }"),
             ("agent/host.rs", "pub struct Host;"),
-            ("agent/lane.rs", "mod drive; use super::host::Host; use crate::Settings; fn f() { self::drive::go(); }"),
+            ("agent/lane.rs", "mod drive; use super::host::Host; use crate::Settings; use crate::agent as a; fn f() { self::drive::go(); a::host::x(); Settings::new(); }"),
             ("agent/lane/drive.rs", "use super::super::Host; use super::*; fn g() { super::super::super::config::x(); }"),
             ("main.rs", "use iris_gateway::{agent, Settings}; fn main() { crate::cli::run(); }"),
         ]);
@@ -288,7 +309,10 @@ mod tests {
             [
                 "agent::host::Host",
                 "config::Config",
-                "agent::lane::drive::go"
+                "agent",
+                "agent::lane::drive::go",
+                "agent::host::x",
+                "config::Config::new"
             ]
         );
         assert_eq!(

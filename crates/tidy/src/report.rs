@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::{Rule, Violation, ARCHITECTURE, LAYERED_DIRS};
 
 /// How many detail lines of one violation are shown.
-const MAX_DETAILS: usize = 40;
+const MAX_DETAILS: usize = 150;
 
 /// A report for a newcomer: what each rule says, where it is broken, what to do.
 pub fn render(violations: &[Violation]) -> String {

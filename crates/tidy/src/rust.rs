@@ -126,13 +126,26 @@ fn cfg_test_attribute(t: &[Token], i: usize) -> Option<(usize, bool)> {
         return None;
     }
     let close = close_index(t, j)?;
-    let inside: Vec<&str> = t[j + 3..close - 1]
-        .iter()
-        .map(|x| x.text.as_str())
-        .collect();
-    let test_only =
-        inside == ["test"] || (inside.first() == Some(&"all") && inside.contains(&"test"));
-    test_only.then_some((close + 1, inner))
+    let inside = &t[j + 3..close - 1];
+    let test_only = match inside {
+        [only] => only.is("test"),
+        // `all(…)` with `test` as one of its direct arguments (not inside `not(…)`).
+        [all, args @ ..] if all.is("all") => {
+            let mut depth = 0usize;
+            args.iter().any(|x| {
+                match x.text.as_str() {
+                    "(" => depth += 1,
+                    ")" => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                depth == 1 && x.is("test")
+            })
+        }
+        _ => false,
+    };
+    // An inner `#![cfg(test)]` makes the whole file test code only at the top of the file.
+    let top_level = !inner || t[..i].iter().all(|x| !x.is("{"));
+    (test_only && top_level).then_some((close + 1, inner))
 }
 
 /// The index of the token closing the bracket opened at `open` (`(`, `[` or `{`).
@@ -439,6 +452,9 @@ mod tests {
         assert_eq!(file.test_modules, ["extra"]);
         assert!(!file.test_only);
         assert!(RustFile::parse("#![cfg(test)]\nfn a() {}").test_only);
+        assert!(!RustFile::parse("mod m { #![cfg(test)] }").test_only);
+        let not_test = RustFile::parse("#[cfg(all(unix, not(test)))]\nfn kept() {}");
+        assert_eq!(functions(&not_test).len(), 1);
     }
 
     #[test]
