@@ -1,0 +1,382 @@
+//! The five rules, each on data already read from disk.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::layers::LayerTable;
+use crate::modules::{Resolver, SourceFile};
+use crate::{graph, js, rust, Exception, Rule, Violation};
+
+/// Rule 3: the longest a source file may be.
+pub const MAX_FILE_LINES: usize = 800;
+/// Rule 4: the longest a function may be, from its first line to its closing brace.
+pub const MAX_FN_LINES: usize = 120;
+/// Rule 2: the most files an import circle may have.
+pub const MAX_CIRCLE: usize = 3;
+
+fn violation(rule: Rule, path: &str, line: usize, message: String, hint: &str) -> Violation {
+    Violation {
+        rule,
+        path: path.to_string(),
+        line,
+        message,
+        hint: hint.to_string(),
+        details: Vec::new(),
+    }
+}
+
+/// Rule 3 for files given as (repository path, line count); also reports exceptions that are
+/// no longer needed.
+pub fn file_sizes(files: &[(String, usize)], exceptions: &[Exception]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (path, lines) in files {
+        let excepted = exceptions.iter().any(|e| e.path == path);
+        if *lines > MAX_FILE_LINES && !excepted {
+            out.push(violation(
+                Rule::FileSize,
+                path,
+                1,
+                format!("{lines} lines, over the limit of {MAX_FILE_LINES}"),
+                "split it by responsibility into child modules",
+            ));
+        }
+    }
+    for e in exceptions {
+        match files.iter().find(|(p, _)| p == e.path) {
+            Some((_, lines)) if *lines > MAX_FILE_LINES => {}
+            found => out.push(violation(
+                Rule::FileSize,
+                e.path,
+                1,
+                match found {
+                    Some((_, lines)) => {
+                        format!("listed as an exception but has only {lines} lines")
+                    }
+                    None => "listed as an exception but the file does not exist".to_string(),
+                },
+                "remove it from FILE_SIZE_EXCEPTIONS in crates/tidy/src/lib.rs",
+            )),
+        }
+    }
+    out
+}
+
+/// Rule 4 for a Rust file.
+pub fn rust_fn_lengths(path: &str, file: &rust::RustFile) -> Vec<Violation> {
+    rust::functions(file)
+        .into_iter()
+        .filter(|f| f.lines > MAX_FN_LINES)
+        .map(|f| {
+            violation(
+                Rule::FnLength,
+                path,
+                f.line,
+                format!(
+                    "fn `{}` has {} lines, over the limit of {MAX_FN_LINES}",
+                    f.name, f.lines
+                ),
+                "extract well-named helper functions for its steps",
+            )
+        })
+        .collect()
+}
+
+/// Rule 4 for a JavaScript file.
+pub fn js_fn_lengths(path: &str, src: &str) -> Vec<Violation> {
+    js::functions(src)
+        .into_iter()
+        .filter(|f| f.lines > MAX_FN_LINES)
+        .map(|f| {
+            violation(
+                Rule::FnLength,
+                path,
+                f.line,
+                format!(
+                    "function `{}` has {} lines, over the limit of {MAX_FN_LINES}",
+                    f.name, f.lines
+                ),
+                "extract well-named helper functions for its steps",
+            )
+        })
+        .collect()
+}
+
+/// Rule 5 for a Rust file.
+pub fn unwraps(path: &str, file: &rust::RustFile) -> Vec<Violation> {
+    rust::unwraps(file)
+        .into_iter()
+        .map(|line| {
+            violation(
+                Rule::Unwrap,
+                path,
+                line,
+                "`.unwrap()` in non-test code".to_string(),
+                "propagate the error with `?`, or use `.expect(\"why this cannot fail\")`",
+            )
+        })
+        .collect()
+}
+
+/// The top-level modules of a directory's files, each with the file that defines it.
+fn top_modules(files: &[SourceFile]) -> BTreeMap<String, &SourceFile> {
+    let mut tops: BTreeMap<String, &SourceFile> = BTreeMap::new();
+    for f in files.iter().filter(|f| !f.test_only) {
+        let entry = tops.entry(f.top.clone()).or_insert(f);
+        if f.module.len() < entry.module.len() {
+            *entry = f;
+        }
+    }
+    tops
+}
+
+/// Rule 1 for one layered directory (`dir` relative to the repository root).
+pub fn layers(
+    table: &LayerTable,
+    architecture: &str,
+    dir: &str,
+    files: &[SourceFile],
+    resolver: &Resolver,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let tops = top_modules(files);
+    for (name, file) in &tops {
+        if table.layer_of(name).is_none() {
+            out.push(violation(
+                Rule::Layers,
+                &format!("{dir}/{}", file.rel),
+                1,
+                format!("module `{name}` is not placed in any layer"),
+                &format!(
+                    "add `{name}` to the row of its layer in {architecture}:{}",
+                    table.line
+                ),
+            ));
+        }
+    }
+    for layer in &table.layers {
+        for module in layer.modules.iter().filter(|m| !tops.contains_key(*m)) {
+            out.push(violation(
+                Rule::Layers,
+                architecture,
+                layer.line,
+                format!(
+                    "`{module}` is listed in layer `{}` but {dir} has no such module",
+                    layer.name
+                ),
+                "remove it from the table, or fix the name: `lib` is lib.rs, `main` is main.rs",
+            ));
+        }
+    }
+    for file in files.iter().filter(|f| !f.test_only) {
+        let Some((rank, layer)) = table.layer_of(&file.top) else {
+            continue;
+        };
+        let mut seen = BTreeSet::new();
+        // The `use` item already names the module; its uses need not be reported again.
+        for r in resolver
+            .references(file)
+            .into_iter()
+            .filter(|r| !r.through_use)
+        {
+            let used = resolver.top_module(&r.target);
+            let Some((used_rank, used_layer)) = table.layer_of(&used) else {
+                continue;
+            };
+            if used_rank < rank && seen.insert((r.line, used.clone())) {
+                out.push(violation(
+                    Rule::Layers,
+                    &format!("{dir}/{}", file.rel),
+                    r.line,
+                    format!(
+                        "`{}` (layer {layer}) uses `{used}` (layer {used_layer}, above it) in `{}`",
+                        file.top, r.written
+                    ),
+                    "depend downwards only: move what both need to a lower layer, or pass it in from above",
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A reference from one file to another: the first one written, for the report.
+struct Edge {
+    from: usize,
+    to: usize,
+    line: usize,
+    written: String,
+}
+
+/// Rule 2 for one layered directory.
+pub fn circles(dir: &str, files: &[SourceFile], resolver: &Resolver) -> Vec<Violation> {
+    let mut first_refs: BTreeMap<(usize, usize), (usize, String)> = BTreeMap::new();
+    for (i, file) in files.iter().enumerate() {
+        if file.test_only || file.is_bin {
+            continue;
+        }
+        for r in resolver.references(file) {
+            if let Some(j) = resolver.file_of(&r.target).filter(|&j| j != i) {
+                first_refs.entry((i, j)).or_insert((r.line, r.written));
+            }
+        }
+    }
+    let pairs: Vec<(usize, usize)> = first_refs.keys().copied().collect();
+    let edges: Vec<Edge> = first_refs
+        .into_iter()
+        .map(|((from, to), (line, written))| Edge {
+            from,
+            to,
+            line,
+            written,
+        })
+        .collect();
+    graph::components(files.len(), &pairs)
+        .into_iter()
+        .filter(|component| component.len() > MAX_CIRCLE)
+        .map(|component| circle(dir, files, &component, &edges))
+        .collect()
+}
+
+/// The violation for one import circle: at its first file, with every reference inside it.
+fn circle(dir: &str, files: &[SourceFile], component: &[usize], edges: &[Edge]) -> Violation {
+    let mut members: Vec<usize> = component.to_vec();
+    members.sort_by_key(|&i| files[i].rel.as_str());
+    let mut inside: Vec<&Edge> = edges
+        .iter()
+        .filter(|e| component.contains(&e.from) && component.contains(&e.to))
+        .collect();
+    inside.sort_by_key(|e| (files[e.from].rel.as_str(), e.line));
+    let first = members[0];
+    let line = inside
+        .iter()
+        .find(|e| e.from == first)
+        .map_or(1, |e| e.line);
+    let names: Vec<&str> = members.iter().map(|&i| files[i].rel.as_str()).collect();
+    let mut v = violation(
+        Rule::Circles,
+        &format!("{dir}/{}", files[first].rel),
+        line,
+        format!(
+            "{} files import each other in a circle: {}",
+            members.len(),
+            names.join(", ")
+        ),
+        "break it: move what they share into a module they all import, or pass values in",
+    );
+    v.details = inside
+        .iter()
+        .map(|e| {
+            format!(
+                "{dir}/{}:{} uses {} (`{}`)",
+                files[e.from].rel, e.line, files[e.to].rel, e.written
+            )
+        })
+        .collect();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::build;
+
+    fn fixture(files: &[(&str, &str)]) -> Vec<SourceFile> {
+        build(
+            files
+                .iter()
+                .map(|(p, s)| (p.to_string(), s.to_string()))
+                .collect(),
+        )
+    }
+
+    const TABLE: &str = "<!-- tidy:layers src -->\n| layer | modules |\n|---|---|\n| top | `lib`, `main`, `server` |\n| middle | `handlers`, `gone` |\n| ground | `hub` |\n<!-- /tidy:layers -->\n";
+
+    #[test]
+    fn upward_imports_and_unplaced_modules() {
+        let files = fixture(&[
+            ("lib.rs", "pub mod server; pub mod handlers; pub mod hub; pub mod extra; pub use hub::Hub;"),
+            ("main.rs", "use iris_x::server::run; fn main() { iris_x::Hub::new(); }"),
+            ("server.rs", "use crate::{handlers, hub::Hub};"),
+            ("handlers.rs", "use crate::hub::Hub;\nfn f() { crate::server::run(); }\n#[cfg(test)] mod tests { use crate::server::x; }"),
+            ("hub.rs", "use crate::{handlers::{a, b}, Hub};\n/* crate::server::x */ fn g() -> &'static str { \"crate::server::y\" }"),
+            ("extra.rs", ""),
+        ]);
+        let resolver = Resolver::new(&files, Some("iris_x"));
+        let (tables, _) = crate::layers::parse(TABLE);
+        let got: Vec<String> = layers(&tables[0], "ARCH.md", "src", &files, &resolver)
+            .into_iter()
+            .map(|v| format!("{}:{}: {}", v.path, v.line, v.message))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "src/extra.rs:1: module `extra` is not placed in any layer",
+                "ARCH.md:5: `gone` is listed in layer `middle` but src has no such module",
+                "src/handlers.rs:2: `handlers` (layer middle) uses `server` (layer top, above it) in `crate::server::run`",
+                "src/hub.rs:1: `hub` (layer ground) uses `handlers` (layer middle, above it) in `crate::handlers::a`",
+            ]
+        );
+    }
+
+    #[test]
+    fn circles_over_three_files() {
+        let files = fixture(&[
+            ("lib.rs", "mod a; mod b; mod c; mod d; mod e;"),
+            ("a.rs", "use crate::b::X;"),
+            ("b.rs", "use crate::c::X;"),
+            ("c.rs", "use crate::d::X;"),
+            ("d/mod.rs", "mod inner; fn f() { inner::go(); }"),
+            ("d/inner.rs", "use crate::a::X;"),
+            ("e.rs", "use crate::a::X;"),
+        ]);
+        let resolver = Resolver::new(&files, None);
+        let got = circles("src", &files, &resolver);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].path, "src/a.rs");
+        assert_eq!(
+            got[0].message,
+            "5 files import each other in a circle: a.rs, b.rs, c.rs, d/inner.rs, d/mod.rs"
+        );
+        assert_eq!(got[0].details[0], "src/a.rs:1 uses b.rs (`crate::b::X`)");
+        let small = fixture(&[
+            ("lib.rs", ""),
+            ("a.rs", "use crate::b::X;"),
+            ("b.rs", "use crate::a::X;"),
+        ]);
+        assert!(circles("src", &small, &Resolver::new(&small, None)).is_empty());
+    }
+
+    #[test]
+    fn file_size_exceptions() {
+        let files = vec![
+            ("big.rs".to_string(), 900),
+            ("table.rs".to_string(), 1000),
+            ("small.rs".to_string(), 10),
+        ];
+        let exceptions = [
+            Exception {
+                path: "table.rs",
+                reason: "generated",
+            },
+            Exception {
+                path: "small.rs",
+                reason: "was big",
+            },
+            Exception {
+                path: "gone.rs",
+                reason: "deleted",
+            },
+        ];
+        let got: Vec<String> = file_sizes(&files, &exceptions)
+            .into_iter()
+            .map(|v| format!("{}: {}", v.path, v.message))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "big.rs: 900 lines, over the limit of 800",
+                "small.rs: listed as an exception but has only 10 lines",
+                "gone.rs: listed as an exception but the file does not exist",
+            ]
+        );
+    }
+}

@@ -1,0 +1,388 @@
+//! House rules for the Iris Gateway source tree.
+//!
+//! `tests/tidy.rs` runs [`check_repo`] on the repository, so `cargo test --workspace` fails
+//! when a rule is broken, listing every violation as `path:line` with a hint. The rules:
+//!
+//! 1. **Layers.** A directory with a layer table in ARCHITECTURE.md (`<!-- tidy:layers DIR -->`)
+//!    places each of its top-level modules in one layer; a module uses only modules of its own
+//!    layer or below.
+//! 2. **Circles.** In a layered directory no more than [`checks::MAX_CIRCLE`] files import each
+//!    other in a circle.
+//! 3. **File size.** No source file over [`checks::MAX_FILE_LINES`] lines, except those listed in
+//!    [`FILE_SIZE_EXCEPTIONS`].
+//! 4. **Function length.** No function over [`checks::MAX_FN_LINES`] lines, in Rust or in the
+//!    web client's JavaScript.
+//! 5. **No `.unwrap()`** in non-test Rust code: `?`, or `.expect("why this cannot fail")`.
+//!
+//! The scanners are not parsers: they work on the source with comments and literals blanked
+//! out ([`lex`]), which is enough for the way this code base is written.
+
+pub mod checks;
+pub mod graph;
+pub mod js;
+pub mod layers;
+pub mod lex;
+pub mod modules;
+pub mod report;
+pub mod rust;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A file allowed to exceed the size limit, and why.
+pub struct Exception {
+    /// Path from the repository root: `crates/x/src/table.rs`.
+    pub path: &'static str,
+    pub reason: &'static str,
+}
+
+/// Files allowed over [`checks::MAX_FILE_LINES`] lines: only generated code or table data, each
+/// with its reason. An entry that is no longer needed is itself reported.
+pub const FILE_SIZE_EXCEPTIONS: &[Exception] = &[];
+
+/// Directories that must have a layer table in ARCHITECTURE.md.
+pub const LAYERED_DIRS: &[&str] = &["crates/gateway/src"];
+
+/// Where the layer tables live, from the repository root.
+pub const ARCHITECTURE: &str = "ARCHITECTURE.md";
+
+/// Web client assets checked for size (`.js`, `.mjs`, `.css`) and function length (scripts).
+pub const WEB_ASSETS: &str = "crates/gateway/web/assets";
+
+/// Directories never scanned.
+const SKIPPED_DIRS: &[&str] = &["vendor", "target", "node_modules"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Rule {
+    Layers,
+    Circles,
+    FileSize,
+    FnLength,
+    Unwrap,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 5] = [
+        Rule::Layers,
+        Rule::Circles,
+        Rule::FileSize,
+        Rule::FnLength,
+        Rule::Unwrap,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Rule::Layers => "Layers",
+            Rule::Circles => "Import circles",
+            Rule::FileSize => "File size",
+            Rule::FnLength => "Function length",
+            Rule::Unwrap => "No unwrap",
+        }
+    }
+
+    /// The rule in one sentence.
+    pub fn statement(self) -> String {
+        match self {
+            Rule::Layers => "In a layered directory every top-level module is placed in exactly one layer, and a module uses only modules of its own layer or of the layers below it.".to_string(),
+            Rule::Circles => format!("In a layered directory, at most {} files may import each other in a circle.", checks::MAX_CIRCLE),
+            Rule::FileSize => format!("No file in crates/*/src or {WEB_ASSETS} is longer than {} lines (exceptions, with a reason, only in FILE_SIZE_EXCEPTIONS in crates/tidy/src/lib.rs).", checks::MAX_FILE_LINES),
+            Rule::FnLength => format!("No function is longer than {} lines, counted from its first line to its closing brace (Rust outside #[cfg(test)], and the web client's JavaScript).", checks::MAX_FN_LINES),
+            Rule::Unwrap => "Non-test code never calls `.unwrap()`: data from outside never meets it; use `?`, or `.expect(\"why this cannot fail\")`.".to_string(),
+        }
+    }
+}
+
+/// One broken rule at one place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub rule: Rule,
+    /// From the repository root, with `/`.
+    pub path: String,
+    /// 1-based.
+    pub line: usize,
+    pub message: String,
+    /// What to do about it, in one line.
+    pub hint: String,
+    /// Further lines (the references that make an import circle).
+    pub details: Vec<String>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: {} (hint: {})",
+            self.path, self.line, self.message, self.hint
+        )
+    }
+}
+
+/// Checks the repository at `root` against every rule, with the layer tables of its
+/// ARCHITECTURE.md.
+pub fn check_repo(root: &Path) -> io::Result<Vec<Violation>> {
+    let architecture = match std::fs::read_to_string(root.join(ARCHITECTURE)) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    check_tree(root, &architecture)
+}
+
+/// Checks the source tree at `root` against every rule, with the layer tables taken from
+/// `architecture` (the text of ARCHITECTURE.md).
+pub fn check_tree(root: &Path, architecture: &str) -> io::Result<Vec<Violation>> {
+    let mut out = Vec::new();
+    let mut sizes = Vec::new();
+    let mut dirs: BTreeMap<String, Vec<modules::SourceFile>> = BTreeMap::new();
+    for krate in sorted_entries(&root.join("crates"))? {
+        let src = krate.join("src");
+        if src.is_dir() {
+            dirs.insert(rel(root, &src), load_dir(&src)?);
+        }
+    }
+    for (dir, files) in &dirs {
+        for f in files {
+            let path = format!("{dir}/{}", f.rel);
+            sizes.push((path.clone(), lex::line_count(&f.parsed.code)));
+            if !f.test_only {
+                out.extend(checks::rust_fn_lengths(&path, &f.parsed));
+                out.extend(checks::unwraps(&path, &f.parsed));
+            }
+        }
+    }
+    let assets = root.join(WEB_ASSETS);
+    if assets.is_dir() {
+        for file in walk(&assets, &["js", "mjs", "css"])? {
+            let path = rel(root, &file);
+            let text = read_lossy(&file)?;
+            sizes.push((path.clone(), lex::line_count(&text)));
+            if !path.ends_with(".css") {
+                out.extend(checks::js_fn_lengths(&path, &text));
+            }
+        }
+    }
+    out.extend(checks::file_sizes(&sizes, FILE_SIZE_EXCEPTIONS));
+    out.extend(check_layered(root, architecture, &mut dirs)?);
+    out.sort_by(|a, b| (a.rule, &a.path, a.line).cmp(&(b.rule, &b.path, b.line)));
+    Ok(out)
+}
+
+/// Rules 1 and 2, for every directory with a layer table and every one of [`LAYERED_DIRS`].
+fn check_layered(
+    root: &Path,
+    architecture: &str,
+    dirs: &mut BTreeMap<String, Vec<modules::SourceFile>>,
+) -> io::Result<Vec<Violation>> {
+    let mut out = Vec::new();
+    let (tables, problems) = layers::parse(architecture);
+    for p in problems {
+        out.push(layer_violation(p.line, p.message, "fix the layer table"));
+    }
+    for dir in LAYERED_DIRS
+        .iter()
+        .filter(|d| !tables.iter().any(|t| t.dir == **d))
+    {
+        out.push(layer_violation(
+            1,
+            format!("there is no layer table for {dir}"),
+            &format!("add a block `<!-- tidy:layers {dir} -->` … `<!-- /tidy:layers -->` with the table `| layer | modules |`, top layer first"),
+        ));
+    }
+    let mut layered: Vec<&str> = tables.iter().map(|t| t.dir.as_str()).collect();
+    layered.extend(LAYERED_DIRS.iter().copied());
+    layered.sort_unstable();
+    layered.dedup();
+    for dir in layered {
+        let path = root.join(dir);
+        if !path.is_dir() {
+            if let Some(t) = tables.iter().find(|t| t.dir == dir) {
+                out.push(layer_violation(
+                    t.line,
+                    format!("{dir} is not a directory"),
+                    "fix the directory in the marker",
+                ));
+            }
+            continue;
+        }
+        if !path.join("lib.rs").is_file() && !path.join("main.rs").is_file() {
+            if let Some(t) = tables.iter().find(|t| t.dir == dir) {
+                out.push(layer_violation(
+                    t.line,
+                    format!("{dir} has no lib.rs or main.rs"),
+                    "name a crate's source directory in the marker (`crates/x/src`)",
+                ));
+            }
+            continue;
+        }
+        if !dirs.contains_key(dir) {
+            dirs.insert(dir.to_string(), load_dir(&path)?);
+        }
+        let Some(files) = dirs.get(dir) else {
+            continue;
+        };
+        let resolver = modules::Resolver::new(files, modules::lib_name(&path).as_deref());
+        if let Some(table) = tables.iter().find(|t| t.dir == dir) {
+            out.extend(checks::layers(table, ARCHITECTURE, dir, files, &resolver));
+        }
+        out.extend(checks::circles(dir, files, &resolver));
+    }
+    Ok(out)
+}
+
+fn layer_violation(line: usize, message: String, hint: &str) -> Violation {
+    Violation {
+        rule: Rule::Layers,
+        path: ARCHITECTURE.to_string(),
+        line,
+        message,
+        hint: hint.to_string(),
+        details: Vec::new(),
+    }
+}
+
+/// Reads and parses every `.rs` file under a source directory.
+fn load_dir(dir: &Path) -> io::Result<Vec<modules::SourceFile>> {
+    let mut sources = Vec::new();
+    for file in walk(dir, &["rs"])? {
+        sources.push((rel(dir, &file), read_lossy(&file)?));
+    }
+    Ok(modules::build(sources))
+}
+
+fn read_lossy(path: &Path) -> io::Result<String> {
+    Ok(String::from_utf8_lossy(&std::fs::read(path)?).into_owned())
+}
+
+/// `path` relative to `base`, with `/`.
+fn rel(base: &Path, path: &Path) -> String {
+    let relative = path.strip_prefix(base).unwrap_or(path);
+    let parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.join("/")
+}
+
+fn sorted_entries(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        entries.push(entry?.path());
+    }
+    entries.sort();
+    Ok(entries)
+}
+
+/// Files under `dir` with one of the extensions, sorted, skipping hidden and vendored folders.
+pub fn walk(dir: &Path, extensions: &[&str]) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in sorted_entries(dir)? {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if path.is_dir() {
+            if !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_str()) {
+                out.extend(walk(&path, extensions)?);
+            }
+        } else if path
+            .extension()
+            .is_some_and(|e| extensions.iter().any(|x| e == *x))
+        {
+            out.push(path);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    /// A scratch directory, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(files: &[(&str, &str)]) -> Scratch {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let dir =
+                std::env::temp_dir().join(format!("iris-tidy-{}-{nanos}", std::process::id()));
+            for (path, text) in files {
+                let path = dir.join(path);
+                fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+                fs::write(path, text).expect("write");
+            }
+            Scratch(dir)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn long_body(lines: usize) -> String {
+        "    x += 1;\n".repeat(lines)
+    }
+
+    #[test]
+    fn a_small_tree() {
+        let rust_fn = format!("pub fn long() {{\n{}}}\n", long_body(130));
+        let js_fn = format!("export function draw() {{\n{}}}\n", long_body(125));
+        let big = "// line\n".repeat(801);
+        let tree = Scratch::new(&[
+            (
+                "crates/gateway/Cargo.toml",
+                "[package]\nname = \"iris-gateway\"\n",
+            ),
+            ("crates/gateway/src/lib.rs", "pub mod conn;\npub mod hub;\n"),
+            (
+                "crates/gateway/src/main.rs",
+                "use iris_gateway::conn::run;\n",
+            ),
+            (
+                "crates/gateway/src/conn.rs",
+                "use crate::hub::Hub;\npub fn run() {}\n",
+            ),
+            (
+                "crates/gateway/src/hub.rs",
+                "use crate::conn;\nfn f(x: Option<u8>) { x.unwrap(); }\n#[cfg(test)]\nmod tests;\n",
+            ),
+            (
+                "crates/gateway/src/hub/tests.rs",
+                "fn t() { Some(1).unwrap(); }\n",
+            ),
+            ("crates/store/src/lib.rs", &rust_fn),
+            ("crates/store/src/big.rs", &big),
+            ("crates/gateway/web/assets/app.js", &js_fn),
+            ("crates/gateway/web/assets/vendor/lib.js", &big),
+        ]);
+        let architecture = "# A\n<!-- tidy:layers crates/gateway/src -->\n| layer | modules |\n|---|---|\n| top | `lib`, `main`, `conn` |\n| ground | `hub` |\n<!-- /tidy:layers -->\n";
+        let got: Vec<String> = check_tree(&tree.0, architecture)
+            .expect("check")
+            .iter()
+            .map(|v| format!("{}:{}: {}", v.path, v.line, v.message))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "crates/gateway/src/hub.rs:1: `hub` (layer ground) uses `conn` (layer top, above it) in `crate::conn`",
+                "crates/store/src/big.rs:1: 801 lines, over the limit of 800",
+                "crates/gateway/web/assets/app.js:1: function `draw` has 127 lines, over the limit of 120",
+                "crates/store/src/lib.rs:1: fn `long` has 132 lines, over the limit of 120",
+                "crates/gateway/src/hub.rs:2: `.unwrap()` in non-test code",
+            ]
+        );
+        let missing = check_tree(&tree.0, "no table").expect("check");
+        assert_eq!(missing[0].path, "ARCHITECTURE.md");
+        assert_eq!(
+            missing[0].message,
+            "there is no layer table for crates/gateway/src"
+        );
+    }
+}
