@@ -34,12 +34,15 @@ const LANE_CONTROL: usize = 64;
 /// command is done (dropped).
 #[derive(Debug)]
 pub struct Slot {
-    queued: Arc<AtomicUsize>,
+    /// The lane's count, or none without an agent (nothing ever waits then).
+    queued: Option<Arc<AtomicUsize>>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.queued.fetch_sub(1, Ordering::AcqRel);
+        if let Some(queued) = &self.queued {
+            queued.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -121,6 +124,9 @@ impl Agents {
     /// Takes a place in the lane's queue for a message about to be stored and run; refused with
     /// `rate_limited` when the lane already holds [`LANE_QUEUE`] turns and commands.
     pub fn reserve(&self, lane: &Lane) -> Result<Slot, WireError> {
+        if self.bridge.disabled {
+            return Ok(Slot { queued: None });
+        }
         let queued = self
             .bridge
             .queued
@@ -133,7 +139,9 @@ impl Agents {
             (n < LANE_QUEUE).then_some(n + 1)
         });
         match taken {
-            Ok(_) => Ok(Slot { queued }),
+            Ok(_) => Ok(Slot {
+                queued: Some(queued),
+            }),
             Err(_) => Err(WireError::new(
                 ErrorCode::RateLimited,
                 format!(
