@@ -261,6 +261,22 @@ impl AgentProcess {
     pub fn kill(&self) {
         kill_group(self.pid);
     }
+
+    /// Ends the agent gently: end of input first (a well-behaved ACP agent exits when its input
+    /// ends), then SIGTERM to its process group after `grace`, then SIGKILL after another
+    /// `grace`. Returns how it exited.
+    pub async fn terminate(&self, grace: Duration) -> ExitInfo {
+        let _ = self.connection.close_output();
+        if let Ok(info) = tokio::time::timeout(grace, self.wait_exit()).await {
+            return info;
+        }
+        signal_group(self.pid, libc::SIGTERM);
+        if let Ok(info) = tokio::time::timeout(grace, self.wait_exit()).await {
+            return info;
+        }
+        kill_group(self.pid);
+        self.wait_exit().await
+    }
 }
 
 impl Drop for AgentProcess {
@@ -270,15 +286,19 @@ impl Drop for AgentProcess {
 }
 
 fn kill_group(pid: u32) {
+    if signal_group(pid, libc::SIGKILL) {
+        tracing::debug!(pid, "killed agent process group");
+    }
+}
+
+/// Sends `signal` to the agent's process group; true when it was delivered.
+fn signal_group(pid: u32, signal: libc::c_int) -> bool {
     let Ok(pgid) = libc::pid_t::try_from(pid) else {
-        return;
+        return false;
     };
     // SAFETY: kill(2) has no memory-safety preconditions. A negative pid addresses the process
     // group created for the agent; ESRCH (group already gone) is expected and ignored.
-    let rc = unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    if rc == 0 {
-        tracing::debug!(pid, "killed agent process group");
-    }
+    unsafe { libc::kill(-pgid, signal) == 0 }
 }
 
 async fn wait_stderr(mut done: watch::Receiver<bool>) {

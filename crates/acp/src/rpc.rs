@@ -191,6 +191,8 @@ enum Outgoing {
     Line(Vec<u8>),
     /// Flush the transport, then acknowledge.
     Flush(oneshot::Sender<()>),
+    /// Flush and close the transport's output (end of input for the peer); reading goes on.
+    Close,
 }
 
 impl Outgoing {
@@ -418,6 +420,13 @@ impl Connection {
             .map_err(|_| self.shared.closed_error())
     }
 
+    /// Closes the output side (the peer reads end of input) after everything queued so far;
+    /// answers from the peer are still read until it closes its side. Requests sent afterwards
+    /// are never written.
+    pub fn close_output(&self) -> Result<(), AcpError> {
+        self.send_line(Outgoing::Close)
+    }
+
     /// True once the transport has ended.
     pub fn is_closed(&self) -> bool {
         *self.closed_rx.borrow()
@@ -495,6 +504,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 writer.flush().await?;
                 let _ = ack.send(());
                 continue;
+            }
+            Outgoing::Close => {
+                writer.shutdown().await?;
+                drop(writer);
+                // Nothing more can be written; the connection lives on until the peer's output
+                // ends too.
+                return std::future::pending().await;
             }
         }
         // Flush once per burst rather than once per message.

@@ -150,3 +150,32 @@ async fn a_missing_program_is_a_spawn_error() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn terminate_ends_input_first_then_signals_the_group() {
+    use std::time::Duration;
+    let grace = Duration::from_millis(200);
+    // An agent that exits when its input ends never sees a signal.
+    let (reader, _incoming) = AgentProcess::spawn(&sh("cat >/dev/null; exit 7")).unwrap();
+    let exit = reader.terminate(grace).await;
+    assert_eq!(exit.status.and_then(|s| s.code()), Some(7), "{exit}");
+    // One that ignores its input gets SIGTERM.
+    let (sleeper, _incoming) = AgentProcess::spawn(&sh("exec sleep 1000")).unwrap();
+    let exit = sleeper.terminate(grace).await;
+    const SIGTERM: i32 = 15;
+    assert_eq!(
+        exit.status.and_then(|s| s.signal()),
+        Some(SIGTERM),
+        "{exit}"
+    );
+    // One that ignores SIGTERM too is killed.
+    let (stubborn, _incoming) =
+        AgentProcess::spawn(&sh("trap '' TERM; while :; do sleep 1; done")).unwrap();
+    let exit = stubborn.terminate(grace).await;
+    const SIGKILL: i32 = 9;
+    assert_eq!(
+        exit.status.and_then(|s| s.signal()),
+        Some(SIGKILL),
+        "{exit}"
+    );
+}

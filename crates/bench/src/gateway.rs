@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use iris_client::{Client, ConnectOptions};
+use iris_gateway::agent::Agents;
 use iris_gateway::state::Shared;
 use iris_gateway::{Config, Gateway};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -92,6 +93,8 @@ pub struct InProcess {
     pub url: String,
     /// The gateway's shared state (its counters are read after a run).
     pub shared: Arc<Shared>,
+    /// The agent bridge (its start-up is awaited and timed).
+    pub agents: Agents,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -125,7 +128,7 @@ impl InProcess {
                     };
                     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
                     let url = format!("ws://{}/ws", gateway.addr);
-                    let _ = ready_tx.send(Ok((url, gateway.shared(), stop_tx)));
+                    let _ = ready_tx.send(Ok((url, gateway.shared(), gateway.agents(), stop_tx)));
                     if let Err(e) = gateway
                         .serve(async move {
                             let _ = stop_rx.await;
@@ -136,10 +139,11 @@ impl InProcess {
                     }
                 });
             })?;
-        let (url, shared, stop) = ready_rx.recv().context("gateway thread died")??;
+        let (url, shared, agents, stop) = ready_rx.recv().context("gateway thread died")??;
         Ok(InProcess {
             url,
             shared,
+            agents,
             stop: Some(stop),
             thread: Some(thread),
         })

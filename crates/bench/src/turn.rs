@@ -19,12 +19,20 @@ fn prompt(i: usize) -> String {
     format!("Hello there, this is turn number {i} of the turn overhead benchmark.")
 }
 
-/// Gateway turns: (p50, p99) nanoseconds from sending `message.send` to the turn's `message.stop`.
-async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64)> {
+/// Gateway turns: (p50, p99, first, agent start) nanoseconds from sending `message.send` to the
+/// turn's `message.stop`. `first` is the first turn after the gateway started, sent once its
+/// start-up (the agent's start and the default session) is over, as a device that connects a
+/// moment after a start would; the agent's own start time is the last figure.
+async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64, u64, u64)> {
     let dir = tempfile::tempdir()?;
     let gw = InProcess::start(config(dir.path()))?;
     let mut device = connect(gw.options("turns")).await?;
+    tokio::time::timeout(Duration::from_secs(60), gw.agents.warmed())
+        .await
+        .context("the gateway's start-up did not end")?;
+    let agent_start = gw.agents.last_start().unwrap_or_default().as_nanos() as u64;
     let mut samples = Vec::with_capacity(turns);
+    let mut first = 0;
     for i in 0..WARM_UP + turns {
         let t = Instant::now();
         let frame = ClientFrame::MessageSend(MessageSend {
@@ -39,6 +47,9 @@ async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64)> {
             )
             .await
             .context("turn did not end")?;
+        if i == 0 {
+            first = t.elapsed().as_nanos() as u64;
+        }
         if i >= WARM_UP {
             samples.push(t.elapsed().as_nanos() as u64);
         }
@@ -53,7 +64,33 @@ async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64)> {
     Ok((
         percentile(&mut samples, 50.0),
         percentile(&mut samples, 99.0),
+        first,
+        agent_start,
     ))
+}
+
+/// The first turn sent the moment a device is connected to a gateway that has just started
+/// (while the agent may still be starting): nanoseconds from `message.send` to `message.stop`.
+async fn first_during_start() -> anyhow::Result<u64> {
+    let dir = tempfile::tempdir()?;
+    let gw = InProcess::start(config(dir.path()))?;
+    let mut device = connect(gw.options("early")).await?;
+    let t = Instant::now();
+    let frame = ClientFrame::MessageSend(MessageSend {
+        text: prompt(0),
+        ..Default::default()
+    });
+    device.request(Header::lane("default", None), frame).await?;
+    device
+        .wait_for_timeout(
+            |e| matches!(e.body, ServerFrame::MessageStop(_)),
+            Duration::from_secs(60),
+        )
+        .await
+        .context("turn did not end")?;
+    let took = t.elapsed().as_nanos() as u64;
+    gw.stop();
+    Ok(took)
 }
 
 /// Direct ACP turns: (p50, p99) nanoseconds from `session/prompt` to its answer.
@@ -93,20 +130,29 @@ pub async fn run(report: &mut Report, turns: usize, runs: usize) -> anyhow::Resu
     let d99 = "turn direct over ACP p99".to_owned();
     let over = "turn overhead of the gateway (p50 difference)".to_owned();
     let rtt = "raw echo round trip p50 (200 B)".to_owned();
+    let first = "first turn after the gateway started (start-up over)".to_owned();
+    let early = "first turn sent while the gateway starts".to_owned();
+    let start = "agent start (spawn to initialize answered)".to_owned();
     for run in 0..runs {
         println!("turn: run {}", run + 1);
         let (dp50, dp99) = direct(turns).await?;
-        let (gp50, gp99) = through_gateway(turns).await?;
+        let (gp50, gp99, g_first, g_start) = through_gateway(turns).await?;
+        let g_early = first_during_start().await?;
         report.add(&d50, "ms", dp50 as f64 / 1e6);
         report.add(&d99, "ms", dp99 as f64 / 1e6);
         report.add(&g50, "ms", gp50 as f64 / 1e6);
         report.add(&g99, "ms", gp99 as f64 / 1e6);
         report.add(&over, "ms", (gp50 as f64 - dp50 as f64) / 1e6);
+        report.add(&first, "ms", g_first as f64 / 1e6);
+        report.add(&early, "ms", g_early as f64 / 1e6);
+        report.add(&start, "ms", g_start as f64 / 1e6);
         let raw = RawServer::start()?;
         let (r50, _) = raw::echo_rtt(&raw.url, 200, 2000).await?;
         report.add(&rtt, "ms", r50 as f64 / 1e6);
     }
     report.compare(&g50, "ms", &d50);
     report.compare(&over, "ms", &rtt);
+    report.compare(&first, "ms", &g50);
+    report.compare(&early, "ms", &g50);
     Ok(())
 }

@@ -48,6 +48,8 @@ pub struct Gauges {
     pub outbox_head: u64,
     /// Agent processes started after the first.
     pub agent_restarts: u64,
+    /// How long the agent's last start took (spawn to `initialize` answered), once it started.
+    pub agent_start: Option<Duration>,
 }
 
 impl Metrics {
@@ -127,6 +129,14 @@ impl Metrics {
             "Agent processes started after the first.",
             g.agent_restarts.to_string(),
         );
+        if let Some(start) = g.agent_start {
+            metric(
+                "iris_agent_start_seconds",
+                "gauge",
+                "How long the agent's last start took, from spawn to its initialize answer.",
+                format!("{:.3}", start.as_secs_f64()),
+            );
+        }
         metric(
             "iris_push_sent_total",
             "counter",
@@ -170,7 +180,9 @@ mod tests {
             connections: 2,
             outbox_head: 9,
             agent_restarts: 1,
+            agent_start: Some(Duration::from_millis(1500)),
         });
+        assert!(text.contains("iris_agent_start_seconds 1.500"));
         assert!(text.contains("iris_turn_latency_seconds_bucket{le=\"0.25\"} 0"));
         assert!(text.contains("iris_turn_latency_seconds_bucket{le=\"0.5\"} 1"));
         assert!(text.contains("iris_turn_latency_seconds_bucket{le=\"10\"} 2"));

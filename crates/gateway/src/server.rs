@@ -230,6 +230,7 @@ impl Gateway {
         spawn_retention(shared.clone(), stop.clone());
         ctx.media.spawn_sweeper(stop.clone());
         self.cron.spawn(stop.clone());
+        ctx.agents.warm();
         crate::devices::spawn_admin(shared.clone(), stop.clone());
         let push = self
             .push
@@ -326,6 +327,7 @@ async fn metrics(State(routes): State<Routes>) -> impl IntoResponse {
         connections: shared.hub.connection_count(),
         outbox_head: shared.hub.head(),
         agent_restarts: routes.ctx.agents.restarts(),
+        agent_start: routes.ctx.agents.last_start(),
     };
     (
         [(

@@ -820,3 +820,31 @@ async fn a_busy_lane_queues_a_bounded_number_of_messages_and_refuses_the_rest_un
     send(&mut a, default_lane(), "one more", false).await;
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn the_agent_and_the_default_session_are_ready_before_the_first_message() {
+    let gw = TestGateway::start_demo().await;
+    gw.agents.warmed().await;
+    assert!(
+        gw.agents.last_start().is_some(),
+        "the agent started with the gateway"
+    );
+    let prepared = gw
+        .shared
+        .store
+        .lane_session("default", None)
+        .await
+        .unwrap()
+        .expect("the default channel's session was opened at start");
+    let (mut a, _) = gw.connect("a").await;
+    let frames = turn(&mut a, default_lane(), "hello early").await;
+    assert_eq!(final_text(&frames), "Echo: hello early");
+    let used = gw.shared.store.lane_session("default", None).await.unwrap();
+    assert_eq!(
+        used,
+        Some(prepared),
+        "the first turn ran in the prepared session"
+    );
+    assert_eq!(gw.agents.restarts(), 0);
+    gw.stop().await;
+}

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use iris_protocol::{CommandInfo, ErrorCode};
 use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -84,6 +85,7 @@ pub(crate) struct Bridge {
     queued: Mutex<HashMap<Lane, Arc<AtomicUsize>>>,
     pickers: Mutex<HashMap<String, Lane>>,
     notice: Mutex<Option<String>>,
+    warmed: watch::Sender<bool>,
 }
 
 /// The agent bridge's handle; cheap to clone.
@@ -117,6 +119,7 @@ impl Agents {
                 queued: Mutex::default(),
                 pickers: Mutex::default(),
                 notice: Mutex::new(choice.notice),
+                warmed: watch::channel(false).0,
             }),
         }
     }
@@ -216,8 +219,56 @@ impl Agents {
                 );
                 tokio::spawn(self.bridge.clone().post_system(lane.clone(), text));
             }
+            LaneCmd::Prepare(done) => drop(done.send(())),
             LaneCmd::Prompt(_) | LaneCmd::Cron(_) => {}
         }
+    }
+
+    /// Starts the agent now and opens the default channel's session in the background, so that
+    /// the first turn after a start costs about what a later one does.
+    pub fn warm(&self) {
+        if self.bridge.disabled {
+            self.bridge.warmed.send_replace(true);
+            return;
+        }
+        let agents = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = agents.bridge.host.instance().await {
+                tracing::warn!(error = %e, "the agent did not start; the first message tries again");
+                agents.bridge.warmed.send_replace(true);
+                return;
+            }
+            let default = match agents.bridge.shared.store.list_channels().await {
+                Ok(channels) => channels.into_iter().find(|c| c.is_default),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not read the channels to prepare a session");
+                    None
+                }
+            };
+            if let Some(channel) = default {
+                let lane = Lane {
+                    chat_id: channel.chat_id,
+                    thread_id: None,
+                };
+                let (done, prepared) = oneshot::channel();
+                if agents.send(&lane, LaneCmd::Prepare(done)).is_ok() {
+                    let _ = prepared.await;
+                }
+            }
+            agents.bridge.warmed.send_replace(true);
+        });
+    }
+
+    /// Completes once the start-up warm-up is over: the agent started and the default channel's
+    /// session is open (or either failed, which the log says).
+    pub async fn warmed(&self) {
+        let mut rx = self.bridge.warmed.subscribe();
+        let _ = rx.wait_for(|done| *done).await;
+    }
+
+    /// How long the agent's last start took, once it started.
+    pub fn last_start(&self) -> Option<Duration> {
+        self.bridge.host.last_start()
     }
 
     /// Hands the scheduler's due runs to their lanes until the scheduler stops.

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -96,7 +96,15 @@ pub struct AgentHost {
     info: Mutex<Option<String>>,
     /// Processes started after the first (crashes, hangs, wedges).
     pub restarts: AtomicU64,
+    /// How long the last process took from spawn to its `initialize` answer.
+    last_start: Mutex<Option<Duration>>,
+    /// Set when the gateway shuts down: the agent's exit is then expected.
+    stopping: AtomicBool,
 }
+
+/// How long an agent has at shutdown to exit after its input ends, and again after SIGTERM,
+/// before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Longest wait between restart attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -116,7 +124,14 @@ impl AgentHost {
             commands: Mutex::default(),
             info: Mutex::default(),
             restarts: AtomicU64::new(0),
+            last_start: Mutex::default(),
+            stopping: AtomicBool::new(false),
         })
+    }
+
+    /// How long the agent's last start took (spawn to `initialize` answered), once it started.
+    pub fn last_start(&self) -> Option<Duration> {
+        *self.last_start.lock().expect("start lock")
     }
 
     /// The agent's name and version, once it has started.
@@ -160,8 +175,12 @@ impl AgentHost {
             self.restarts.fetch_add(1, Ordering::Relaxed);
         }
         let generation = st.generation;
+        let started = Instant::now();
         match tokio::time::timeout(START_TIMEOUT, self.start(generation)).await {
             Ok(Ok(instance)) => {
+                let took = started.elapsed();
+                *self.last_start.lock().expect("start lock") = Some(took);
+                tracing::info!(agent = %self.label, generation, ms = took.as_millis() as u64, "agent ready");
                 st.current = Some(instance.clone());
                 Ok(instance)
             }
@@ -243,7 +262,11 @@ impl AgentHost {
             Some(p) => p.wait_exit().await.to_string(),
             None => "connection closed".to_owned(),
         };
-        tracing::warn!(agent = %self.label, generation = instance.generation, %detail, "agent exited");
+        if self.stopping.load(Ordering::SeqCst) {
+            tracing::info!(agent = %self.label, generation = instance.generation, %detail, "agent stopped");
+        } else {
+            tracing::warn!(agent = %self.label, generation = instance.generation, %detail, "agent exited");
+        }
         {
             let mut st = self.state.lock().await;
             if st
@@ -360,12 +383,15 @@ impl AgentHost {
         }
     }
 
-    /// Kills the process for good (gateway shutdown).
+    /// Ends the process for good (gateway shutdown): end of input, then SIGTERM, then SIGKILL,
+    /// each after a grace period (see [`iris_acp::AgentProcess::terminate`]).
     pub async fn shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
         let mut st = self.state.lock().await;
         if let Some(current) = st.current.take() {
             if let Some(p) = current.client.process() {
-                p.kill();
+                let exit = p.terminate(STOP_GRACE).await;
+                tracing::debug!(agent = %self.label, %exit, "agent process ended");
             }
         }
     }

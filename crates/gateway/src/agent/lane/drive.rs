@@ -250,6 +250,8 @@ impl LaneActor {
             LaneCmd::Command(c) if c.command.runs_during_turn() => self.command(c).await,
             LaneCmd::Command(c) => self.queue.push_back(Job::Command(c)),
             LaneCmd::Cron(c) => self.queue.push_back(Job::Cron(c)),
+            // The session is open: a turn is running in it.
+            LaneCmd::Prepare(done) => drop(done.send(())),
             LaneCmd::Picker {
                 picker_id,
                 value,

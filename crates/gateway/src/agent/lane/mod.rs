@@ -88,6 +88,8 @@ pub enum LaneCmd {
     },
     /// Run (or queue) a scheduled job.
     Cron(CronRun),
+    /// Open (or restore) the lane's agent session ahead of its first turn; answers when done.
+    Prepare(oneshot::Sender<()>),
 }
 
 enum Job {
@@ -219,6 +221,12 @@ impl LaneActor {
             } => {
                 let result = self.answer_picker(&picker_id, &value).await;
                 let _ = reply.send(result);
+            }
+            LaneCmd::Prepare(done) => {
+                if let Err(e) = self.ensure_session().await {
+                    tracing::warn!(lane = ?self.lane, error = %e, "could not prepare the agent session");
+                }
+                let _ = done.send(());
             }
         }
     }
