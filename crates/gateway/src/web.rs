@@ -63,6 +63,7 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "code.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "composer.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "conn.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "icons.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "markdown.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "media.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "menu.js", "text/javascript; charset=utf-8"),

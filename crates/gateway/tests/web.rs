@@ -491,17 +491,22 @@ fn vendored_libraries_match_the_lockfile() {
             }
         }
     }
-    assert_eq!(on_disk, listed, "the vendor folder holds exactly the manifest's files");
+    assert_eq!(
+        on_disk, listed,
+        "the vendor folder holds exactly the manifest's files"
+    );
     let deps = pkg["dependencies"].as_object().expect("dependencies");
     for name in deps.keys() {
         assert!(
-            files
-                .iter()
-                .any(|f| f["package"] == name.as_str() && f["path"].as_str().is_some_and(|p| p.ends_with("LICENSE"))),
+            files.iter().any(|f| f["package"] == name.as_str()
+                && f["path"].as_str().is_some_and(|p| p.ends_with("LICENSE"))),
             "{name} is vendored with its licence"
         );
     }
-    for path in listed.iter().filter(|p| p.ends_with(".js") || p.ends_with(".mjs")) {
+    for path in listed
+        .iter()
+        .filter(|p| p.ends_with(".js") || p.ends_with(".mjs"))
+    {
         let name = format!("vendor/{path}");
         assert!(
             iris_gateway::web::ASSETS.iter().any(|a| a.name == name),

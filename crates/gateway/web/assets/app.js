@@ -27,6 +27,7 @@ import {
   initTranscript, loadHistory, onBusy, onCommentary, onDeleted, onReceipt, onStatus, onStreamFrame, onTool, sendReceipt,
   sendReceipts, showLane, upsertMessage,
 } from './transcript.js';
+import { fillIcons } from './icons.js';
 import { toast } from './ui.js';
 
 function start(token) {
@@ -137,6 +138,7 @@ function onFrame(frame) {
 
 // ----- wiring and start ----------------------------------------------------------------------
 
+fillIcons();
 initSession({ start });
 initTranscript({ renderSidebar, updateComposer, closeStalePickers });
 initSidebar();

@@ -102,7 +102,7 @@ describe('vendored libraries', { timeout: 240000 }, () => {
     assert.deepEqual(page.errors, []);
   });
 
-  test('markdown: blocks and inline formatting, and a 64 KB pathological message renders linearly', { timeout: 60000 }, async () => {
+  test('markdown: blocks and inline formatting, and a 64 KB message of unmatched emphasis renders correctly', { timeout: 60000 }, async () => {
     const { page } = await signedIn(PHONE);
     const html = await render(page, '# Title\n\n- a\n- [x] done\n- [ ] todo\n\n1. one\n2. two\n\n> quoted\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\n**bold** *it* ~~gone~~ snake_case_name\nline two');
     for (const want of ['<h3 class="md-h">Title</h3>', '<li class="task">☑ done</li>', '<li class="task">☐ todo</li>', '<ol>', '<blockquote>',
@@ -159,4 +159,29 @@ describe('vendored libraries', { timeout: 240000 }, () => {
     assert.equal(sent[0].payload.sha256, createHash('sha256').update(data).digest('hex'));
     assert.deepEqual(page.errors, []);
   });
+
+  for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]]) {
+    test(`icons are Lucide SVGs, drawn without an emoji font (${name})`, { timeout: 60000 }, async () => {
+      const { page } = await signedIn(viewport);
+      const buttons = viewport === PHONE ? ['Open the chat list', 'Search messages', 'Attach files', 'Send as a new thread']
+        : ['Search messages', 'Attach files', 'Send as a new thread'];
+      for (const label of buttons) {
+        const b = page.getByRole('button', { name: label, exact: true });
+        const box = await b.locator('svg.lucide').boundingBox();
+        assert.ok(box && box.width >= 16 && box.height >= 16, `${label}: a visible icon (${JSON.stringify(box)})`);
+        assert.equal((await b.textContent()).trim(), '', `${label}: no glyph text`);
+      }
+      await send(page, 'tool please');
+      const card = page.locator('.tool.ok');
+      await card.waitFor();
+      assert.equal(await card.locator('.tool-emoji svg.icon-wrench').count(), 1);
+      assert.equal(await card.locator('.tool-state svg.icon-check').count(), 1);
+      const more = page.locator('.msg.role-assistant:not(.streaming) .msg-more svg.icon-ellipsis').first();
+      await more.waitFor({ state: 'attached' });
+      const text = await page.locator('#app').evaluate((el) => el.textContent);
+      assert.doesNotMatch(text, /[\u{1F300}-\u{1FAFF}\u{23F3}\u{2630}]/u, 'no emoji glyphs in the page');
+      await shot(page, `icons-${name}`);
+      assert.deepEqual(page.errors, []);
+    });
+  }
 });
