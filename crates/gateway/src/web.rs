@@ -35,6 +35,21 @@ macro_rules! asset {
     };
 }
 
+/// A vendored library module under `assets/vendor/` (see `web/vendor.mjs`).
+macro_rules! vendor {
+    ($name:literal) => {
+        Asset {
+            name: concat!("vendor/", $name),
+            content_type: "text/javascript; charset=utf-8",
+            body: include_bytes!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/web/assets/vendor/",
+                $name
+            )),
+        }
+    };
+}
+
 /// The page itself.
 pub static INDEX: Asset = asset!("", "index.html", "text/html; charset=utf-8");
 
@@ -45,8 +60,10 @@ pub static SERVICE_WORKER: Asset = asset!("", "sw.js", "text/javascript; charset
 pub static ASSETS: &[Asset] = &[
     asset!("assets/", "app.css", "text/css; charset=utf-8"),
     asset!("assets/", "app.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "code.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "composer.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "conn.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "icons.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "markdown.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "media.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "menu.js", "text/javascript; charset=utf-8"),
@@ -54,7 +71,6 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "pickers.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "search.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "session.js", "text/javascript; charset=utf-8"),
-    asset!("assets/", "sha256.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "sidebar.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "state.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "transcript.js", "text/javascript; charset=utf-8"),
@@ -67,6 +83,51 @@ pub static ASSETS: &[Asset] = &[
         "manifest.webmanifest",
         "application/manifest+json"
     ),
+    vendor!("markdown-it/markdown-it.min.mjs"),
+    vendor!("dompurify/purify.es.mjs"),
+    vendor!("highlight/core.min.js"),
+    vendor!("highlight/languages/bash.min.js"),
+    vendor!("highlight/languages/c.min.js"),
+    vendor!("highlight/languages/cpp.min.js"),
+    vendor!("highlight/languages/csharp.min.js"),
+    vendor!("highlight/languages/css.min.js"),
+    vendor!("highlight/languages/diff.min.js"),
+    vendor!("highlight/languages/dockerfile.min.js"),
+    vendor!("highlight/languages/go.min.js"),
+    vendor!("highlight/languages/ini.min.js"),
+    vendor!("highlight/languages/java.min.js"),
+    vendor!("highlight/languages/javascript.min.js"),
+    vendor!("highlight/languages/json.min.js"),
+    vendor!("highlight/languages/kotlin.min.js"),
+    vendor!("highlight/languages/markdown.min.js"),
+    vendor!("highlight/languages/php.min.js"),
+    vendor!("highlight/languages/python.min.js"),
+    vendor!("highlight/languages/ruby.min.js"),
+    vendor!("highlight/languages/rust.min.js"),
+    vendor!("highlight/languages/shell.min.js"),
+    vendor!("highlight/languages/sql.min.js"),
+    vendor!("highlight/languages/swift.min.js"),
+    vendor!("highlight/languages/typescript.min.js"),
+    vendor!("highlight/languages/xml.min.js"),
+    vendor!("highlight/languages/yaml.min.js"),
+    vendor!("noble-hashes/sha2.js"),
+    vendor!("noble-hashes/_md.js"),
+    vendor!("noble-hashes/_u64.js"),
+    vendor!("noble-hashes/utils.js"),
+    vendor!("lucide/createElement.mjs"),
+    vendor!("lucide/defaultAttributes.mjs"),
+    vendor!("lucide/icons/check.mjs"),
+    vendor!("lucide/icons/copy.mjs"),
+    vendor!("lucide/icons/ellipsis.mjs"),
+    vendor!("lucide/icons/file-text.mjs"),
+    vendor!("lucide/icons/hash.mjs"),
+    vendor!("lucide/icons/hourglass.mjs"),
+    vendor!("lucide/icons/menu.mjs"),
+    vendor!("lucide/icons/paperclip.mjs"),
+    vendor!("lucide/icons/search.mjs"),
+    vendor!("lucide/icons/spool.mjs"),
+    vendor!("lucide/icons/wrench.mjs"),
+    vendor!("lucide/icons/x.mjs"),
 ];
 
 /// The client's Content-Security-Policy. No inline script or style and no foreign origin:

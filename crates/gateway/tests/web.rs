@@ -139,10 +139,14 @@ async fn the_page_and_its_assets_are_served_with_types_and_cache_headers() {
     assert_eq!(get(&gw, "/assets/nothing-here.js", &[]).await.status, 404);
     assert_eq!(get(&gw, "/assets/../Cargo.toml", &[]).await.status, 404);
 
-    // Every file of the client is in the binary, byte for byte.
+    // Every file of the client is in the binary, byte for byte (the vendored libraries under
+    // `vendor/` are checked by `vendored_libraries_match_the_lockfile`).
     let mut checked = 0;
     for entry in std::fs::read_dir(web_dir().join("assets")).unwrap() {
         let path = entry.unwrap().path();
+        if path.is_dir() {
+            continue;
+        }
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let served = get(&gw, &format!("/assets/{name}"), &[]).await;
         assert_eq!(
@@ -435,4 +439,82 @@ fn the_web_client_passes_its_browser_suite() {
         out.contains("ℹ fail 0") && !out.contains("ℹ pass 0"),
         "{out}"
     );
+}
+
+/// The vendored libraries under `web/assets/vendor/` are the versions `web/package-lock.json`
+/// pins, byte for byte as `web/vendor.mjs` copied them, and every script among them is served.
+#[test]
+fn vendored_libraries_match_the_lockfile() {
+    use sha2::{Digest, Sha256};
+    let web = web_dir();
+    let read_json = |p: PathBuf| -> serde_json::Value {
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    };
+    let lock = read_json(web.join("package-lock.json"));
+    let pkg = read_json(web.join("package.json"));
+    let vendor = web.join("assets/vendor");
+    let manifest = read_json(vendor.join("manifest.json"));
+    let files = manifest["files"].as_array().expect("manifest files");
+
+    let mut listed = std::collections::BTreeSet::new();
+    for f in files {
+        let path = f["path"].as_str().expect("path");
+        let name = f["package"].as_str().expect("package");
+        let locked = &lock["packages"][format!("node_modules/{name}")]["version"];
+        assert_eq!(
+            &f["version"], locked,
+            "{path}: vendored from {name} {}, the lockfile pins {locked}; run `npm ci && node vendor.mjs` in crates/gateway/web",
+            f["version"]
+        );
+        assert_eq!(
+            pkg["dependencies"][name], *locked,
+            "package.json pins {name} exactly at the locked version"
+        );
+        let bytes = std::fs::read(vendor.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(
+            hex::encode(Sha256::digest(&bytes)),
+            f["sha256"].as_str().expect("sha256"),
+            "{path} was changed after it was vendored; run `node vendor.mjs` in crates/gateway/web"
+        );
+        listed.insert(path.to_owned());
+    }
+
+    // Every file in the folder is in the manifest, every package has its licence with it, and
+    // every script is embedded in the binary.
+    let mut on_disk = std::collections::BTreeSet::new();
+    let mut stack = vec![vendor.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read vendor dir") {
+            let p = entry.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name() != Some("manifest.json".as_ref()) {
+                let rel = p.strip_prefix(&vendor).expect("below vendor");
+                on_disk.insert(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    assert_eq!(
+        on_disk, listed,
+        "the vendor folder holds exactly the manifest's files"
+    );
+    let deps = pkg["dependencies"].as_object().expect("dependencies");
+    for name in deps.keys() {
+        assert!(
+            files.iter().any(|f| f["package"] == name.as_str()
+                && f["path"].as_str().is_some_and(|p| p.ends_with("LICENSE"))),
+            "{name} is vendored with its licence"
+        );
+    }
+    for path in listed
+        .iter()
+        .filter(|p| p.ends_with(".js") || p.ends_with(".mjs"))
+    {
+        let name = format!("vendor/{path}");
+        assert!(
+            iris_gateway::web::ASSETS.iter().any(|a| a.name == name),
+            "{name} is served"
+        );
+    }
 }

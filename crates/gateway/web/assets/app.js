@@ -1,6 +1,6 @@
 // Iris Web: the browser client. It speaks the Iris v1 protocol over /ws of the gateway that
 // served it; everything it shows comes from frames (history pages, live and replayed events).
-// Agent text is rendered with markdown.js, which builds DOM nodes and never parses HTML.
+// Agent text is rendered with markdown.js: markdown-it without raw HTML, sanitized by DOMPurify.
 //
 // This is the entry module: it wires the views together (passing each the actions of the others
 // it needs), starts a session with a token, and routes the connection's callbacks and every
@@ -27,6 +27,7 @@ import {
   initTranscript, loadHistory, onBusy, onCommentary, onDeleted, onReceipt, onStatus, onStreamFrame, onTool, sendReceipt,
   sendReceipts, showLane, upsertMessage,
 } from './transcript.js';
+import { fillIcons } from './icons.js';
 import { toast } from './ui.js';
 
 function start(token) {
@@ -137,6 +138,7 @@ function onFrame(frame) {
 
 // ----- wiring and start ----------------------------------------------------------------------
 
+fillIcons();
 initSession({ start });
 initTranscript({ renderSidebar, updateComposer, closeStalePickers });
 initSidebar();

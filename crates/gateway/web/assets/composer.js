@@ -4,6 +4,7 @@
 // paste, upload progress). `updateComposer` brings the Send button in line with the lane's busy
 // state and pending uploads; the transcript and the connection state call it.
 
+import { icon } from './icons.js';
 import { $, app, currentLane } from './state.js';
 import { showLane } from './transcript.js';
 import { request, toast } from './ui.js';
@@ -223,10 +224,10 @@ function renderTray() {
   tray.hidden = app.attachments.length === 0;
   tray.replaceChildren(...app.attachments.map((a) => {
     a.bar = h('progress', { max: 100, value: Math.round(a.progress * 100), 'aria-label': `Uploading ${a.file.name}` });
-    const state = a.error ? h('span', { class: 'error' }, 'failed') : a.ref ? h('span', { class: 'ok', 'aria-label': 'uploaded' }, '✓') : a.bar;
+    const state = a.error ? h('span', { class: 'error' }, 'failed') : a.ref ? h('span', { class: 'ok', 'aria-label': 'uploaded' }, icon('check')) : a.bar;
     return h('li', { class: 'attachment', dataset: { state: a.error ? 'error' : a.ref ? 'done' : 'uploading' } },
-      a.url ? h('img', { src: a.url, alt: '' }) : h('span', { class: 'file-icon', 'aria-hidden': 'true' }, '📄'),
+      a.url ? h('img', { src: a.url, alt: '' }) : h('span', { class: 'file-icon', 'aria-hidden': 'true' }, icon('file')),
       h('span', { class: 'att-name' }, a.file.name), h('span', { class: 'att-size' }, formatBytes(a.file.size)), state,
-      h('button', { type: 'button', class: 'icon', 'aria-label': `Remove ${a.file.name}`, onclick: () => { app.attachments = app.attachments.filter((x) => x !== a); renderTray(); updateComposer(); } }, '✕'));
+      h('button', { type: 'button', class: 'icon', 'aria-label': `Remove ${a.file.name}`, onclick: () => { app.attachments = app.attachments.filter((x) => x !== a); renderTray(); updateComposer(); } }, icon('x')));
   }));
 }

@@ -4,7 +4,8 @@
 // at a time; the queues below serialize them.
 
 import { RequestError } from './conn.js';
-import { Sha256 } from './sha256.js';
+import { sha256 } from './vendor/noble-hashes/sha2.js';
+import { bytesToHex } from './vendor/noble-hashes/utils.js';
 import { mediaKind, randomId } from './util.js';
 
 // Small enough for a smooth progress bar, large enough that frame overhead does not matter.
@@ -59,7 +60,7 @@ export class Media {
         return false;
       },
     );
-    const hash = new Sha256();
+    const hash = sha256.create();
     let sent = 0;
     onProgress(0);
     while (sent < file.size && !failure) {
@@ -79,7 +80,7 @@ export class Media {
       await nextTick(30);
     }
     if (failure) throw failure;
-    conn.sendFrame({ type: 'media.upload.end', id, payload: { media_ref: ref, sha256: hash.hex() } });
+    conn.sendFrame({ type: 'media.upload.end', id, payload: { media_ref: ref, sha256: bytesToHex(hash.digest()) } });
     await acked;
     onProgress(1);
     return ref;
@@ -113,7 +114,7 @@ export class Media {
       let header = null;
       const parts = [];
       let got = 0;
-      const hash = new Sha256();
+      const hash = sha256.create();
       const finish = (fn) => {
         conn.binarySink = null;
         fn();
@@ -121,7 +122,7 @@ export class Media {
       };
       conn.binarySink = (buf) => {
         parts.push(buf);
-        hash.update(buf);
+        hash.update(new Uint8Array(buf));
         got += buf.byteLength;
         onProgress(header && header.size ? got / header.size : 0);
       };
@@ -133,7 +134,7 @@ export class Media {
             return false;
           }
           if (f.type === 'media.pull.end') {
-            const digest = hash.hex();
+            const digest = bytesToHex(hash.digest());
             if (!f.payload.ok) return finish(() => reject(new RequestError('internal', 'The transfer failed.')));
             if (header && header.sha256 && header.sha256 !== digest) {
               return finish(() => reject(new RequestError('internal', 'The file arrived damaged.')));

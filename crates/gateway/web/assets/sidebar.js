@@ -3,6 +3,7 @@
 // keep the directory in step with the gateway, and on narrow screens the drawer the list lives
 // in. Opening a chat goes through the transcript's `showLane`.
 
+import { icon } from './icons.js';
 import { $, app, defaultChannel } from './state.js';
 import { renderTitle, showLane } from './transcript.js';
 import { ask, confirmDialog, popupMenu, request } from './ui.js';
@@ -62,12 +63,12 @@ function channelRow(c, chatId, threadId) {
   const open = h(
     'button',
     { type: 'button', class: 'chan', 'aria-current': current ? 'page' : false, onclick: () => { showLane(chatId, threadId); closeSidebar(); } },
-    h('span', { class: 'chan-icon', 'aria-hidden': 'true' }, threadId ? '🧵' : '#'),
+    h('span', { class: 'chan-icon', 'aria-hidden': 'true' }, icon(threadId ? 'thread' : 'hash')),
     h('span', { class: 'chan-name' }, c.name),
     c.is_default ? h('span', { class: 'chan-default', title: 'Default channel' }, 'default') : null,
     lane && lane.unread ? h('span', { class: 'unread', 'aria-label': `${lane.unread} unread` }, String(lane.unread)) : null,
   );
-  const more = h('button', { type: 'button', class: 'icon chan-more', 'aria-label': `Actions for ${c.name}`, 'aria-haspopup': 'menu', onclick: (ev) => channelMenu(ev, c, chatId, threadId) }, '⋯');
+  const more = h('button', { type: 'button', class: 'icon chan-more', 'aria-label': `Actions for ${c.name}`, 'aria-haspopup': 'menu', onclick: (ev) => channelMenu(ev, c, chatId, threadId) }, icon('ellipsis'));
   return h('li', { dataset: { chat: c.chat_id } }, h('div', { class: 'chan-row' }, open, more));
 }
 

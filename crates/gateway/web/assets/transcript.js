@@ -6,6 +6,7 @@
 // redrawing the chat list, updating the composer, and closing pickers a lane has moved past.
 
 import { markdown } from './markdown.js';
+import { icon } from './icons.js';
 import { $, app, currentLane, findMessage, laneOf, laneTitle, store } from './state.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter } from './util.js';
@@ -159,7 +160,7 @@ function fillMessage(el, lane, m, opts = {}) {
   if (m.role === 'assistant' && m.runtime && app.settings.footer) meta.append(h('span', { class: 'runtime' }, runtimeFooter(m.runtime)));
   if (m.role === 'user') meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
   if (!opts.streaming) {
-    meta.append(h('button', { type: 'button', class: 'icon msg-more', 'aria-label': 'Message actions', onclick: (ev) => messageMenu(ev, lane, el) }, '⋯'));
+    meta.append(h('button', { type: 'button', class: 'icon msg-more', 'aria-label': 'Message actions', onclick: (ev) => messageMenu(ev, lane, el) }, icon('ellipsis')));
   }
   parts.push(meta);
   el.replaceChildren(...parts);
@@ -351,10 +352,10 @@ export function onTool(frame) {
 
 function fillToolCard(card) {
   const d = card.data;
-  const state = d.ok === undefined ? h('span', { class: 'tool-state', 'aria-label': 'running' }, '⏳')
-    : h('span', { class: 'tool-state', 'aria-label': d.ok ? 'succeeded' : 'failed' }, d.ok ? '✓' : '✗');
+  const state = d.ok === undefined ? h('span', { class: 'tool-state', 'aria-label': 'running' }, icon('hourglass'))
+    : h('span', { class: 'tool-state', 'aria-label': d.ok ? 'succeeded' : 'failed' }, icon(d.ok ? 'check' : 'x'));
   card.summary.replaceChildren(...[
-    h('span', { class: 'tool-emoji', 'aria-hidden': 'true' }, d.emoji || '🔧'),
+    h('span', { class: 'tool-emoji', 'aria-hidden': 'true' }, icon('wrench')),
     h('span', { class: 'tool-name' }, d.name),
     d.preview ? h('code', { class: 'tool-preview' }, d.preview) : null,
     Number.isFinite(d.duration) ? h('span', { class: 'tool-dur' }, `${d.duration.toFixed(1)} s`) : null,
@@ -432,6 +433,6 @@ function fileChip(m) {
     });
   });
   return h('div', { class: 'file-chip', dataset: { media: m.media_id } },
-    h('span', { class: 'file-icon', 'aria-hidden': 'true' }, '📄'), h('span', { class: 'att-name' }, m.filename || m.media_id),
+    h('span', { class: 'file-icon', 'aria-hidden': 'true' }, icon('file')), h('span', { class: 'att-name' }, m.filename || m.media_id),
     h('span', { class: 'att-size' }, formatBytes(m.size)), bar, btn);
 }

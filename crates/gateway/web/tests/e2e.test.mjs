@@ -90,7 +90,8 @@ describe('Iris Web', { timeout: 240000 }, () => {
 
     const tool = page.locator('details.tool.ok', { hasText: 'terminal' });
     await tool.waitFor();
-    assert.match(await tool.locator('summary').textContent(), /💻\s*terminal\s*echo hello/);
+    assert.match(await tool.locator('summary').textContent(), /terminal\s*echo hello/);
+    assert.equal(await tool.locator('summary svg.lucide').count(), 2, 'a tool icon and a state icon');
     await tool.locator('summary').click();
     assert.match(await tool.locator('.tool-body').textContent(), /Output\s*hello/);
     await page.locator('.commentary', { hasText: 'Let me run a command.' }).waitFor();

@@ -1,4 +1,4 @@
-// Unit tests of the page's pure modules (Markdown parsing, SHA-256, command matching, the Web Push
+// Unit tests of the page's pure modules (the vendored SHA-256, command matching, the Web Push
 // subscription the gateway is sent). The
 // behaviour a person sees is covered end to end in e2e.test.mjs.
 
@@ -6,46 +6,19 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 
-import { inline, parse, safeUrl } from '../assets/markdown.js';
-import { Sha256 } from '../assets/sha256.js';
+import { sha256 } from '../assets/vendor/noble-hashes/sha2.js';
+import { bytesToHex } from '../assets/vendor/noble-hashes/utils.js';
 import { fuzzyScore, matchCommands, runtimeFooter, snippetParts } from '../assets/util.js';
 import { base64UrlToBytes, subscriptionPayload, webPushAvailable } from '../assets/webpush.js';
 
-test('markdown keeps HTML as text and only links safe URLs', () => {
-  const nodes = inline('<b>hi</b> [x](javascript:alert(1)) [ok](https://example.com/a?b=1) see https://iris.example.com/x.');
-  assert.deepEqual(nodes.filter((n) => n.t === 'a').map((n) => n.href), ['https://example.com/a?b=1', 'https://iris.example.com/x']);
-  const text = nodes.filter((n) => n.t === 'text').map((n) => n.v).join('');
-  assert.match(text, /<b>hi<\/b> \[x\]\(javascript:alert\(1\)\)/);
-  assert.equal(safeUrl('data:text/html,x'), false);
-  assert.equal(safeUrl('mailto:me@example.com'), true);
-});
-
-test('markdown blocks: fences, lists, tasks, quotes, tables, headings', () => {
-  const doc = parse('# Title\n\n```rust\nfn main() {}\n```\n- a\n- [x] done\n  - nested\n\n1. one\n2. two\n\n> quoted\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\nline one\nline two');
-  assert.deepEqual(doc.map((b) => b.t), ['h', 'pre', 'ul', 'ol', 'quote', 'table', 'p']);
-  assert.equal(doc[1].lang, 'rust');
-  assert.equal(doc[1].v, 'fn main() {}');
-  assert.equal(doc[2].items[1].check, true);
-  assert.equal(doc[2].items[1].c.at(-1).t, 'ul', 'the nested list belongs to its item');
-  assert.equal(doc[5].align[1], 'right');
-  assert.deepEqual(doc[6].c.map((n) => n.t), ['text', 'br', 'text'], 'single newlines are kept');
-});
-
-test('inline emphasis and code', () => {
-  const n = inline('**bold** *it* _it2_ ~~gone~~ `a*b*c` snake_case_name');
-  assert.deepEqual(n.filter((x) => x.t !== 'text').map((x) => x.t), ['b', 'i', 'i', 's', 'code']);
-  assert.equal(n.find((x) => x.t === 'code').v, 'a*b*c');
-  assert.match(n.at(-1).v, /snake_case_name$/);
-});
-
-test('sha256 matches node for any chunking', () => {
-  assert.equal(new Sha256().update(new TextEncoder().encode('abc')).hex(), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
-  assert.equal(new Sha256().hex(), createHash('sha256').update('').digest('hex'));
+test('the vendored incremental sha256 matches node for any chunking', () => {
+  assert.equal(bytesToHex(sha256.create().update(new TextEncoder().encode('abc')).digest()), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  assert.equal(bytesToHex(sha256.create().digest()), createHash('sha256').update('').digest('hex'));
   for (const size of [55, 56, 63, 64, 65, 1000, 300001]) {
     const data = randomBytes(size);
-    const h = new Sha256();
+    const h = sha256.create();
     for (let i = 0; i < size; i += 777) h.update(data.subarray(i, i + 777));
-    assert.equal(h.hex(), createHash('sha256').update(data).digest('hex'), `size ${size}`);
+    assert.equal(bytesToHex(h.digest()), createHash('sha256').update(data).digest('hex'), `size ${size}`);
   }
 });
 
