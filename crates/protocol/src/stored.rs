@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::ClientCaps;
 use crate::server::{MediaInfo, Message, Role, Runtime};
+use crate::transcript::TurnEnd;
 
 /// The fields of a message kept in the store's `extra` column.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -22,6 +23,8 @@ struct MessageExtra {
     tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     runtime: Option<Runtime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ended: Option<TurnEnd>,
 }
 
 impl Message {
@@ -34,6 +37,7 @@ impl Message {
             model: self.model.clone(),
             tokens: self.tokens,
             runtime: self.runtime.clone(),
+            ended: self.ended,
         };
         serde_json::to_string(&extra).unwrap_or_else(|_| "{}".into())
     }
@@ -53,6 +57,7 @@ impl Message {
             tokens: extra.tokens,
             ts,
             runtime: extra.runtime,
+            ended: extra.ended,
         }
     }
 }
@@ -84,6 +89,7 @@ mod tests {
             model: Some("demo".into()),
             tokens: Some(7),
             ts: 5,
+            ended: Some(TurnEnd::Stopped),
             ..Message::default()
         };
         let back = Message::from_stored(

@@ -30,6 +30,7 @@ use crate::cron::CronRun;
 use crate::outbox::{self, Lane, Origin};
 use crate::wire::WireError;
 
+mod checkpoint;
 mod commands;
 mod drive;
 mod pickers;
@@ -130,6 +131,8 @@ pub(super) struct LaneActor {
     close: CancellationToken,
     /// Set when the lane's channel was deleted: nothing more is written for it.
     deleted: Arc<AtomicBool>,
+    /// Checkpoints of the running answer's text.
+    checkpoints: checkpoint::Checkpoints,
 }
 
 impl LaneActor {
@@ -155,6 +158,7 @@ impl LaneActor {
             closing: false,
             close,
             deleted,
+            checkpoints: checkpoint::Checkpoints::default(),
         }
     }
 

@@ -55,7 +55,11 @@ impl LaneActor {
         let images = instance.caps.prompt_capabilities.image;
         blocks.extend(self.bridge.media.prompt_blocks(job.blocks, images).await);
         let mut rx = std::mem::replace(&mut self.ev_rx, mpsc::unbounded_channel().1);
-        let Driven { ended, steered, .. } = self
+        let Driven {
+            ended,
+            steered,
+            timed_out,
+        } = self
             .drive(
                 Mode::Live,
                 &instance,
@@ -88,6 +92,8 @@ impl LaneActor {
                 Some(format!("The agent reported an error: {detail}"))
             }
         };
+        // An agent that went silent for too long failed the turn, though it was cancelled.
+        ending.failed |= timed_out;
         mapper.end_text();
         self.collect_files(&mut mapper).await;
         // Hermes applies steering at the next tool boundary; a turn that ended without one never
