@@ -1,11 +1,14 @@
 //! The transcript is what devices saw: how each turn ended is marked on its final message, live
-//! and in `history` (stopped, failed and cut-off answers never look complete).
+//! and in `history` (stopped, failed and cut-off answers never look complete), and steering text
+//! is a user message of the lane, before the answer it changed.
 
 mod common;
 
 use common::*;
 use iris_client::{Client, Event};
-use iris_protocol::{ClientFrame, Empty, Header, HistoryRequest, Message, ServerFrame, TurnEnd};
+use iris_protocol::{
+    AgentSteer, ClientFrame, Empty, Header, HistoryRequest, Message, Role, ServerFrame, TurnEnd,
+};
 
 /// The `message.stop` of a turn's frames.
 fn stop_of(events: &[Event]) -> (String, Option<TurnEnd>) {
@@ -76,10 +79,61 @@ async fn completed_stopped_and_failed_answers_are_marked_live_and_in_history() {
     assert!(
         messages
             .iter()
-            .filter(|m| m.role != iris_protocol::Role::Assistant)
+            .filter(|m| m.role != Role::Assistant)
             .all(|m| m.ended.is_none()),
         "only answers say how their turn ended"
     );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn steering_is_a_user_message_before_the_answer_it_changed() {
+    let gw = TestGateway::start_demo().await;
+    let (mut a, _) = gw.connect("a").await;
+    let (mut b, _) = gw.connect("b").await;
+    send(&mut a, default_lane(), "slow essay", false).await;
+    a.wait_for(|e| e.frame_type() == "message.update")
+        .await
+        .unwrap();
+    let steer = ClientFrame::AgentSteer(AgentSteer {
+        text: "focus on errors".into(),
+    });
+    a.request(default_lane(), steer).await.unwrap();
+    // The demo agent has no steer command: the turn stops and the text runs as the next one.
+    let stopped = until_idle(&mut a).await;
+    let next = until_idle(&mut a).await;
+    assert_eq!(final_text(&next), "Echo: focus on errors");
+    // Every device sees the steering message come in before the answer to it.
+    let mut live = until(&mut b, |e| e.frame_type() == "message.stop").await;
+    live.extend(until(&mut b, |e| e.frame_type() == "message.stop").await);
+    let seen = |pred: &dyn Fn(&ServerFrame) -> bool| live.iter().position(|e| pred(&e.body));
+    let steering_at = seen(&|f| matches!(f, ServerFrame::Message(m) if m.steering));
+    let answer_at = seen(&|f| matches!(f, ServerFrame::MessageStop(s) if s.final_text == "Echo: focus on errors"));
+    assert!(steering_at.is_some() && steering_at < answer_at, "{:?}", types(&live));
+
+    let (mut fresh, _) = gw.connect("fresh").await;
+    let messages = history(&mut fresh, default_lane()).await;
+    let lines: Vec<(Role, bool, &str)> = messages
+        .iter()
+        .map(|m| (m.role, m.steering, m.text.as_str()))
+        .collect();
+    let (stopped_id, _) = stop_of(&stopped);
+    let (answer_id, _) = stop_of(&next);
+    let at = |id: &str| messages.iter().position(|m| m.message_id == id).unwrap();
+    let steering = messages
+        .iter()
+        .position(|m| m.steering)
+        .unwrap_or_else(|| panic!("a steering message in {lines:?}"));
+    assert_eq!(
+        lines[steering],
+        (Role::User, true, "focus on errors"),
+        "{lines:?}"
+    );
+    assert!(
+        at(&stopped_id) < steering && steering < at(&answer_id),
+        "the stopped answer, the steering, the answer to it: {lines:?}"
+    );
+    assert_eq!(messages.iter().filter(|m| m.steering).count(), 1);
     gw.stop().await;
 }
 

@@ -25,6 +25,8 @@ struct MessageExtra {
     runtime: Option<Runtime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ended: Option<TurnEnd>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    steering: bool,
 }
 
 impl Message {
@@ -38,6 +40,7 @@ impl Message {
             tokens: self.tokens,
             runtime: self.runtime.clone(),
             ended: self.ended,
+            steering: self.steering,
         };
         serde_json::to_string(&extra).unwrap_or_else(|_| "{}".into())
     }
@@ -58,6 +61,7 @@ impl Message {
             ts,
             runtime: extra.runtime,
             ended: extra.ended,
+            steering: extra.steering,
         }
     }
 }
@@ -90,6 +94,7 @@ mod tests {
             tokens: Some(7),
             ts: 5,
             ended: Some(TurnEnd::Stopped),
+            steering: true,
             ..Message::default()
         };
         let back = Message::from_stored(

@@ -1,5 +1,5 @@
-//! Additive fields that keep the transcript honest: how a turn ended, and which user messages
-//! steered a running turn. Older apps ignore them.
+//! Additive fields that keep the transcript honest: how a turn ended ([`TurnEnd`]), and which
+//! user messages steered a running turn (`Message::steering`). Older apps ignore them.
 
 use serde::{Deserialize, Serialize};
 

@@ -160,6 +160,7 @@ function fillMessage(el, lane, m, opts = {}) {
   const meta = h('div', { class: 'meta' });
   if (m.ts) meta.append(h('time', { datetime: new Date(m.ts).toISOString() }, formatTime(m.ts)));
   if (m.role === 'assistant' && m.runtime && app.settings.footer) meta.append(h('span', { class: 'runtime' }, runtimeFooter(m.runtime)));
+  if (m.steering) meta.prepend(h('span', { class: 'steering' }, '↪ Steering'));
   if (ENDINGS[m.ended]) meta.append(h('span', { class: `ended ended-${m.ended}` }, ENDINGS[m.ended]));
   if (m.role === 'user') meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
   if (!opts.streaming) {

@@ -240,6 +240,7 @@ impl LaneActor {
                     &run.turn_pickers,
                 );
                 if let Ok(Some(text)) = &result {
+                    self.steering_message(text).await;
                     run.steered = Some((text.clone(), mapper.tool_count()));
                 }
                 let _ = reply.send(result.map(|_| ()));

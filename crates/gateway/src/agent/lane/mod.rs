@@ -93,8 +93,17 @@ pub enum LaneCmd {
 
 enum Job {
     Prompt(PromptJob),
+    /// Steering text run as a turn of its own.
+    Steer(Steering),
     Command(CommandJob),
     Cron(CronRun),
+}
+
+/// Steering text waiting to run as a turn.
+struct Steering {
+    text: String,
+    /// Its steering message is stored already (the agent was given it inside the turn before).
+    stored: bool,
 }
 
 enum Pending {
@@ -182,6 +191,7 @@ impl LaneActor {
             if let Some(job) = self.queue.pop_front() {
                 match job {
                     Job::Prompt(p) => self.run_turn(p).await,
+                    Job::Steer(s) => self.run_steer(s).await,
                     Job::Command(c) => self.command(c).await,
                     Job::Cron(c) => self.run_cron(c).await,
                 }
