@@ -108,8 +108,14 @@ async fn steering_is_a_user_message_before_the_answer_it_changed() {
     live.extend(until(&mut b, |e| e.frame_type() == "message.stop").await);
     let seen = |pred: &dyn Fn(&ServerFrame) -> bool| live.iter().position(|e| pred(&e.body));
     let steering_at = seen(&|f| matches!(f, ServerFrame::Message(m) if m.steering));
-    let answer_at = seen(&|f| matches!(f, ServerFrame::MessageStop(s) if s.final_text == "Echo: focus on errors"));
-    assert!(steering_at.is_some() && steering_at < answer_at, "{:?}", types(&live));
+    let answer_at = seen(
+        &|f| matches!(f, ServerFrame::MessageStop(s) if s.final_text == "Echo: focus on errors"),
+    );
+    assert!(
+        steering_at.is_some() && steering_at < answer_at,
+        "{:?}",
+        types(&live)
+    );
 
     let (mut fresh, _) = gw.connect("fresh").await;
     let messages = history(&mut fresh, default_lane()).await;

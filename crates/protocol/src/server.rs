@@ -293,7 +293,8 @@ pub struct Message {
     pub runtime: Option<Runtime>,
     /// How the turn ended (final assistant and cron messages; additive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended: Option<crate::TurnEnd>,    /// A user message that steered a running turn (additive).
+    pub ended: Option<crate::TurnEnd>,
+    /// A user message that steered a running turn (additive).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub steering: bool,
 }
