@@ -38,8 +38,10 @@ impl Checkpoints {
         if len == self.saved_len {
             return None;
         }
+        // While a checkpoint is being written, the next one waits its interval whatever the size.
+        let busy = self.in_flight.load(Ordering::Acquire);
         let at = match self.last {
-            Some(last) if len < self.saved_len + BYTES => (last + INTERVAL).max(now),
+            Some(last) if busy || len < self.saved_len + BYTES => (last + INTERVAL).max(now),
             _ => now,
         };
         Some(at)
@@ -79,5 +81,52 @@ impl LaneActor {
                 tracing::warn!(error = %e, "could not checkpoint a streaming answer");
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::turn::TurnConfig;
+    use iris_protocol::Role;
+
+    fn mapper_with(text: &str) -> TurnMapper {
+        let mut m = TurnMapper::new(TurnConfig {
+            message_id: "m_1".into(),
+            role: Role::Assistant,
+            model: None,
+            cwd: "~".into(),
+            show_reasoning: false,
+            update_interval: Duration::from_millis(50),
+        });
+        let chunk = serde_json::json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}});
+        m.on_update(&serde_json::from_value(chunk).unwrap(), Instant::now());
+        m
+    }
+
+    #[test]
+    fn a_checkpoint_is_due_at_once_then_a_second_apart_or_after_4_kib() {
+        let now = Instant::now();
+        let mut c = Checkpoints::default();
+        assert_eq!(
+            c.next_due(&mapper_with("hi"), now),
+            Some(now),
+            "the first text"
+        );
+        c.last = Some(now);
+        c.saved_len = 2;
+        assert_eq!(c.next_due(&mapper_with("hi"), now), None, "nothing new");
+        assert_eq!(
+            c.next_due(&mapper_with("hi there"), now),
+            Some(now + INTERVAL)
+        );
+        let long = "x".repeat(2 + BYTES);
+        assert_eq!(c.next_due(&mapper_with(&long), now), Some(now));
+        c.in_flight.store(true, Ordering::Release);
+        assert_eq!(
+            c.next_due(&mapper_with(&long), now),
+            Some(now + INTERVAL),
+            "one checkpoint in flight at a time"
+        );
     }
 }
