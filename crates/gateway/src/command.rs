@@ -83,7 +83,7 @@ impl Name {
                 "/model",
                 &[],
                 "Switch model",
-                "[provider:model]",
+                "<provider/model>",
                 "Configuration",
             ),
             Name::Reasoning => (

@@ -16,11 +16,13 @@ mod codec;
 mod delivery;
 mod server;
 mod stored;
+mod transcript;
 
 pub use client::*;
 pub use codec::*;
 pub use delivery::*;
 pub use server::*;
+pub use transcript::*;
 
 /// The protocol major version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 1;

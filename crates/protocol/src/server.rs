@@ -291,6 +291,12 @@ pub struct Message {
     /// Runtime footer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Runtime>,
+    /// How the turn ended (final assistant and cron messages; additive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<crate::TurnEnd>,
+    /// A user message that steered a running turn (additive).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub steering: bool,
 }
 
 /// `message.start`.
@@ -333,6 +339,9 @@ pub struct MessageStop {
     /// Media produced by the turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub media: Vec<MediaInfo>,
+    /// How the turn ended (additive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<crate::TurnEnd>,
 }
 
 /// `message.deleted`.

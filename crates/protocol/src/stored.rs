@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::ClientCaps;
 use crate::server::{MediaInfo, Message, Role, Runtime};
+use crate::transcript::TurnEnd;
 
 /// The fields of a message kept in the store's `extra` column.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -22,6 +23,10 @@ struct MessageExtra {
     tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     runtime: Option<Runtime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ended: Option<TurnEnd>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    steering: bool,
 }
 
 impl Message {
@@ -34,6 +39,8 @@ impl Message {
             model: self.model.clone(),
             tokens: self.tokens,
             runtime: self.runtime.clone(),
+            ended: self.ended,
+            steering: self.steering,
         };
         serde_json::to_string(&extra).unwrap_or_else(|_| "{}".into())
     }
@@ -53,6 +60,8 @@ impl Message {
             tokens: extra.tokens,
             ts,
             runtime: extra.runtime,
+            ended: extra.ended,
+            steering: extra.steering,
         }
     }
 }
@@ -84,6 +93,8 @@ mod tests {
             model: Some("demo".into()),
             tokens: Some(7),
             ts: 5,
+            ended: Some(TurnEnd::Stopped),
+            steering: true,
             ..Message::default()
         };
         let back = Message::from_stored(

@@ -526,6 +526,14 @@ impl<'a> WriteTx<'a> {
         Ok(())
     }
 
+    /// Removes a key of the `meta` table (nothing happens when it is not there).
+    pub fn delete_meta(&mut self, key: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("DELETE FROM meta WHERE key = ?1")?
+            .execute([key])?;
+        Ok(())
+    }
+
     /// A value of the `meta` table as seen inside this transaction.
     pub fn get_meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         queries::get_meta(self.conn, key)

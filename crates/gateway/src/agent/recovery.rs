@@ -5,10 +5,14 @@
 //! same transaction as the frames that open and close the turn; at the next start, each marker
 //! left over is closed with `message.stop` (when a bubble was open), a system message and
 //! `agent.idle`, so no device shows a turn that runs forever.
+//!
+//! While an answer streams, its text is checkpointed now and then ([`checkpoint`], under a meta
+//! key of its own, dropped when the turn closes); a turn closed here keeps the last checkpointed
+//! text, marked `cut_off`, rather than an empty bubble.
 
 use std::collections::BTreeMap;
 
-use iris_protocol::{DurableFrame, Message, MessageStop, Role};
+use iris_protocol::{DurableFrame, Message, MessageStop, Role, TurnEnd};
 use iris_store::{Store, StoreError, WriteTx};
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +38,38 @@ fn lane_key(lane: &Lane) -> String {
         lane.chat_id,
         lane.thread_id.as_deref().unwrap_or("")
     )
+}
+
+/// The meta key of a running answer's checkpointed text.
+fn text_key(message_id: &str) -> String {
+    format!("turn_text/{message_id}")
+}
+
+/// Keeps the text streamed so far of a lane's running answer, so that a crash of the gateway does
+/// not lose it. Checkpoints are written off the streaming path and may land after the turn was
+/// closed: then nothing is written.
+pub fn checkpoint(
+    tx: &mut WriteTx<'_>,
+    lane: &Lane,
+    message_id: &str,
+    text: &str,
+) -> Result<(), StoreError> {
+    let turns = load(tx)?;
+    let open = turns
+        .get(&lane_key(lane))
+        .is_some_and(|t| t.message_id.as_deref() == Some(message_id) && !t.answered);
+    if open {
+        tx.set_meta(&text_key(message_id), text)?;
+    }
+    Ok(())
+}
+
+/// Drops the checkpointed text of a turn that is closed.
+fn drop_text(tx: &mut WriteTx<'_>, turn: Option<&OpenTurn>) -> Result<(), StoreError> {
+    match turn.and_then(|t| t.message_id.as_deref()) {
+        Some(id) => tx.delete_meta(&text_key(id)),
+        None => Ok(()),
+    }
 }
 
 fn load(tx: &WriteTx<'_>) -> Result<BTreeMap<String, OpenTurn>, StoreError> {
@@ -64,6 +100,7 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[DurableFrame]) -> Resu
     }
     let mut turns = load(tx)?;
     let key = lane_key(lane);
+    let mut closed = Vec::new();
     for f in frames {
         match f {
             DurableFrame::AgentBusy(_) => {
@@ -85,18 +122,21 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[DurableFrame]) -> Resu
                     .filter(|t| t.message_id.as_ref() == Some(&m.message_id))
                 {
                     t.answered = true;
+                    closed.push(t.clone());
                 }
             }
             DurableFrame::Message(m) if matches!(m.role, Role::Assistant | Role::Cron) => {
                 if let Some(t) = turns.get_mut(&key) {
                     t.answered = true;
+                    closed.push(t.clone());
                 }
             }
-            DurableFrame::AgentIdle => {
-                turns.remove(&key);
-            }
+            DurableFrame::AgentIdle => closed.extend(turns.remove(&key)),
             _ => {}
         }
+    }
+    for t in &closed {
+        drop_text(tx, Some(t))?;
     }
     save(tx, &turns)
 }
@@ -121,6 +161,11 @@ fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
         chat_id: turn.chat_id.clone(),
         thread_id: turn.thread_id.clone(),
     };
+    let text = match &turn.message_id {
+        Some(id) => tx.get_meta(&text_key(id))?.unwrap_or_default(),
+        None => String::new(),
+    };
+    drop_text(tx, Some(turn))?;
     // The lane may have been deleted since.
     if tx.get_channel(lane.row_id())?.is_none() {
         return Ok(());
@@ -128,12 +173,14 @@ fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
     let header = lane.header();
     if !turn.answered {
         if let Some(id) = &turn.message_id {
-            // The partial text was only ever sent live; the answer is kept, empty, so that
-            // history and the outbox keep agreeing.
+            // The answer keeps the text last checkpointed while it streamed, so that history,
+            // the outbox and what devices saw agree as far as the crash allows.
             let answer = Message {
                 message_id: id.clone(),
                 role: Role::Assistant,
+                text: text.clone(),
                 ts: now_ms(),
+                ended: Some(TurnEnd::CutOff),
                 ..Message::default()
             };
             tx.upsert_message(&outbox::to_stored(
@@ -143,6 +190,8 @@ fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
             ))?;
             let stop = DurableFrame::MessageStop(MessageStop {
                 message_id: id.clone(),
+                final_text: text,
+                ended: Some(TurnEnd::CutOff),
                 ..MessageStop::default()
             });
             outbox::append(tx, &header, stop, Some(id), &Origin::none())?;

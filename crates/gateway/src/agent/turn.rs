@@ -22,6 +22,7 @@ use iris_acp::{
 use iris_protocol::{
     AgentBusy, BusyReason, Commentary, DurableFrame, EphemeralFrame, MediaInfo, Message,
     MessageStart, MessageStop, MessageUpdate, Role, Runtime, ToolEnd, ToolProgress, ToolStart,
+    TurnEnd,
 };
 
 use super::tools;
@@ -76,6 +77,17 @@ pub struct Ending {
     pub failed: bool,
     /// Tokens the turn used, when known.
     pub tokens: Option<u64>,
+}
+
+impl Ending {
+    /// The `ended` field of the final message.
+    pub fn end(&self) -> TurnEnd {
+        match (self.failed, self.cancelled) {
+            (true, _) => TurnEnd::AgentFailed,
+            (false, true) => TurnEnd::Stopped,
+            (false, false) => TurnEnd::Completed,
+        }
+    }
 }
 
 /// The state of one running turn.
@@ -488,6 +500,7 @@ impl TurnMapper {
             tokens: ending.tokens,
             ts: now_ms(),
             runtime: Some(runtime.clone()),
+            ended: Some(ending.end()),
             ..Message::default()
         };
         let frame = if self.bubble_started {
@@ -499,6 +512,7 @@ impl TurnMapper {
                 tokens: ending.tokens,
                 runtime: Some(runtime),
                 media: self.media,
+                ended: Some(ending.end()),
             })
         } else {
             DurableFrame::Message(message.clone())
@@ -723,6 +737,29 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_final_message_says_how_the_turn_ended() {
+        let end = |cancelled, failed| {
+            let mut m = mapper();
+            m.on_update(&chunk("hi"), Instant::now());
+            let ending = Ending {
+                cancelled,
+                failed,
+                ..Ending::default()
+            };
+            match m.finish(&ending, Instant::now()).pop() {
+                Some(Out::Final(DurableFrame::MessageStop(s), msg)) => {
+                    assert_eq!(s.ended, msg.ended);
+                    s.ended
+                }
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(end(false, false), Some(TurnEnd::Completed));
+        assert_eq!(end(true, false), Some(TurnEnd::Stopped));
+        assert_eq!(end(true, true), Some(TurnEnd::AgentFailed));
     }
 
     #[test]

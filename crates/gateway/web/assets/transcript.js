@@ -145,6 +145,9 @@ function roleLabel(role) {
   return { user: 'Your', assistant: 'Agent', system: 'System', cron: 'Scheduled' }[role] || role;
 }
 
+/** How a turn that did not complete ended, as its answer says (`ended`). */
+const ENDINGS = { stopped: '■ Stopped', cut_off: '✂ Cut off', agent_failed: '⚠ Agent failed' };
+
 function fillMessage(el, lane, m, opts = {}) {
   const parts = [];
   if (m.reasoning) {
@@ -158,6 +161,8 @@ function fillMessage(el, lane, m, opts = {}) {
   const meta = h('div', { class: 'meta' });
   if (m.ts) meta.append(h('time', { datetime: new Date(m.ts).toISOString() }, formatTime(m.ts)));
   if (m.role === 'assistant' && m.runtime && app.settings.footer) meta.append(h('span', { class: 'runtime' }, runtimeFooter(m.runtime)));
+  if (m.steering) meta.prepend(h('span', { class: 'steering' }, '↪ Steering'));
+  if (ENDINGS[m.ended]) meta.append(h('span', { class: `ended ended-${m.ended}` }, ENDINGS[m.ended]));
   if (m.role === 'user') meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
   if (!opts.streaming) {
     meta.append(h('button', { type: 'button', class: 'icon msg-more', 'aria-label': 'Message actions', onclick: (ev) => messageMenu(ev, lane, el) }, icon('ellipsis')));
@@ -207,7 +212,7 @@ export function onStreamFrame(frame) {
       if (lane.stream === p.message_id) lane.stream = null;
       const m = {
         message_id: p.message_id, role: 'assistant', text: p.final_text, reasoning: p.reasoning, runtime: p.runtime,
-        media: p.media, ts: Date.now(), model: p.model,
+        media: p.media, ts: Date.now(), model: p.model, ended: p.ended,
       };
       const el = lane.items.get(p.message_id);
       if (el) {

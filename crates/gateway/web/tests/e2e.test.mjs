@@ -108,6 +108,27 @@ describe('Iris Web', { timeout: 240000 }, () => {
     assert.deepEqual(pageErrors(page), []);
   });
 
+  test('a stopped answer is marked as stopped, live and after a reload', { timeout: 60000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(DESKTOP);
+    await openSignedIn(page, gw.url);
+
+    await send(page, 'slow story');
+    await page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' }).waitFor();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    const stopped = page.locator('.msg.role-assistant:not(.streaming) .ended-stopped', { hasText: 'Stopped' });
+    await stopped.waitFor();
+    await send(page, 'hello again');
+    await assistant(page, 'Echo: hello again').waitFor();
+    assert.equal(await page.locator('.msg .ended').count(), 1, 'a completed answer carries no mark');
+
+    await page.reload();
+    await waitOnline(page);
+    await assistant(page, 'Echo: hello again').waitFor();
+    assert.equal(await stopped.count(), 1, 'history keeps the mark');
+    assert.deepEqual(pageErrors(page), []);
+  });
+
   test('agent text is shown as text: no markup from it ever reaches the page', { timeout: 60000 }, async () => {
     const gw = await gateway();
     const { page } = await device(DESKTOP);

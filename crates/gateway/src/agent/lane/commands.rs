@@ -78,7 +78,7 @@ impl LaneActor {
         self.durable(vec![frame], None, None).await;
     }
 
-    /// `/model`: the picker, or a switch to the named model (its full id or its bare name).
+    /// `/model`: the picker, or a switch to the named model ([`find_model`]).
     pub(super) async fn model(&mut self, wanted: Option<String>) {
         if let Err(e) = self.ensure_session().await {
             self.system(format!("The agent is not available: {e}"))
@@ -91,15 +91,10 @@ impl LaneActor {
         };
         let models = self.session.as_ref().and_then(|s| s.models.as_ref());
         let found = models.and_then(|m| {
-            m.available_models
-                .iter()
-                .find(|x| x.model_id == wanted)
-                .or_else(|| {
-                    m.available_models
-                        .iter()
-                        .find(|x| crate::agent::turn::bare_model(&x.model_id) == wanted)
-                })
-                .map(|x| x.model_id.clone())
+            find_model(
+                m.available_models.iter().map(|x| x.model_id.as_str()),
+                &wanted,
+            )
         });
         match found {
             Some(id) => self.set_model(&id).await,
@@ -149,11 +144,7 @@ impl LaneActor {
         };
         let mut providers: Vec<ModelProvider> = Vec::new();
         for m in &models.available_models {
-            let provider = m
-                .model_id
-                .split_once(':')
-                .map(|(p, _)| p.to_owned())
-                .unwrap_or_else(|| "default".into());
+            let provider = provider_of(&m.model_id).0.to_owned();
             let entry = ModelEntry {
                 id: m.model_id.clone(),
                 label: m.name.clone(),
@@ -223,5 +214,73 @@ impl LaneActor {
             "Reasoning will be hidden."
         })
         .await;
+    }
+}
+
+/// The picker group (provider) of an agent's model id and the id within it:
+/// `openrouter:openai/gpt-5.4` → (`openrouter`, `openai/gpt-5.4`); an id without a provider is in
+/// the group `default`.
+fn provider_of(model_id: &str) -> (&str, &str) {
+    model_id.split_once(':').unwrap_or(("default", model_id))
+}
+
+/// The model of `ids` (the agent's model ids) that `wanted` names, in the first of these forms
+/// that matches: the agent's id itself (`demo:verbose`); `provider/model` as the seed's catalog
+/// and model picker have it, the provider being the picker's group (`demo/verbose`, and
+/// `demo/demo:verbose` for the id the picker lists); the model without its provider (`verbose`),
+/// or without its vendor either (`gpt-5.4`).
+pub(super) fn find_model<'a>(
+    ids: impl Iterator<Item = &'a str> + Clone,
+    wanted: &str,
+) -> Option<String> {
+    let wanted = wanted.trim();
+    let by_group = |provider: &str, model: &str| {
+        ids.clone().find(|id| {
+            let (p, m) = provider_of(id);
+            p == provider && (m == model || *id == model)
+        })
+    };
+    ids.clone()
+        .find(|id| *id == wanted)
+        .or_else(|| wanted.split_once('/').and_then(|(p, m)| by_group(p, m)))
+        .or_else(|| ids.clone().find(|id| provider_of(id).1 == wanted))
+        .or_else(|| {
+            ids.clone()
+                .find(|id| crate::agent::turn::bare_model(id) == wanted)
+        })
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_model;
+
+    #[test]
+    fn a_model_is_found_by_its_id_provider_and_model_or_bare_name() {
+        let ids = [
+            "demo:echo",
+            "demo:verbose",
+            "openrouter:openai/gpt-5.4",
+            "plain",
+        ];
+        let find = |w: &str| find_model(ids.iter().copied(), w);
+        for (wanted, id) in [
+            ("demo:verbose", "demo:verbose"),
+            ("demo/verbose", "demo:verbose"),
+            ("demo/demo:verbose", "demo:verbose"),
+            ("openrouter/openai/gpt-5.4", "openrouter:openai/gpt-5.4"),
+            ("openai/gpt-5.4", "openrouter:openai/gpt-5.4"),
+            ("gpt-5.4", "openrouter:openai/gpt-5.4"),
+            ("verbose", "demo:verbose"),
+            ("default/plain", "plain"),
+        ] {
+            assert_eq!(find(wanted).as_deref(), Some(id), "{wanted}");
+        }
+        assert_eq!(
+            find("other/verbose"),
+            None,
+            "the provider must be the model's group"
+        );
+        assert_eq!(find("nope"), None);
     }
 }

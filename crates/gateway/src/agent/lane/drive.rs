@@ -107,6 +107,7 @@ impl LaneActor {
             timed_out: false,
             steered: None,
         };
+        self.checkpoints = Default::default();
         let client = instance.client.clone();
         let sid = session_id.to_owned();
         let prompt = async move { client.prompt(&sid, blocks).await };
@@ -128,6 +129,11 @@ impl LaneActor {
                 TokioInstant::from_std(run.last_activity + self.bridge.settings.turn_idle_timeout)
             });
             let expiry = self.next_picker_deadline();
+            let checkpoint_at = run
+                .live()
+                .then(|| self.checkpoints.next_due(mapper, Instant::now()))
+                .flatten()
+                .map(TokioInstant::from_std);
             let close = self.close.clone();
             tokio::select! {
                 res = &mut prompt => break Some(res),
@@ -154,6 +160,7 @@ impl LaneActor {
                         self.emit(vec![out], &run.turn_id).await;
                     }
                 }
+                _ = sleep_until(checkpoint_at) => self.checkpoint(mapper),
                 _ = sleep_until(idle_deadline) => {
                     tracing::warn!(lane = ?self.lane, "the agent sent nothing for too long; cancelling the turn");
                     run.timed_out = true;
@@ -233,6 +240,7 @@ impl LaneActor {
                     &run.turn_pickers,
                 );
                 if let Ok(Some(text)) = &result {
+                    self.steering_message(text).await;
                     run.steered = Some((text.clone(), mapper.tool_count()));
                 }
                 let _ = reply.send(result.map(|_| ()));
@@ -362,6 +370,7 @@ impl LaneActor {
                 }
                 let outs = mapper.on_update(&update, Instant::now());
                 self.emit(outs, turn_id).await;
+                self.checkpoint(mapper);
                 self.collect_files(mapper).await;
             }
             (Mode::Scheduled, update) => drop(mapper.on_update(&update, Instant::now())),

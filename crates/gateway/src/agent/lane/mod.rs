@@ -30,6 +30,7 @@ use crate::cron::CronRun;
 use crate::outbox::{self, Lane, Origin};
 use crate::wire::WireError;
 
+mod checkpoint;
 mod commands;
 mod drive;
 mod pickers;
@@ -94,8 +95,17 @@ pub enum LaneCmd {
 
 enum Job {
     Prompt(PromptJob),
+    /// Steering text run as a turn of its own.
+    Steer(Steering),
     Command(CommandJob),
     Cron(CronRun),
+}
+
+/// Steering text waiting to run as a turn.
+struct Steering {
+    text: String,
+    /// Its steering message is stored already (the agent was given it inside the turn before).
+    stored: bool,
 }
 
 enum Pending {
@@ -132,6 +142,8 @@ pub(super) struct LaneActor {
     close: CancellationToken,
     /// Set when the lane's channel was deleted: nothing more is written for it.
     deleted: Arc<AtomicBool>,
+    /// Checkpoints of the running answer's text.
+    checkpoints: checkpoint::Checkpoints,
 }
 
 impl LaneActor {
@@ -157,6 +169,7 @@ impl LaneActor {
             closing: false,
             close,
             deleted,
+            checkpoints: checkpoint::Checkpoints::default(),
         }
     }
 
@@ -180,6 +193,7 @@ impl LaneActor {
             if let Some(job) = self.queue.pop_front() {
                 match job {
                     Job::Prompt(p) => self.run_turn(p).await,
+                    Job::Steer(s) => self.run_steer(s).await,
                     Job::Command(c) => self.command(c).await,
                     Job::Cron(c) => self.run_cron(c).await,
                 }

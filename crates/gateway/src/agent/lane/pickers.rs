@@ -175,15 +175,16 @@ impl LaneActor {
                 Ok(())
             }
             Pending::Model { models } => {
-                if !models.iter().any(|m| m == value) {
+                let found = super::commands::find_model(models.iter().map(String::as_str), value);
+                let Some(model) = found else {
                     self.pickers
                         .insert(picker_id.to_owned(), Pending::Model { models });
                     self.bridge.remember_picker(picker_id, &self.lane);
                     return Err(WireError::bad_request(
                         "value is not one of the offered models",
                     ));
-                }
-                self.set_model(value).await;
+                };
+                self.set_model(&model).await;
                 Ok(())
             }
             Pending::Reasoning => match value {

@@ -4,14 +4,14 @@
 use std::time::Instant;
 
 use iris_acp::ContentBlock;
-use iris_protocol::{BusyReason, Role};
+use iris_protocol::{BusyReason, DurableFrame, Message, Role};
 use tokio::sync::mpsc;
 
 use super::super::host::Instance;
 use super::super::turn::{Ending, TurnConfig, TurnMapper};
 use super::drive::{Driven, Ended, Mode, Stopping};
-use super::{Job, LaneActor, Pending, PromptJob};
-use crate::ids::new_id;
+use super::{Job, LaneActor, Pending, PromptJob, Steering};
+use crate::ids::{new_id, now_ms};
 use crate::wire::WireError;
 
 impl LaneActor {
@@ -55,7 +55,11 @@ impl LaneActor {
         let images = instance.caps.prompt_capabilities.image;
         blocks.extend(self.bridge.media.prompt_blocks(job.blocks, images).await);
         let mut rx = std::mem::replace(&mut self.ev_rx, mpsc::unbounded_channel().1);
-        let Driven { ended, steered, .. } = self
+        let Driven {
+            ended,
+            steered,
+            timed_out,
+        } = self
             .drive(
                 Mode::Live,
                 &instance,
@@ -88,13 +92,16 @@ impl LaneActor {
                 Some(format!("The agent reported an error: {detail}"))
             }
         };
+        // An agent that went silent for too long failed the turn, though it was cancelled.
+        ending.failed |= timed_out;
         mapper.end_text();
         self.collect_files(&mut mapper).await;
         // Hermes applies steering at the next tool boundary; a turn that ended without one never
         // saw it, so it runs as the next turn.
         if let Some((text, tools_then)) = steered {
             if mapper.tool_count() == tools_then && !ending.failed {
-                self.queue.push_front(Job::Prompt(steer_job(text)));
+                let stored = true;
+                self.queue.push_front(Job::Steer(Steering { text, stored }));
             }
         }
         let outs = mapper.finish(&ending, Instant::now());
@@ -158,9 +165,33 @@ impl LaneActor {
             return Ok(Some(text));
         }
         self.cancel_turn(instance, session_id, stopping, turn_pickers);
-        // No user message stands behind a steer, so nothing gets a read receipt.
-        self.queue.push_front(Job::Prompt(steer_job(text)));
+        let stored = false;
+        self.queue.push_front(Job::Steer(Steering { text, stored }));
         Ok(None)
+    }
+
+    /// Steering text run as a turn of its own: its steering message comes first (unless the
+    /// agent was given the text inside the turn before, when it was stored then).
+    pub(super) async fn run_steer(&mut self, steering: Steering) {
+        if !steering.stored {
+            self.steering_message(&steering.text).await;
+        }
+        self.run_turn(steer_job(steering.text)).await
+    }
+
+    /// Stores and announces steering text as a user message marked `steering`.
+    pub(super) async fn steering_message(&self, text: &str) {
+        let message = Message {
+            message_id: new_id("m_"),
+            role: Role::User,
+            text: text.to_owned(),
+            ts: now_ms(),
+            steering: true,
+            ..Message::default()
+        };
+        let id = message.message_id.clone();
+        let frame = DurableFrame::Message(message.clone());
+        self.durable(vec![frame], Some(id), Some(message)).await;
     }
 
     /// Stores the files the agent produced so far in the turn and adds them to its answer.
@@ -177,7 +208,7 @@ impl LaneActor {
     }
 }
 
-/// A turn for steering text: no stored user message stands behind it, so no read receipt.
+/// A turn for steering text: its steering message was sent by no connection, so no read receipt.
 fn steer_job(text: String) -> PromptJob {
     PromptJob {
         text,

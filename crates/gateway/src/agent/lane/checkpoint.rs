@@ -1,0 +1,132 @@
+//! Checkpoints of a streaming answer: its text so far, written to the store now and then so that a
+//! crash of the gateway keeps what devices already saw (see `agent::recovery`).
+//!
+//! A checkpoint is due when the text changed and a second has passed since the last one, or 4 KiB
+//! of new text arrived. It is written by a task of its own, never awaited by the turn, and at most
+//! one is in flight per lane: a due checkpoint waits while the previous one is being written.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::super::recovery;
+use super::super::turn::TurnMapper;
+use super::LaneActor;
+use crate::media::agent as media_agent;
+
+/// Longest time streamed text waits for its checkpoint.
+const INTERVAL: Duration = Duration::from_secs(1);
+/// New text that makes a checkpoint due at once.
+const BYTES: usize = 4096;
+
+/// The checkpoint state of a lane's running answer.
+#[derive(Default)]
+pub(super) struct Checkpoints {
+    /// When the last checkpoint was started (or postponed).
+    last: Option<Instant>,
+    /// Length of the text last checkpointed.
+    saved_len: usize,
+    /// A checkpoint is being written.
+    in_flight: Arc<AtomicBool>,
+}
+
+impl Checkpoints {
+    /// When the text of `mapper` needs its next checkpoint (`now` when overdue), if it changed
+    /// since the last one.
+    pub(super) fn next_due(&self, mapper: &TurnMapper, now: Instant) -> Option<Instant> {
+        let len = mapper.text().len();
+        if len == self.saved_len {
+            return None;
+        }
+        // While a checkpoint is being written, the next one waits its interval whatever the size.
+        let busy = self.in_flight.load(Ordering::Acquire);
+        let at = match self.last {
+            Some(last) if busy || len < self.saved_len + BYTES => (last + INTERVAL).max(now),
+            _ => now,
+        };
+        Some(at)
+    }
+}
+
+impl LaneActor {
+    /// Starts a checkpoint of the running answer when one is due; returns at once.
+    pub(super) fn checkpoint(&mut self, mapper: &TurnMapper) {
+        let now = Instant::now();
+        let Some(due) = self.checkpoints.next_due(mapper, now) else {
+            return;
+        };
+        if due > now {
+            return;
+        }
+        if self.checkpoints.in_flight.load(Ordering::Acquire) {
+            // Try again after another interval, when the store has caught up.
+            self.checkpoints.last = Some(now);
+            return;
+        }
+        let text = mapper.text();
+        self.checkpoints.last = Some(now);
+        self.checkpoints.saved_len = text.len();
+        let text = media_agent::split_media_lines(text).0;
+        let in_flight = self.checkpoints.in_flight.clone();
+        in_flight.store(true, Ordering::Release);
+        let store = self.bridge.shared.store.clone();
+        let lane = self.lane.clone();
+        let id = mapper.message_id().to_owned();
+        tokio::spawn(async move {
+            let result = store
+                .write(move |tx| recovery::checkpoint(tx, &lane, &id, &text))
+                .await;
+            in_flight.store(false, Ordering::Release);
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "could not checkpoint a streaming answer");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::turn::TurnConfig;
+    use iris_protocol::Role;
+
+    fn mapper_with(text: &str) -> TurnMapper {
+        let mut m = TurnMapper::new(TurnConfig {
+            message_id: "m_1".into(),
+            role: Role::Assistant,
+            model: None,
+            cwd: "~".into(),
+            show_reasoning: false,
+            update_interval: Duration::from_millis(50),
+        });
+        let chunk = serde_json::json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}});
+        m.on_update(&serde_json::from_value(chunk).unwrap(), Instant::now());
+        m
+    }
+
+    #[test]
+    fn a_checkpoint_is_due_at_once_then_a_second_apart_or_after_4_kib() {
+        let now = Instant::now();
+        let mut c = Checkpoints::default();
+        assert_eq!(
+            c.next_due(&mapper_with("hi"), now),
+            Some(now),
+            "the first text"
+        );
+        c.last = Some(now);
+        c.saved_len = 2;
+        assert_eq!(c.next_due(&mapper_with("hi"), now), None, "nothing new");
+        assert_eq!(
+            c.next_due(&mapper_with("hi there"), now),
+            Some(now + INTERVAL)
+        );
+        let long = "x".repeat(2 + BYTES);
+        assert_eq!(c.next_due(&mapper_with(&long), now), Some(now));
+        c.in_flight.store(true, Ordering::Release);
+        assert_eq!(
+            c.next_due(&mapper_with(&long), now),
+            Some(now + INTERVAL),
+            "one checkpoint in flight at a time"
+        );
+    }
+}

@@ -1,0 +1,269 @@
+//! The transcript is what devices saw: how each turn ended is marked on its final message, live
+//! and in `history` (stopped, failed and cut-off answers never look complete), and steering text
+//! is a user message of the lane, before the answer it changed.
+
+mod common;
+
+use common::*;
+use iris_client::{Client, Event};
+use iris_protocol::{
+    AgentSteer, ClientFrame, Empty, Header, HistoryRequest, Message, Role, ServerFrame, TurnEnd,
+};
+
+/// The `message.stop` of a turn's frames.
+fn stop_of(events: &[Event]) -> (String, Option<TurnEnd>) {
+    events
+        .iter()
+        .find_map(|e| match &e.body {
+            ServerFrame::MessageStop(s) => Some((s.message_id.clone(), s.ended)),
+            _ => None,
+        })
+        .expect("the turn's message.stop")
+}
+
+/// The lane's history as a freshly connected device reads it.
+async fn history(client: &mut Client, lane: Header) -> Vec<Message> {
+    let reply = client
+        .request(lane, ClientFrame::History(HistoryRequest::default()))
+        .await
+        .unwrap();
+    match reply.body {
+        ServerFrame::History(h) => h.messages,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn stored<'a>(messages: &'a [Message], id: &str) -> &'a Message {
+    messages
+        .iter()
+        .find(|m| m.message_id == id)
+        .unwrap_or_else(|| panic!("{id} in history: {messages:?}"))
+}
+
+#[tokio::test]
+async fn completed_stopped_and_failed_answers_are_marked_live_and_in_history() {
+    let gw = TestGateway::start_demo().await;
+    let (mut a, _) = gw.connect("a").await;
+
+    let done = turn(&mut a, default_lane(), "hello").await;
+    let (done_id, ended) = stop_of(&done);
+    assert_eq!(ended, Some(TurnEnd::Completed));
+
+    send(&mut a, default_lane(), "slow story", false).await;
+    a.wait_for(|e| e.frame_type() == "message.update")
+        .await
+        .unwrap();
+    a.request(default_lane(), ClientFrame::AgentStop(Empty {}))
+        .await
+        .unwrap();
+    let stopped = until_idle(&mut a).await;
+    let (stopped_id, ended) = stop_of(&stopped);
+    assert_eq!(ended, Some(TurnEnd::Stopped));
+    assert!(!final_text(&stopped).is_empty(), "the partial text is kept");
+
+    let crashed = turn(&mut a, default_lane(), "crash now").await;
+    let (crashed_id, ended) = stop_of(&crashed);
+    assert_eq!(ended, Some(TurnEnd::AgentFailed));
+
+    // A device that was never there reads the same marks from history.
+    let (mut fresh, _) = gw.connect("fresh").await;
+    let messages = history(&mut fresh, default_lane()).await;
+    assert_eq!(stored(&messages, &done_id).ended, Some(TurnEnd::Completed));
+    let partial = stored(&messages, &stopped_id);
+    assert_eq!(partial.ended, Some(TurnEnd::Stopped));
+    assert_eq!(partial.text, final_text(&stopped));
+    assert_eq!(
+        stored(&messages, &crashed_id).ended,
+        Some(TurnEnd::AgentFailed)
+    );
+    assert!(
+        messages
+            .iter()
+            .filter(|m| m.role != Role::Assistant)
+            .all(|m| m.ended.is_none()),
+        "only answers say how their turn ended"
+    );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn steering_is_a_user_message_before_the_answer_it_changed() {
+    let gw = TestGateway::start_demo().await;
+    let (mut a, _) = gw.connect("a").await;
+    let (mut b, _) = gw.connect("b").await;
+    send(&mut a, default_lane(), "slow essay", false).await;
+    a.wait_for(|e| e.frame_type() == "message.update")
+        .await
+        .unwrap();
+    let steer = ClientFrame::AgentSteer(AgentSteer {
+        text: "focus on errors".into(),
+    });
+    a.request(default_lane(), steer).await.unwrap();
+    // The demo agent has no steer command: the turn stops and the text runs as the next one.
+    let stopped = until_idle(&mut a).await;
+    let next = until_idle(&mut a).await;
+    assert_eq!(final_text(&next), "Echo: focus on errors");
+    // Every device sees the steering message come in before the answer to it.
+    let mut live = until(&mut b, |e| e.frame_type() == "message.stop").await;
+    live.extend(until(&mut b, |e| e.frame_type() == "message.stop").await);
+    let seen = |pred: &dyn Fn(&ServerFrame) -> bool| live.iter().position(|e| pred(&e.body));
+    let steering_at = seen(&|f| matches!(f, ServerFrame::Message(m) if m.steering));
+    let answer_at = seen(
+        &|f| matches!(f, ServerFrame::MessageStop(s) if s.final_text == "Echo: focus on errors"),
+    );
+    assert!(
+        steering_at.is_some() && steering_at < answer_at,
+        "{:?}",
+        types(&live)
+    );
+
+    let (mut fresh, _) = gw.connect("fresh").await;
+    let messages = history(&mut fresh, default_lane()).await;
+    let lines: Vec<(Role, bool, &str)> = messages
+        .iter()
+        .map(|m| (m.role, m.steering, m.text.as_str()))
+        .collect();
+    let (stopped_id, _) = stop_of(&stopped);
+    let (answer_id, _) = stop_of(&next);
+    let at = |id: &str| messages.iter().position(|m| m.message_id == id).unwrap();
+    let steering = messages
+        .iter()
+        .position(|m| m.steering)
+        .unwrap_or_else(|| panic!("a steering message in {lines:?}"));
+    assert_eq!(
+        lines[steering],
+        (Role::User, true, "focus on errors"),
+        "{lines:?}"
+    );
+    assert!(
+        at(&stopped_id) < steering && steering < at(&answer_id),
+        "the stopped answer, the steering, the answer to it: {lines:?}"
+    );
+    assert_eq!(messages.iter().filter(|m| m.steering).count(), 1);
+    gw.stop().await;
+}
+
+mod killed {
+    //! The real binary killed with SIGKILL while an answer streams.
+
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    use iris_client::{Client, ConnectOptions};
+    use iris_protocol::{ClientFrame, Header, MessageSend, ServerFrame, TurnEnd};
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    use tokio::process::{Child, Command};
+
+    const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
+    const TOKEN: &str = "transcript-test-token-0123";
+
+    /// The gateway with the demo agent on `dir`; returns the process and its WebSocket URL.
+    async fn start(dir: &std::path::Path) -> (Child, String) {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--agent")
+            .arg(format!("'{BIN}' demo-agent"))
+            .env_remove("IRIS_CONFIG")
+            .env("IRIS_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().expect("spawn gateway");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let url = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(url) = line.trim().strip_prefix("WebSocket: ") {
+                    return url.to_owned();
+                }
+            }
+            panic!("gateway exited before printing its URL");
+        })
+        .await
+        .expect("gateway started");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        (child, url)
+    }
+
+    async fn connect(url: &str) -> Client {
+        Client::connect(ConnectOptions::new(url.to_owned(), TOKEN, "phone"))
+            .await
+            .unwrap()
+            .0
+    }
+
+    #[tokio::test]
+    async fn a_kill_9_during_a_streamed_answer_keeps_its_partial_text_marked_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut gw, url) = start(dir.path()).await;
+        let mut phone = connect(&url).await;
+        // Six seconds of streaming: 600 chunks 10 ms apart.
+        let send = ClientFrame::MessageSend(MessageSend {
+            text: "bench 600 10000".into(),
+            ..Default::default()
+        });
+        phone
+            .request(Header::lane("default", None), send)
+            .await
+            .unwrap();
+        let mut first: Option<Instant> = None;
+        let mut early = String::new();
+        let (id, seen) = loop {
+            let e = phone
+                .next_event_timeout(Duration::from_secs(20))
+                .await
+                .unwrap();
+            let ServerFrame::MessageUpdate(u) = &e.body else {
+                continue;
+            };
+            let since = first.get_or_insert_with(Instant::now).elapsed();
+            // What the phone showed a while before the kill must be in the stored answer: the
+            // streaming runs on long enough after it for a checkpoint to land.
+            if early.is_empty() && since >= Duration::from_millis(1200) {
+                early = u.text.clone();
+            }
+            if since >= Duration::from_secs(3) {
+                break (u.message_id.clone(), u.text.clone());
+            }
+        };
+        gw.start_kill().unwrap();
+        gw.wait().await.unwrap();
+        drop(phone);
+
+        let (gw, url) = start(dir.path()).await;
+        let mut phone = connect(&url).await;
+        let answer = super::history(&mut phone, Header::lane("default", None))
+            .await
+            .into_iter()
+            .find(|m| m.message_id == id)
+            .expect("the cut-off answer in history");
+        assert_eq!(answer.ended, Some(TurnEnd::CutOff));
+        assert!(
+            !early.is_empty() && answer.text.starts_with(&early),
+            "history keeps at least what was shown 1.8 s before the kill: {} of {} bytes",
+            answer.text.len(),
+            early.len()
+        );
+        assert!(
+            seen.starts_with(&answer.text) || answer.text.starts_with(&seen),
+            "the stored text is the text that streamed"
+        );
+        // Devices that sync get the same closing frame.
+        let synced = phone.sync(0).await.unwrap();
+        let stop = synced
+            .frames
+            .iter()
+            .find_map(|e| match &e.body {
+                ServerFrame::MessageStop(s) if s.message_id == id => Some(s.clone()),
+                _ => None,
+            })
+            .expect("the turn's message.stop");
+        assert_eq!(
+            (stop.final_text.as_str(), stop.ended),
+            (answer.text.as_str(), Some(TurnEnd::CutOff))
+        );
+        drop(gw);
+    }
+}
