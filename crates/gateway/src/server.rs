@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, State, WebSocketUpgrade};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
@@ -349,8 +350,25 @@ const WS_WRITE_BUFFER: usize = 16 * 1024;
 async fn ws_upgrade(
     State(routes): State<Routes>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     ws: WebSocketUpgrade,
-) -> impl IntoResponse {
+) -> axum::response::Response {
+    let config = &routes.ctx.shared.config;
+    let header = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    // A page of another site must not open a session in the owner's browser (the browser sends
+    // its `Origin`; native apps send none). Refused before the upgrade.
+    if !crate::guard::origin_allowed(
+        header(header::ORIGIN),
+        header(header::HOST),
+        config.public_url.as_deref(),
+        &config.allowed_origins,
+    ) {
+        tracing::warn!(origin = ?header(header::ORIGIN), "WebSocket from a foreign origin refused");
+        return (StatusCode::FORBIDDEN, "origin not allowed\n").into_response();
+    }
+    let forwarded = header(header::HeaderName::from_static("x-forwarded-for"));
+    let client = crate::guard::client_ip(addr.ip(), forwarded, &config.trusted_proxies);
+    let addr = SocketAddr::new(client, addr.port());
     // Binary media chunks are at most 1 MiB; larger frames are refused by the WebSocket layer,
     // text frames above the configured limit by the connection with a `bad_request`.
     let max = (routes.ctx.shared.config.limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
@@ -362,6 +380,7 @@ async fn ws_upgrade(
             let conn = crate::conn::serve(routes.ctx.clone(), socket, addr);
             routes.tasks.track_future(conn)
         })
+        .into_response()
 }
 
 /// Prunes outbox frames older than the retention period, hourly.
