@@ -92,8 +92,7 @@ impl Gateway {
             path: dir.clone(),
             source,
         };
-        std::fs::create_dir_all(&dir).map_err(dir_err)?;
-        std::fs::read_dir(&dir).map_err(dir_err)?;
+        prepare_data_dir(&dir).map_err(dir_err)?;
         let (token, token_source) = match &config.token {
             Some(t) => (t.clone(), TokenSource::Configured),
             None => {
@@ -403,6 +402,27 @@ fn spawn_retention(shared: Arc<Shared>, shutdown: CancellationToken) {
     });
 }
 
+/// Creates the data dir (mode 0700, whatever the umask) and the database file (mode 0600: SQLite
+/// gives its WAL and shared-memory files the database's mode). An existing dir is tightened to
+/// 0700 too: it holds the token, the conversations and the media.
+fn prepare_data_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    std::fs::read_dir(dir)?;
+    let db = dir.join("iris.db");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&db)?;
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600))
+}
+
 /// The token kept in the data dir, created (mode 0600) when there is none yet.
 pub fn load_or_create_token(dir: &Path) -> std::io::Result<(String, TokenSource)> {
     use std::io::Write;
@@ -424,6 +444,8 @@ pub fn load_or_create_token(dir: &Path) -> std::io::Result<(String, TokenSource)
         .truncate(true)
         .mode(0o600)
         .open(&path)?;
+    // `mode` applies only when the file is created, and is narrowed by the umask.
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     file.write_all(token.as_bytes())?;
     file.sync_all()?;
     Ok((token, TokenSource::Generated(path)))
