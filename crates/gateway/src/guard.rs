@@ -174,7 +174,7 @@ pub fn origin_allowed(
             return true;
         }
     }
-    allowed.iter().any(|a| *a == origin)
+    allowed.contains(&origin)
 }
 
 #[cfg(test)]
@@ -187,7 +187,11 @@ mod tests {
         let client: IpAddr = "203.0.113.9".parse().expect("ip");
         let xff = Some("198.51.100.1, 203.0.113.9");
         assert_eq!(client_ip(proxy, xff, &[]), proxy, "untrusted peer");
-        assert_eq!(client_ip(proxy, xff, &[proxy]), client, "rightmost untrusted");
+        assert_eq!(
+            client_ip(proxy, xff, &[proxy]),
+            client,
+            "rightmost untrusted"
+        );
         assert_eq!(client_ip(proxy, None, &[proxy]), proxy, "no header");
         assert_eq!(client_ip(proxy, Some("junk"), &[proxy]), proxy, "garbage");
         let chain = Some("203.0.113.9, 10.0.0.1");
@@ -207,6 +211,9 @@ mod tests {
         assert!(!ok(Some("https://evil.example")), "other site");
         assert!(!ok(Some("null")), "opaque origin");
         assert!(!ok(Some("http://gw.local:8766")), "other port");
-        assert!(!ok(Some("https://iris.example.com.evil.example")), "lookalike");
+        assert!(
+            !ok(Some("https://iris.example.com.evil.example")),
+            "lookalike"
+        );
     }
 }

@@ -39,7 +39,11 @@ async fn a_stranger_hammering_wrong_tokens_cannot_lock_out_the_owner() {
     }
     let auth = Some(ErrorCode::Auth);
     let limited = Some(ErrorCode::RateLimited);
-    assert_eq!(codes[..3], [auth, auth, auth], "the first failures: {codes:?}");
+    assert_eq!(
+        codes[..3],
+        [auth, auth, auth],
+        "the first failures: {codes:?}"
+    );
     assert!(
         codes[3..].iter().all(|c| *c == limited),
         "then throttled: {codes:?}"

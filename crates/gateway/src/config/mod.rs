@@ -312,13 +312,7 @@ impl Config {
             .iter()
             .map(|o| parse_origin(o))
             .collect::<Result<Vec<_>, _>>()?;
-        let retention_days = file.outbox.retention_days.unwrap_or(30);
-        if !(1..=36_500).contains(&retention_days) {
-            return Err(ConfigError::Invalid {
-                key: "outbox.retention_days",
-                message: format!("{retention_days} is out of range (1 to 36500 days)"),
-            });
-        }
+        let retention_days = check_retention_days(file.outbox.retention_days.unwrap_or(30))?;
         if limits.max_queued_frames < 16 {
             return Err(ConfigError::Invalid {
                 key: "limits.max_queued_frames",
@@ -433,6 +427,17 @@ fn parse_public_url(url: &str) -> Result<String, ConfigError> {
         ));
     }
     Ok(trimmed.to_owned())
+}
+
+/// Checks `outbox.retention_days`: 1 to 36500, so that the retention in seconds cannot wrap.
+fn check_retention_days(days: u64) -> Result<u64, ConfigError> {
+    if (1..=36_500).contains(&days) {
+        return Ok(days);
+    }
+    Err(ConfigError::Invalid {
+        key: "outbox.retention_days",
+        message: format!("{days} is out of range (1 to 36500 days)"),
+    })
 }
 
 /// Checks `trusted_proxies`: each entry an IP address.
