@@ -48,9 +48,30 @@ impl fmt::Debug for RawConnection {
 impl RawConnection {
     /// Opens the WebSocket and nothing more.
     pub async fn connect(url: &str) -> Result<Self, ClientError> {
+        Self::connect_with_headers(url, &[]).await
+    }
+
+    /// Opens the WebSocket with extra request headers (e.g. `Origin` as a browser would send
+    /// it, or `X-Forwarded-For` as a reverse proxy would).
+    pub async fn connect_with_headers(
+        url: &str,
+        headers: &[(&'static str, &str)],
+    ) -> Result<Self, ClientError> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        use tokio_tungstenite::tungstenite::http::HeaderValue;
+        let connect_err = |source| ClientError::Connect {
+            url: url.to_owned(),
+            source,
+        };
+        let mut request = url.into_client_request().map_err(connect_err)?;
+        for (name, value) in headers {
+            let value = HeaderValue::from_str(value)
+                .map_err(|e| connect_err(WsError::HttpFormat(e.into())))?;
+            request.headers_mut().insert(*name, value);
+        }
         let ws = match tokio::time::timeout(
             DEFAULT_TIMEOUT,
-            tokio_tungstenite::connect_async_with_config(url, crate::conn::ws_config(), true),
+            tokio_tungstenite::connect_async_with_config(request, crate::conn::ws_config(), true),
         )
         .await
         {

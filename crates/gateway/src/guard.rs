@@ -114,3 +114,106 @@ impl TokenBucket {
         }
     }
 }
+
+/// The address a request comes from, as the failed-`hello` throttle counts it: the peer, or —
+/// when the peer is a trusted reverse proxy — the client it names in `X-Forwarded-For`. The list
+/// is read from the right (each proxy appends the address it saw); the first entry that is not a
+/// trusted proxy is the client. Entries further left could be made up by the client and are never
+/// used.
+pub fn client_ip(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAddr]) -> IpAddr {
+    let is_trusted = |ip: &IpAddr| trusted.contains(&ip.to_canonical());
+    if !is_trusted(&peer) {
+        return peer;
+    }
+    let Some(list) = forwarded_for else {
+        return peer;
+    };
+    let mut client = peer;
+    for entry in list.rsplit(',') {
+        match entry.trim().parse::<IpAddr>() {
+            Ok(ip) => {
+                client = ip.to_canonical();
+                if !is_trusted(&client) {
+                    return client;
+                }
+            }
+            // Garbage in the list: the last address read is the best one known.
+            Err(_) => return client,
+        }
+    }
+    client
+}
+
+/// Whether a browser page of `origin` may open `/ws`. No `Origin` (native apps and command-line
+/// clients send none) passes; so do the gateway's own origin (the request's `Host`), the origin
+/// of the configured `public_url`, and the configured allow-list. Anything else — another site's
+/// page, `null` — is refused.
+pub fn origin_allowed(
+    origin: Option<&str>,
+    host: Option<&str>,
+    public_url: Option<&str>,
+    allowed: &[String],
+) -> bool {
+    let Some(origin) = origin else {
+        return true;
+    };
+    let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    let Some((_, origin_host)) = origin.split_once("://") else {
+        return false;
+    };
+    if host.is_some_and(|h| h.trim().eq_ignore_ascii_case(origin_host)) {
+        return true;
+    }
+    if let Some(url) = public_url {
+        let url = url.to_ascii_lowercase();
+        let base = match url.split_once("://") {
+            Some((scheme, rest)) => format!("{scheme}://{}", rest.split('/').next().unwrap_or("")),
+            None => url,
+        };
+        if base == origin {
+            return true;
+        }
+    }
+    allowed.contains(&origin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_trusted_proxy_names_the_client() {
+        let proxy: IpAddr = "10.0.0.1".parse().expect("ip");
+        let client: IpAddr = "203.0.113.9".parse().expect("ip");
+        let xff = Some("198.51.100.1, 203.0.113.9");
+        assert_eq!(client_ip(proxy, xff, &[]), proxy, "untrusted peer");
+        assert_eq!(
+            client_ip(proxy, xff, &[proxy]),
+            client,
+            "rightmost untrusted"
+        );
+        assert_eq!(client_ip(proxy, None, &[proxy]), proxy, "no header");
+        assert_eq!(client_ip(proxy, Some("junk"), &[proxy]), proxy, "garbage");
+        let chain = Some("203.0.113.9, 10.0.0.1");
+        assert_eq!(client_ip(proxy, chain, &[proxy]), client, "two proxies");
+    }
+
+    #[test]
+    fn origins_of_other_sites_are_refused() {
+        let host = Some("gw.local:8765");
+        let public = Some("https://iris.example.com/prefix");
+        let allowed = vec!["https://app.example.net".to_owned()];
+        let ok = |o: Option<&str>| origin_allowed(o, host, public, &allowed);
+        assert!(ok(None), "native app");
+        assert!(ok(Some("http://gw.local:8765")), "same origin");
+        assert!(ok(Some("https://IRIS.example.com")), "public_url");
+        assert!(ok(Some("https://app.example.net")), "allow-list");
+        assert!(!ok(Some("https://evil.example")), "other site");
+        assert!(!ok(Some("null")), "opaque origin");
+        assert!(!ok(Some("http://gw.local:8766")), "other port");
+        assert!(
+            !ok(Some("https://iris.example.com.evil.example")),
+            "lookalike"
+        );
+    }
+}

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, State, WebSocketUpgrade};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
@@ -91,8 +92,7 @@ impl Gateway {
             path: dir.clone(),
             source,
         };
-        std::fs::create_dir_all(&dir).map_err(dir_err)?;
-        std::fs::read_dir(&dir).map_err(dir_err)?;
+        prepare_data_dir(&dir).map_err(dir_err)?;
         let (token, token_source) = match &config.token {
             Some(t) => (t.clone(), TokenSource::Configured),
             None => {
@@ -351,8 +351,25 @@ const WS_WRITE_BUFFER: usize = 16 * 1024;
 async fn ws_upgrade(
     State(routes): State<Routes>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     ws: WebSocketUpgrade,
-) -> impl IntoResponse {
+) -> axum::response::Response {
+    let config = &routes.ctx.shared.config;
+    let header = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    // A page of another site must not open a session in the owner's browser (the browser sends
+    // its `Origin`; native apps send none). Refused before the upgrade.
+    if !crate::guard::origin_allowed(
+        header(header::ORIGIN),
+        header(header::HOST),
+        config.public_url.as_deref(),
+        &config.allowed_origins,
+    ) {
+        tracing::warn!(origin = ?header(header::ORIGIN), "WebSocket from a foreign origin refused");
+        return (StatusCode::FORBIDDEN, "origin not allowed\n").into_response();
+    }
+    let forwarded = header(header::HeaderName::from_static("x-forwarded-for"));
+    let client = crate::guard::client_ip(addr.ip(), forwarded, &config.trusted_proxies);
+    let addr = SocketAddr::new(client, addr.port());
     // Binary media chunks are at most 1 MiB; larger frames are refused by the WebSocket layer,
     // text frames above the configured limit by the connection with a `bad_request`.
     let max = (routes.ctx.shared.config.limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
@@ -364,6 +381,7 @@ async fn ws_upgrade(
             let conn = crate::conn::serve(routes.ctx.clone(), socket, addr);
             routes.tasks.track_future(conn)
         })
+        .into_response()
 }
 
 /// Prunes outbox frames older than the retention period, hourly.
@@ -384,6 +402,27 @@ fn spawn_retention(shared: Arc<Shared>, shutdown: CancellationToken) {
             }
         }
     });
+}
+
+/// Creates the data dir (mode 0700, whatever the umask) and the database file (mode 0600: SQLite
+/// gives its WAL and shared-memory files the database's mode). An existing dir is tightened to
+/// 0700 too: it holds the token, the conversations and the media.
+fn prepare_data_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    std::fs::read_dir(dir)?;
+    let db = dir.join("iris.db");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&db)?;
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600))
 }
 
 /// The token kept in the data dir, created (mode 0600) when there is none yet.
@@ -407,6 +446,8 @@ pub fn load_or_create_token(dir: &Path) -> std::io::Result<(String, TokenSource)
         .truncate(true)
         .mode(0o600)
         .open(&path)?;
+    // `mode` applies only when the file is created, and is narrowed by the umask.
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     file.write_all(token.as_bytes())?;
     file.sync_all()?;
     Ok((token, TokenSource::Generated(path)))

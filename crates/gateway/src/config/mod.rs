@@ -1,7 +1,7 @@
 //! Configuration: one TOML file whose keys mirror the command-line flags, overridden by `IRIS_*`
 //! environment variables and then by flags.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,6 +29,12 @@ pub struct FileConfig {
     /// `public_url = "https://iris.example.com"`: where devices reach the gateway (see
     /// [`Config::public_url`]).
     pub public_url: Option<String>,
+    /// `trusted_proxies = ["127.0.0.1"]`: reverse proxies whose `X-Forwarded-For` names the
+    /// client address the failed-`hello` throttle counts.
+    pub trusted_proxies: Option<Vec<String>>,
+    /// `allowed_origins = ["https://app.example.com"]`: browser origins besides the gateway's own
+    /// that may open `/ws`.
+    pub allowed_origins: Option<Vec<String>>,
     /// `[agent]` section.
     #[serde(default)]
     pub agent: AgentFileConfig,
@@ -182,6 +188,10 @@ pub struct Config {
     pub cron: cron::CronConfig,
     /// Push notifications to devices without a live connection.
     pub push: push::PushConfig,
+    /// Reverse proxies trusted to name the client address in `X-Forwarded-For`.
+    pub trusted_proxies: Vec<IpAddr>,
+    /// Browser origins (`scheme://host[:port]`) besides the gateway's own that may open `/ws`.
+    pub allowed_origins: Vec<String>,
 }
 
 /// Media transfer settings.
@@ -295,6 +305,14 @@ impl Config {
                 ),
             })?;
         }
+        let trusted_proxies = parse_proxies(file.trusted_proxies.unwrap_or_default())?;
+        let allowed_origins = file
+            .allowed_origins
+            .unwrap_or_default()
+            .iter()
+            .map(|o| parse_origin(o))
+            .collect::<Result<Vec<_>, _>>()?;
+        let retention_days = check_retention_days(file.outbox.retention_days.unwrap_or(30))?;
         if limits.max_queued_frames < 16 {
             return Err(ConfigError::Invalid {
                 key: "limits.max_queued_frames",
@@ -317,7 +335,7 @@ impl Config {
             cancel_grace: Duration::from_secs(file.agent.cancel_grace_secs.unwrap_or(5)),
             update_interval: Duration::from_millis(50),
             limits,
-            retention: Duration::from_secs(file.outbox.retention_days.unwrap_or(30) * 86_400),
+            retention: Duration::from_secs(retention_days * 86_400),
             group_commit: file.outbox.group_commit.unwrap_or(true),
             media: MediaConfig {
                 max_upload_bytes: file
@@ -330,6 +348,8 @@ impl Config {
             public_url,
             cron,
             push: push::PushConfig::resolve(file.push)?,
+            trusted_proxies,
+            allowed_origins,
         })
     }
 
@@ -380,6 +400,8 @@ impl Config {
             public_url: None,
             cron: cron::CronConfig::default(),
             push: push::PushConfig::default(),
+            trusted_proxies: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -405,6 +427,45 @@ fn parse_public_url(url: &str) -> Result<String, ConfigError> {
         ));
     }
     Ok(trimmed.to_owned())
+}
+
+/// Checks `outbox.retention_days`: 1 to 36500, so that the retention in seconds cannot wrap.
+fn check_retention_days(days: u64) -> Result<u64, ConfigError> {
+    if (1..=36_500).contains(&days) {
+        return Ok(days);
+    }
+    Err(ConfigError::Invalid {
+        key: "outbox.retention_days",
+        message: format!("{days} is out of range (1 to 36500 days)"),
+    })
+}
+
+/// Checks `trusted_proxies`: each entry an IP address.
+fn parse_proxies(list: Vec<String>) -> Result<Vec<IpAddr>, ConfigError> {
+    list.iter()
+        .map(|p| {
+            p.trim().parse().map_err(|_| ConfigError::Invalid {
+                key: "trusted_proxies",
+                message: format!("{p:?} is not an IP address like 127.0.0.1 or ::1"),
+            })
+        })
+        .collect()
+}
+
+/// Checks an `allowed_origins` entry: `http(s)://host[:port]`, nothing after it; returned in
+/// lower case without a trailing slash, the form browsers send.
+fn parse_origin(origin: &str) -> Result<String, ConfigError> {
+    let trimmed = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    let rest = trimmed
+        .strip_prefix("https://")
+        .or_else(|| trimmed.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', ' ', '@']) => Ok(trimmed),
+        _ => Err(ConfigError::Invalid {
+            key: "allowed_origins",
+            message: format!("{origin:?} is not an origin like https://app.example.com"),
+        }),
+    }
 }
 
 /// This machine's host name, if it has one.
@@ -480,5 +541,46 @@ mod tests {
         let file: FileConfig = toml::from_str(&format!("token = \"{token}\"")).expect("toml");
         assert!(!format!("{file:?}").contains(token));
         assert_eq!(file.token.as_ref().map(Secret::expose), Some(token));
+    }
+
+    fn resolve_file(text: &str) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("iris.toml");
+        std::fs::write(&path, text).expect("write config");
+        Config::resolve(Overrides {
+            config: Some(path),
+            ..Overrides::default()
+        })
+    }
+
+    #[test]
+    fn out_of_range_and_malformed_values_are_clear_errors() {
+        let cases = [
+            ("[outbox]\nretention_days = 0", "outbox.retention_days"),
+            (
+                "[outbox]\nretention_days = 18446744073709551615",
+                "outbox.retention_days",
+            ),
+            ("[outbox]\nretention_days = 36501", "outbox.retention_days"),
+            ("trusted_proxies = [\"10.0.0.0/8\"]", "trusted_proxies"),
+            ("allowed_origins = [\"evil.example\"]", "allowed_origins"),
+            (
+                "allowed_origins = [\"https://a.example/path\"]",
+                "allowed_origins",
+            ),
+        ];
+        for (text, key) in cases {
+            match resolve_file(text) {
+                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{text}"),
+                other => panic!("{text}: expected an invalid {key}, got {other:?}"),
+            }
+        }
+        let ok = resolve_file(
+            "trusted_proxies = [\"127.0.0.1\"]\nallowed_origins = [\"https://App.example/\"]\n\
+             [outbox]\nretention_days = 365",
+        )
+        .expect("valid config");
+        assert_eq!(ok.allowed_origins, ["https://app.example"]);
+        assert_eq!(ok.retention, Duration::from_secs(365 * 86_400));
     }
 }

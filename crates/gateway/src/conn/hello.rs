@@ -133,23 +133,28 @@ async fn check_hello(
     addr: SocketAddr,
 ) -> Result<(Option<RequestId>, Hello), Refusal> {
     let guard = &ctx.guard;
-    if guard.auth_blocked(addr.ip()) {
-        let msg = "too many failed attempts; try again later";
-        return Err(Refusal::new(
-            None,
-            ErrorCode::RateLimited,
-            msg,
-            close_code::AUTH,
-        ));
-    }
+    let ip = addr.ip();
+    // A failure is counted, or refused as throttled when this address already failed too often.
+    // The throttle only ever refuses frames without a valid token: a correct token is compared
+    // first and always passes, so a stranger hammering from the owner's address (or from behind
+    // the same proxy or NAT) cannot lock the owner out.
+    let failed = |refusal: Refusal| {
+        if guard.auth_blocked(ip) {
+            let msg = "too many failed attempts; try again later";
+            let close = close_code::AUTH;
+            return Refusal::new(refusal.id, ErrorCode::RateLimited, msg, close);
+        }
+        guard.record_auth_failure(ip);
+        refusal
+    };
     if text.len() > ctx.shared.config.limits.max_frame_bytes {
         let msg = "frame too large";
-        return Err(Refusal::new(
+        return Err(failed(Refusal::new(
             None,
             ErrorCode::BadRequest,
             msg,
             close_code::AUTH,
-        ));
+        )));
     }
     let decoded = match decode::<ClientFrame>(text) {
         Ok(d) => d,
@@ -162,24 +167,16 @@ async fn check_hello(
             let close = close_code::VERSION;
             return Err(Refusal::new(id, ErrorCode::Unsupported, message, close));
         }
-        Err(e) => {
-            guard.record_auth_failure(addr.ip());
-            return Err(Refusal::hello_first(e.id));
-        }
+        Err(e) => return Err(failed(Refusal::hello_first(e.id))),
     };
     let id = decoded.header.id;
     let ClientFrame::Hello(hello) = decoded.body else {
-        return Err(Refusal::hello_first(id));
+        return Err(failed(Refusal::hello_first(id)));
     };
     if !guard.token_matches(&hello.token) {
-        guard.record_auth_failure(addr.ip());
-        tracing::warn!(addr = %addr.ip(), "hello with a wrong token");
-        return Err(Refusal::new(
-            id,
-            ErrorCode::Auth,
-            "invalid token",
-            close_code::AUTH,
-        ));
+        tracing::warn!(addr = %ip, "hello with a wrong token");
+        let refusal = Refusal::new(id, ErrorCode::Auth, "invalid token", close_code::AUTH);
+        return Err(failed(refusal));
     }
     if let Some(min) = hello.caps.as_ref().and_then(|c| c.min_protocol) {
         if min > iris_protocol::PROTOCOL_VERSION {

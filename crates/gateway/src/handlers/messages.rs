@@ -214,18 +214,30 @@ pub(super) async fn delete(
     }
     let lane = resolve_lane(ctx, header).await?;
     let origin = origin.clone();
-    let unused = ctx
+    let outcome = ctx
         .shared
         .store
         .write(move |tx| {
+            // Only messages of the lane the request names: an id of another lane is refused, and
+            // nothing is deleted.
+            for id in &ids {
+                if let Some(m) = tx.get_message(id)? {
+                    if m.chat_id != lane.chat_id || m.thread_id != lane.thread_id {
+                        return Ok(Err(id.clone()));
+                    }
+                }
+            }
             tx.delete_messages(&ids)?;
             let unused = tx.detach_media(&ids)?;
             // Idempotent: ids already gone are announced too, so every cache drops them.
             let frame = DurableFrame::MessageDeleted(MessageDeleted { message_ids: ids });
             outbox::append(tx, &lane.header(), frame, None, &origin)?;
-            Ok(unused)
+            Ok(Ok(unused))
         })
         .await?;
+    let unused = outcome.map_err(|id| {
+        WireError::not_found(format!("message {id} is not in this chat or thread"))
+    })?;
     // Files go before this request is done, so a device's next request sees them gone.
     ctx.media.remove_unused(unused).await;
     Ok(Reply::ViaOutbox)
