@@ -16,11 +16,13 @@ mod codec;
 mod delivery;
 mod server;
 mod stored;
+mod stream;
 
 pub use client::*;
 pub use codec::*;
 pub use delivery::*;
 pub use server::*;
+pub use stream::*;
 
 /// The protocol major version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 1;

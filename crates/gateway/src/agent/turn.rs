@@ -1,7 +1,11 @@
 //! One turn's mapping from ACP session updates to wire frames, as a plain state machine.
 //!
 //! - Text streams into one bubble: `message.start`, then `message.update` with the full text so
-//!   far, at most one per `update_interval`.
+//!   far, on the leading edge: a chunk that comes when the bubble's last update is at least
+//!   `update_interval` old goes out at once; chunks within the interval wait together for its end
+//!   (the lane's timer, [`TurnMapper::next_flush`]); text still waiting when the turn ends goes
+//!   out just before `message.stop`. Each connection then writes the update whole or, to a
+//!   device that asked for it, as an append (`conn/stream.rs`).
 //! - Text followed by a tool call is a `commentary` beat (Hermes semantics): it leaves the bubble,
 //!   which is cleared; the final answer is the text after the last tool.
 //! - Tool calls become `tool.start` / `tool.progress` / `tool.end` with a per-turn `index`.
@@ -54,7 +58,7 @@ pub struct TurnConfig {
     pub cwd: String,
     /// Whether reasoning goes into the final message.
     pub show_reasoning: bool,
-    /// Minimum spacing of `message.update` frames.
+    /// Minimum spacing of `message.update` frames (leading edge: see the module docs).
     pub update_interval: Duration,
 }
 
@@ -416,12 +420,14 @@ impl TurnMapper {
             EphemeralFrame::MessageUpdate(MessageUpdate {
                 message_id: self.cfg.message_id.clone(),
                 text: media_agent::display_text(&self.text),
+                offset: None,
             }),
             format!("mu:{}", self.cfg.message_id),
         )
     }
 
-    /// A pending `message.update`, if one is due.
+    /// A pending `message.update`, if one is due: when text waits and the last update is at
+    /// least `update_interval` old (or there was none).
     pub fn flush_due(&mut self, now: Instant) -> Option<Out> {
         if !self.dirty
             || self
@@ -448,6 +454,12 @@ impl TurnMapper {
     /// tool, the reasoning (when shown) and the runtime footer.
     pub fn finish(mut self, ending: &Ending, now: Instant) -> Vec<Out> {
         let mut out = Vec::new();
+        // Text still waiting for its interval goes out now: it is visible without waiting for
+        // the final frame's commit, and the last update of a bubble holds all of its text.
+        if self.dirty && self.bubble_started {
+            self.dirty = false;
+            out.push(self.update_frame());
+        }
         for tool in self.tools.iter_mut().filter(|t| t.open) {
             tool.open = false;
             // An agent may never report the end of a call (Hermes' write_file); a turn that ended
@@ -635,6 +647,36 @@ mod tests {
                 assert_eq!(u.text, "ab");
                 assert_eq!(key, "mu:m_1");
             }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Leading edge: a chunk after a quiet interval goes out at once, chunks within an interval
+    /// wait for its end together, and what still waits at the end precedes `message.stop`.
+    #[test]
+    fn updates_go_out_on_the_leading_edge_and_the_rest_before_the_stop() {
+        let mut m = mapper();
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        m.on_update(&chunk("a"), t0);
+        // Quiet for longer than the interval: the next chunk is not held back.
+        let at_once = m.on_update(&chunk("b"), t0 + ms(80));
+        assert_eq!(types(&at_once), ["message.update"]);
+        assert!(m.next_flush().is_none());
+        // Within the interval: held until its end, then sent with everything since.
+        assert!(m.on_update(&chunk("c"), t0 + ms(90)).is_empty());
+        assert!(m.on_update(&chunk("d"), t0 + ms(100)).is_empty());
+        assert_eq!(m.next_flush(), Some(t0 + ms(130)));
+        assert!(m.flush_due(t0 + ms(129)).is_none());
+        match m.flush_due(t0 + ms(130)) {
+            Some(Out::Ephemeral(EphemeralFrame::MessageUpdate(u), _)) => assert_eq!(u.text, "abcd"),
+            other => panic!("{other:?}"),
+        }
+        assert!(m.on_update(&chunk("e"), t0 + ms(140)).is_empty());
+        let end = m.finish(&Ending::default(), t0 + ms(141));
+        assert_eq!(types(&end), ["message.update", "message.stop"]);
+        match &end[0] {
+            Out::Ephemeral(EphemeralFrame::MessageUpdate(u), _) => assert_eq!(u.text, "abcde"),
             other => panic!("{other:?}"),
         }
     }

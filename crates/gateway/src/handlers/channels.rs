@@ -93,7 +93,14 @@ fn announce(
     row: &ChannelRow,
     origin: &Origin,
 ) -> std::result::Result<u64, StoreError> {
-    outbox::append_filed(tx, &Header::default(), frame, filed_under(row), None, origin)
+    outbox::append_filed(
+        tx,
+        &Header::default(),
+        frame,
+        filed_under(row),
+        None,
+        origin,
+    )
 }
 
 /// The lane a channel's own frames are filed under: the channel, or a thread in its channel.
