@@ -13,10 +13,11 @@ mod idle;
 mod raw;
 mod replay;
 mod report;
+mod stream;
 mod turn;
 
 use std::process::ExitCode;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, Subcommand};
 
@@ -70,6 +71,23 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         turns: usize,
     },
+    /// An answer streaming at one chunk per `gap_us` to a device that asked for append-form
+    /// updates and one that did not: visible latency per chunk, bytes and frames per device; first
+    /// over several update intervals, then one long answer with the default interval.
+    Stream {
+        /// `update_interval` values to sweep, in milliseconds, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "0,8,16,25,33,50")]
+        intervals: Vec<u64>,
+        /// Chunks of each sweep answer.
+        #[arg(long, default_value_t = 1000)]
+        chunks: usize,
+        /// Chunks of the long answer.
+        #[arg(long, default_value_t = 10_000)]
+        long_chunks: usize,
+        /// Microseconds between two chunks.
+        #[arg(long, default_value_t = 5000)]
+        gap_us: u64,
+    },
     /// The raw WebSocket server as a process of its own (used by `idle`).
     #[command(hide = true)]
     RawServer {
@@ -78,6 +96,10 @@ enum Command {
         small_buffers: bool,
     },
 }
+
+/// The `stream` scenario's defaults: the intervals swept and one chunk per 5 ms.
+const STREAM_INTERVALS: [u64; 6] = [0, 8, 16, 25, 33, 50];
+const STREAM_GAP: Duration = Duration::from_millis(5);
 
 /// Now, in unix nanoseconds (the clock the demo agent stamps its `bench` chunks with).
 pub fn unix_nanos() -> u64 {
@@ -122,7 +144,16 @@ fn main() -> ExitCode {
                 fanout::run(&mut report, &[10, 100], runs).await?;
                 replay::run(&mut report, 1_000_000, runs).await?;
                 append::run(&mut report, 3.0, 64, runs).await?;
-                turn::run(&mut report, 100, runs).await
+                turn::run(&mut report, 100, runs).await?;
+                stream::run(
+                    &mut report,
+                    &STREAM_INTERVALS,
+                    1000,
+                    10_000,
+                    STREAM_GAP,
+                    runs,
+                )
+                .await
             }
             Command::Idle { conns } => idle::run(&mut report, &conns, runs).await,
             Command::Fanout { devices } => fanout::run(&mut report, &devices, runs).await,
@@ -131,6 +162,15 @@ fn main() -> ExitCode {
                 append::run(&mut report, secs, writers, runs).await
             }
             Command::Turn { turns } => turn::run(&mut report, turns, runs).await,
+            Command::Stream {
+                intervals,
+                chunks,
+                long_chunks,
+                gap_us,
+            } => {
+                let gap = Duration::from_micros(gap_us);
+                stream::run(&mut report, &intervals, chunks, long_chunks, gap, runs).await
+            }
             Command::RawServer { .. } => unreachable!("handled above"),
         }
     });

@@ -1,12 +1,12 @@
 //! The typed client: hello, request/response matching, buffered events and cursor bookkeeping.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
 use iris_protocol::{
     encode, ClientCaps, ClientFrame, FrameBody, Header, Hello, HelloAck, RequestId, ServerFrame,
-    Sync, WebPushSubscription,
+    StreamText, Sync, WebPushSubscription,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -38,6 +38,9 @@ pub struct ConnectOptions {
     pub ntfy_topic: Option<String>,
     /// Web Push subscription to announce in `hello`.
     pub webpush: Option<WebPushSubscription>,
+    /// Ask for append-form `message.update` (`hello.caps.append_updates`); either way
+    /// [`Client::stream_text`] holds each bubble's whole text.
+    pub append_updates: bool,
 }
 
 impl ConnectOptions {
@@ -55,6 +58,7 @@ impl ConnectOptions {
             fcm_token: None,
             ntfy_topic: None,
             webpush: None,
+            append_updates: false,
         }
     }
 
@@ -77,6 +81,7 @@ impl ConnectOptions {
                 min_protocol: Some(1),
                 media: Some(true),
                 push,
+                append_updates: self.append_updates.then_some(true),
             }),
             fcm_token: self.fcm_token.clone(),
             ntfy_topic: self.ntfy_topic.clone(),
@@ -97,6 +102,7 @@ impl fmt::Debug for ConnectOptions {
             .field("ntfy_topic", &self.ntfy_topic)
             // The endpoint URL is a capability to push to the device.
             .field("webpush", &self.webpush.as_ref().map(|_| "<redacted>"))
+            .field("append_updates", &self.append_updates)
             .finish()
     }
 }
@@ -185,6 +191,8 @@ pub struct Client {
     binaries: VecDeque<Vec<u8>>,
     seen: Vec<Event>,
     durable_log: Vec<(u64, String)>,
+    /// Each bubble's text as rebuilt from this connection's `message.update` frames.
+    streams: HashMap<String, StreamText>,
     /// Set once the server's Close arrived: `Some(close code and reason)`.
     closed: Option<Option<(u16, String)>>,
     /// The connection task is gone (socket ended or broke).
@@ -240,6 +248,7 @@ impl Client {
             binaries: VecDeque::new(),
             seen: Vec::new(),
             durable_log: Vec::new(),
+            streams: HashMap::new(),
             closed: None,
             ended: false,
         };
@@ -538,6 +547,14 @@ impl Client {
         self.closed_timeout(timeout).await
     }
 
+    /// A bubble's text as rebuilt from the `message.update` frames this connection received so
+    /// far (in either form; see [`iris_protocol::StreamText`]), also after its `message.stop`.
+    /// An update that does not fit the text held (a gap) is reported by the call that reads it
+    /// as [`ClientError::Protocol`].
+    pub fn stream_text(&self, message_id: &str) -> Option<&str> {
+        self.streams.get(message_id).map(StreamText::as_str)
+    }
+
     /// [`Client::closed`] with an explicit timeout.
     pub async fn closed_timeout(
         &mut self,
@@ -655,6 +672,15 @@ impl Client {
                     }
                 }
                 match &decoded.body {
+                    ServerFrame::MessageUpdate(u) => {
+                        let text = self.streams.entry(u.message_id.clone()).or_default();
+                        if let Err(e) = text.apply(u) {
+                            return Ok(Some(Item::Bad {
+                                raw,
+                                error: e.to_string(),
+                            }));
+                        }
+                    }
                     // Live durable frames on this connection start right after the head.
                     ServerFrame::HelloAck(ack) => self.next_live = ack.head_cursor + 1,
                     // After a replay, live frames continue after the head it reached.

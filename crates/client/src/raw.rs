@@ -152,11 +152,16 @@ impl RawConnection {
     /// Sends `hello` (id 0) and reads until its answer. Frames read before it are kept for
     /// [`RawConnection::recv`]; an `error` answer becomes [`ClientError::Server`].
     pub async fn hello(&mut self, token: &str, device_id: &str) -> Result<HelloAck, ClientError> {
-        let hello = Hello {
+        self.hello_with(Hello {
             token: token.to_owned(),
             device_id: device_id.to_owned(),
             ..Hello::default()
-        };
+        })
+        .await
+    }
+
+    /// [`RawConnection::hello`] with a `hello` of the caller's making (capabilities, say).
+    pub async fn hello_with(&mut self, hello: Hello) -> Result<HelloAck, ClientError> {
         let header = Header {
             id: Some(RequestId::from(0)),
             ..Header::default()

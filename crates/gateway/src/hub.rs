@@ -9,9 +9,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use iris_protocol::{encode, EphemeralFrame, Header, ServerFrame};
+use iris_protocol::{encode, EphemeralFrame, Header, MessageUpdate, ServerFrame};
 use iris_store::Committed;
 use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
@@ -36,6 +36,61 @@ pub enum Outgoing {
     Durable(Arc<Committed>),
     /// An ephemeral frame, already encoded.
     Ephemeral(Arc<str>),
+    /// A `message.update` with the bubble's whole text, encoded by each connection in the form
+    /// its device asked for (see [`StreamUpdate`]).
+    Update(Arc<StreamUpdate>),
+}
+
+/// One `message.update` as the lane made it: the whole text of the bubble so far. Every queue
+/// shares it; a connection whose device asked for append-form updates
+/// (`hello.caps.append_updates`) writes only what its device does not have yet, the others the
+/// whole frame, encoded once for all of them on first use.
+#[derive(Debug)]
+pub struct StreamUpdate {
+    /// The lane's envelope.
+    pub header: Header,
+    /// The bubble.
+    pub message_id: String,
+    /// The whole text so far.
+    pub text: Arc<str>,
+    full: OnceLock<Arc<str>>,
+}
+
+impl StreamUpdate {
+    /// An update carrying the whole text.
+    pub fn new(header: Header, message_id: String, text: Arc<str>) -> StreamUpdate {
+        StreamUpdate {
+            header,
+            message_id,
+            text,
+            full: OnceLock::new(),
+        }
+    }
+
+    /// The frame with the whole text, as every device that did not ask for appends gets it.
+    pub fn full_json(&self) -> Arc<str> {
+        self.full
+            .get_or_init(|| {
+                let frame = ServerFrame::MessageUpdate(MessageUpdate {
+                    message_id: self.message_id.clone(),
+                    text: self.text.to_string(),
+                    offset: None,
+                });
+                encode(&self.header, &frame).into()
+            })
+            .clone()
+    }
+
+    /// The frame in append form: the first `offset` UTF-16 units of the device's text stay,
+    /// `text[start..]` follows.
+    pub fn append_json(&self, offset: u64, start: usize) -> String {
+        let frame = ServerFrame::MessageUpdate(MessageUpdate {
+            message_id: self.message_id.clone(),
+            text: self.text[start..].to_owned(),
+            offset: Some(offset),
+        });
+        encode(&self.header, &frame)
+    }
 }
 
 /// What a connection takes from its queue in one go.
@@ -94,7 +149,7 @@ impl ConnQueue {
         })
     }
 
-    fn push_durable(&self, frame: Arc<Committed>) {
+    pub(crate) fn push_durable(&self, frame: Arc<Committed>) {
         let mut st = self.state.lock().expect("queue lock");
         if st.close.is_some() {
             return;
@@ -116,6 +171,13 @@ impl ConnQueue {
 
     /// Queues an ephemeral frame; with a key, it replaces a queued frame of the same key.
     pub fn push_ephemeral(&self, key: Option<Arc<str>>, json: Arc<str>) {
+        self.push_live(key, Outgoing::Ephemeral(json));
+    }
+
+    /// Queues a live (not durable) item; with a key, it replaces a queued item of the same key
+    /// in place. Appends of one bubble merge this way: the queue holds whole texts, and the
+    /// connection derives what its device lacks when it writes.
+    pub fn push_live(&self, key: Option<Arc<str>>, item: Outgoing) {
         let mut st = self.state.lock().expect("queue lock");
         if st.close.is_some() {
             return;
@@ -123,7 +185,7 @@ impl ConnQueue {
         if let Some(k) = &key {
             if let Some(&pos) = st.keyed.get(k) {
                 let idx = (pos - st.popped) as usize;
-                st.items[idx].1 = Outgoing::Ephemeral(json);
+                st.items[idx].1 = item;
                 st.coalesced += 1;
                 Metrics::inc(&self.metrics.frames_coalesced);
                 return;
@@ -134,7 +196,7 @@ impl ConnQueue {
             // Unkeyed ephemeral frames (typing, status) are the only ones ever dropped.
             return;
         }
-        st.items.push_back((key, Outgoing::Ephemeral(json)));
+        st.items.push_back((key, item));
         drop(st);
         self.notify.notify_one();
     }
@@ -250,10 +312,17 @@ impl Hub {
     /// Sends an ephemeral frame to every connection. With a key, a queued frame of the same key
     /// is replaced (a newer `message.update` of the same bubble, say).
     pub fn broadcast(&self, header: &Header, frame: EphemeralFrame, key: Option<Arc<str>>) {
-        let json: Arc<str> = encode(header, &ServerFrame::from(frame)).into();
+        let item = match frame {
+            EphemeralFrame::MessageUpdate(u) => Outgoing::Update(Arc::new(StreamUpdate::new(
+                header.clone(),
+                u.message_id,
+                u.text.into(),
+            ))),
+            frame => Outgoing::Ephemeral(encode(header, &ServerFrame::from(frame)).into()),
+        };
         let st = self.state.lock().expect("hub lock");
         for q in st.conns.values() {
-            q.push_ephemeral(key.clone(), json.clone());
+            q.push_live(key.clone(), item.clone());
         }
     }
 
@@ -405,7 +474,7 @@ mod tests {
                 .iter()
                 .filter_map(|o| match o {
                     Outgoing::Durable(c) => Some(c.cursor),
-                    Outgoing::Ephemeral(_) => None,
+                    Outgoing::Ephemeral(_) | Outgoing::Update(_) => None,
                 })
                 .collect();
             prop_assert_eq!(cursors, (1..next).collect::<Vec<u64>>());

@@ -946,6 +946,15 @@ async fn the_first_frame_must_be_a_valid_hello() {
             Some(3),
             4401,
         ),
+        (
+            "a caps flag of the wrong type",
+            First::Text(format!(
+                r#"{{"v":1,"id":3,"type":"hello","payload":{{"token":"{TOKEN}","device_id":"phone","caps":{{"append_updates":"yes"}}}}}}"#
+            )),
+            "bad_request",
+            Some(3),
+            4401,
+        ),
     ];
     for (name, first, code, id, close) in cases {
         let mut conn = RawConnection::connect(&gw.url).await.expect("connect");

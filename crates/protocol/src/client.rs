@@ -121,6 +121,11 @@ pub struct ClientCaps {
     /// Push backend the client uses (`fcm`, `ntfy`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push: Option<String>,
+    /// `true`: this connection gets `message.update` in append form, an `offset` and the text
+    /// from there on (see [`crate::StreamText`]), instead of the whole text each time. An Iris
+    /// extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append_updates: Option<bool>,
 }
 
 /// `message.send`.

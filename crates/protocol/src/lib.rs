@@ -16,12 +16,14 @@ mod codec;
 mod delivery;
 mod server;
 mod stored;
+mod stream;
 mod transcript;
 
 pub use client::*;
 pub use codec::*;
 pub use delivery::*;
 pub use server::*;
+pub use stream::*;
 pub use transcript::*;
 
 /// The protocol major version this crate speaks.

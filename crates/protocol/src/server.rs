@@ -313,8 +313,15 @@ pub struct MessageStart {
 pub struct MessageUpdate {
     /// The bubble's id.
     pub message_id: String,
-    /// Full text so far.
+    /// Without `offset`, the full text so far; with it, the text that follows the first
+    /// `offset` UTF-16 code units of the bubble's previous text.
     pub text: String,
+    /// Append form, only to a connection that asked for it (`hello.caps.append_updates`): how
+    /// many UTF-16 code units of the text this connection last had for the bubble stay (0 on the
+    /// connection's first update of a bubble). [`crate::StreamText`] applies it. An Iris
+    /// extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
 }
 
 /// `message.stop`.

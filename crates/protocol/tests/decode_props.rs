@@ -68,7 +68,7 @@ proptest! {
         id in proptest::option::of(any::<u32>()),
         cursor in proptest::option::of(any::<u64>()),
     ) {
-        let frame = ServerFrame::MessageUpdate(iris_protocol::MessageUpdate { message_id: "m_1".into(), text });
+        let frame = ServerFrame::MessageUpdate(iris_protocol::MessageUpdate { message_id: "m_1".into(), text, offset: None });
         let header = Header { id: id.map(|i| RequestId::from(u64::from(i))), chat_id: chat, thread_id: None, cursor };
         let decoded = decode::<ServerFrame>(&encode(&header, &frame)).unwrap();
         prop_assert_eq!(decoded.body.frame_type(), "message.update");

@@ -15,6 +15,10 @@ mod secret;
 pub use error::ConfigError;
 pub use secret::Secret;
 
+/// The default spacing of streamed `message.update` frames (leading edge: a chunk after a quiet
+/// interval goes out at once). About one display frame; `iris-bench stream` measures it.
+pub const DEFAULT_UPDATE_INTERVAL: Duration = Duration::from_millis(16);
+
 /// The whole configuration, as read from the TOML file. Every key is optional; unknown keys are
 /// rejected so that a typo is an error instead of a silently ignored setting.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -333,7 +337,7 @@ impl Config {
                 file.agent.turn_idle_timeout_secs.unwrap_or(600),
             ),
             cancel_grace: Duration::from_secs(file.agent.cancel_grace_secs.unwrap_or(5)),
-            update_interval: Duration::from_millis(50),
+            update_interval: DEFAULT_UPDATE_INTERVAL,
             limits,
             retention: Duration::from_secs(retention_days * 86_400),
             group_commit: file.outbox.group_commit.unwrap_or(true),
@@ -392,7 +396,7 @@ impl Config {
             approval_timeout: Duration::from_secs(55),
             turn_idle_timeout: Duration::from_secs(600),
             cancel_grace: Duration::from_secs(5),
-            update_interval: Duration::from_millis(50),
+            update_interval: DEFAULT_UPDATE_INTERVAL,
             limits: Limits::default(),
             retention: Duration::from_secs(30 * 86_400),
             group_commit: true,

@@ -167,7 +167,13 @@ async fn check_hello(
             let close = close_code::VERSION;
             return Err(Refusal::new(id, ErrorCode::Unsupported, message, close));
         }
-        Err(e) => return Err(failed(Refusal::hello_first(e.id))),
+        Err(e) => {
+            if let Some(msg) = bad_caps(text) {
+                let refusal = Refusal::new(e.id, ErrorCode::BadRequest, msg, close_code::AUTH);
+                return Err(failed(refusal));
+            }
+            return Err(failed(Refusal::hello_first(e.id)));
+        }
     };
     let id = decoded.header.id;
     let ClientFrame::Hello(hello) = decoded.body else {
@@ -220,6 +226,20 @@ async fn check_hello(
     }
 }
 
+/// Why a `hello` that did not decode failed, when the cause is its `caps` (a flag of the wrong
+/// type, say `"append_updates":"yes"`): the device is told so instead of a bare `auth`.
+fn bad_caps(text: &str) -> Option<String> {
+    let frame: serde_json::Value = serde_json::from_str(text).ok()?;
+    if frame.get("type")?.as_str()? != "hello" {
+        return None;
+    }
+    let caps = frame.get("payload")?.get("caps").filter(|c| !c.is_null())?;
+    match serde_json::from_value::<iris_protocol::ClientCaps>(caps.clone()) {
+        Ok(_) => None,
+        Err(e) => Some(format!("invalid hello caps: {e}")),
+    }
+}
+
 fn valid_device_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 128 && id.chars().all(|c| !c.is_control() && !c.is_whitespace())
 }
@@ -263,7 +283,12 @@ async fn attach(
     if let Some(old) = replaced {
         old.close(CloseReason::Replaced);
     }
-    tracing::info!(device_id = %hello.device_id, conn_id, sync_cursor = device.confirmed_cursor, head, "device connected");
+    let appends = hello
+        .caps
+        .as_ref()
+        .and_then(|c| c.append_updates)
+        .unwrap_or(false);
+    tracing::info!(device_id = %hello.device_id, conn_id, sync_cursor = device.confirmed_cursor, head, appends, "device connected");
     let ack = HelloAck {
         server_caps: ServerCaps {
             streaming: true,
@@ -311,5 +336,6 @@ async fn attach(
         ping_seq: 0,
         last_pong: Instant::now(),
         media: crate::media::ConnMedia::default(),
+        appends: appends.then(super::stream::Appends::default),
     })
 }

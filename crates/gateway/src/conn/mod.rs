@@ -41,6 +41,7 @@ pub mod close_code {
 }
 
 mod hello;
+mod stream;
 
 pub use hello::serve;
 
@@ -64,6 +65,9 @@ pub struct Conn {
     last_pong: Instant,
     /// The open upload and the pulls of this connection.
     pub(crate) media: crate::media::ConnMedia,
+    /// What this connection wrote of each streaming bubble, when its device asked for
+    /// append-form `message.update` (`hello.caps.append_updates`).
+    appends: Option<stream::Appends>,
 }
 
 /// How a connection ended.
@@ -135,6 +139,13 @@ impl Conn {
                         continue;
                     }
                     let text = self.durable_text(&frame);
+                    if let Some(appends) = self.appends.as_mut().filter(|a| !a.is_empty()) {
+                        if &*frame.frame_type == "message.stop" {
+                            if let Some(id) = stream::stop_message_id(&frame.json) {
+                                appends.forget(id);
+                            }
+                        }
+                    }
                     self.live_last = frame.cursor;
                     if !self.gap_before_live {
                         self.written = frame.cursor;
@@ -142,6 +153,13 @@ impl Conn {
                     text
                 }
                 Outgoing::Ephemeral(json) => json.to_string(),
+                Outgoing::Update(update) => match self.appends.as_mut() {
+                    None => update.full_json().to_string(),
+                    Some(appends) => match appends.encode(&update) {
+                        Some(text) => text,
+                        None => continue,
+                    },
+                },
             };
             match self.write_or_abort(Some(Message::Text(text.into()))).await {
                 Ok(()) => wrote = true,

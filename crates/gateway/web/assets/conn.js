@@ -7,6 +7,10 @@
 // below is the highest C such that every durable frame up to C has been processed; it is kept in
 // localStorage and the next connection syncs from it. Frames processed above it (live frames that
 // came before an interrupted sync finished) are remembered in `seen`, so a replay skips them.
+//
+// Streaming (§7): hello asks for append-form message.update (caps.append_updates), and each one
+// is turned back into the whole text here, from the text this connection last had for the
+// bubble, before anything else sees it: the rest of the client only ever sees whole texts.
 
 import { isDurable } from './util.js';
 
@@ -48,6 +52,8 @@ export class Connection {
     const stored = this.storage.getItem('iris.cursor');
     this.cursor = stored === null ? null : Number(stored);
     this.seen = new Set();
+    /** message_id → the streamed text rebuilt on this connection. */
+    this.streams = new Map();
     this.live = 0;
     this.synced = false;
     this.lastError = null;
@@ -104,6 +110,7 @@ export class Connection {
     }
     ws.binaryType = 'arraybuffer';
     this.ws = ws;
+    this.streams.clear();
     this.synced = false;
     this.lastError = null;
     ws.onopen = () => {
@@ -115,7 +122,7 @@ export class Connection {
           token: this.token,
           device_id: this.deviceId,
           device_name: this.deviceName,
-          caps: { min_protocol: 1, media: true },
+          caps: { min_protocol: 1, media: true, append_updates: true },
         },
       });
     };
@@ -181,6 +188,11 @@ export class Connection {
     if (frame.type === 'error' && !this.synced && this.pending.size === 0) {
       // An error before hello.ack explains the close that follows (wrong token, revoked).
       this.lastError = frame.payload && frame.payload.message;
+    }
+    if (frame.type === 'message.update' && frame.payload) {
+      if (!applyUpdate(this.streams, frame.payload)) return;
+    } else if (frame.type === 'message.stop' && frame.payload) {
+      this.streams.delete(frame.payload.message_id);
     }
     if (frame.type === 'status' && frame.payload && frame.payload.state === 'restarting') {
       this.setState({ name: 'restarting' });
@@ -316,6 +328,26 @@ export class Connection {
   get buffered() {
     return this.ws ? this.ws.bufferedAmount : 0;
   }
+}
+
+/**
+ * Turns a `message.update` payload into its whole-text form, in place, keeping the text per
+ * bubble in `texts`. With `offset` (append form) the first `offset` UTF-16 units of the bubble's
+ * previous text stay and `text` follows; without it `text` is already whole. Returns false for an
+ * update that does not fit (an offset beyond the text held), which is then dropped.
+ */
+export function applyUpdate(texts, p) {
+  const id = p.message_id;
+  let text = typeof p.text === 'string' ? p.text : '';
+  if (typeof p.offset === 'number') {
+    const held = texts.get(id) || '';
+    if (p.offset > held.length) return false;
+    text = held.slice(0, p.offset) + text;
+    delete p.offset;
+  }
+  texts.set(id, text);
+  p.text = text;
+  return true;
 }
 
 function laneFields(lane) {

@@ -202,7 +202,7 @@ export function onStreamFrame(frame) {
     case 'message.update': {
       const el = lane.items.get(p.message_id);
       if (!el || !el.classList.contains('streaming')) break;
-      // Each update carries the whole text so far: replace, never append.
+      // Each update carries the whole text so far (conn.js rebuilds it from appends): replace.
       fillMessage(el, lane, { message_id: p.message_id, role: el.dataset.role, text: p.text }, { streaming: true });
       el.hidden = false;
       scrollToEnd(false);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 
+import { applyUpdate } from '../assets/conn.js';
 import { sha256 } from '../assets/vendor/noble-hashes/sha2.js';
 import { bytesToHex } from '../assets/vendor/noble-hashes/utils.js';
 import { fuzzyScore, matchCommands, runtimeFooter, snippetParts } from '../assets/util.js';
@@ -62,4 +63,18 @@ test('a push subscription is sent flat, and the gateway key is read as bytes', (
   assert.equal(webPushAvailable(secure, text), true);
   assert.equal(webPushAvailable(secure, null), false, 'the gateway offers no key');
   assert.equal(webPushAvailable({ ...secure, isSecureContext: false }, text), false, 'plain http on another host');
+});
+
+test('append-form message.update frames rebuild the whole text, counted in UTF-16 units', () => {
+  const texts = new Map();
+  const apply = (p) => (applyUpdate(texts, p) ? p.text : null);
+  assert.equal(apply({ message_id: 'm', offset: 0, text: 'Hi 😀' }), 'Hi 😀');
+  assert.equal(apply({ message_id: 'm', offset: 5, text: ' there' }), 'Hi 😀 there', 'the emoji is two units');
+  assert.equal(apply({ message_id: 'm', offset: 2, text: '!' }), 'Hi!', 'a cut keeps the first units');
+  assert.equal(apply({ message_id: 'm', offset: 9, text: 'x' }), null, 'an offset beyond the text is refused');
+  assert.equal(texts.get('m'), 'Hi!');
+  assert.equal(apply({ message_id: 'm', text: 'whole' }), 'whole', 'without offset the text is whole');
+  const p = { message_id: 'n', offset: 0, text: 'a' };
+  applyUpdate(texts, p);
+  assert.equal('offset' in p, false, 'the rest of the client sees whole texts only');
 });

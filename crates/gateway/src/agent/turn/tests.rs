@@ -1,0 +1,262 @@
+//! Unit tests of the turn mapper.
+use super::*;
+use crate::media::agent::Answer;
+use serde_json::json;
+
+fn update(v: serde_json::Value) -> SessionUpdate {
+    serde_json::from_value(v).unwrap()
+}
+
+fn chunk(text: &str) -> SessionUpdate {
+    update(
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}),
+    )
+}
+
+fn mapper() -> TurnMapper {
+    TurnMapper::new(TurnConfig {
+        message_id: "m_1".into(),
+        role: Role::Assistant,
+        model: Some("custom:fake/model-9".into()),
+        cwd: "~".into(),
+        show_reasoning: true,
+        update_interval: Duration::from_millis(50),
+    })
+}
+
+fn types(out: &[Out]) -> Vec<String> {
+    use iris_protocol::{FrameBody, ServerFrame};
+    out.iter()
+        .map(|o| match o {
+            Out::Durable(f) | Out::Final(f, _) => f.frame_type().to_owned(),
+            Out::Ephemeral(f, _) => ServerFrame::from(f.clone()).frame_type().to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn text_before_a_tool_becomes_commentary_and_the_answer_is_the_text_after() {
+    let mut m = mapper();
+    let t0 = Instant::now();
+    let mut all = m.on_update(&chunk("Let me look."), t0);
+    all.extend(m.on_update(
+        &update(json!({"sessionUpdate": "tool_call", "toolCallId": "a", "title": "terminal: echo hi", "kind": "execute", "rawInput": {"command": "echo hi"}})),
+        t0,
+    ));
+    all.extend(m.on_update(
+        &update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "a", "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "hi"}}]})),
+        t0 + Duration::from_millis(10),
+    ));
+    all.extend(m.on_update(&chunk("It printed hi."), t0 + Duration::from_millis(100)));
+    all.extend(m.finish(&Ending::default(), t0 + Duration::from_millis(200)));
+    assert_eq!(
+        types(&all),
+        [
+            "message.start",
+            "message.update",
+            "commentary",
+            "message.update",
+            "tool.start",
+            "agent.busy",
+            "tool.end",
+            "agent.busy",
+            "message.update",
+            "message.stop"
+        ]
+    );
+    match &all[2] {
+        Out::Durable(DurableFrame::Commentary(c)) => assert_eq!(c.text, "Let me look."),
+        other => panic!("{other:?}"),
+    }
+    match &all[4] {
+        Out::Durable(DurableFrame::ToolStart(t)) => {
+            assert_eq!(
+                (
+                    t.index,
+                    t.name.as_str(),
+                    t.preview.as_deref(),
+                    t.emoji.as_deref()
+                ),
+                (0, "terminal", Some("echo hi"), Some("💻"))
+            );
+            assert_eq!(t.args, Some(json!({"command": "echo hi"})));
+        }
+        other => panic!("{other:?}"),
+    }
+    match all.last().unwrap() {
+        Out::Final(DurableFrame::MessageStop(s), msg) => {
+            assert_eq!(s.final_text, "It printed hi.");
+            assert_eq!(msg.text, "It printed hi.");
+            let rt = s.runtime.as_ref().unwrap();
+            assert_eq!(rt.model.as_deref(), Some("model-9"));
+            assert_eq!(rt.cwd.as_deref(), Some("~"));
+            assert!(rt.latency.unwrap() >= 0.2);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn updates_are_rate_limited_and_the_last_text_is_flushed() {
+    let mut m = mapper();
+    let t0 = Instant::now();
+    let a = m.on_update(&chunk("a"), t0);
+    let b = m.on_update(&chunk("b"), t0 + Duration::from_millis(10));
+    assert_eq!(types(&a), ["message.start", "message.update"]);
+    assert!(b.is_empty(), "within the interval nothing is sent");
+    assert!(m.next_flush().is_some());
+    match m.flush_due(t0 + Duration::from_millis(60)) {
+        Some(Out::Ephemeral(EphemeralFrame::MessageUpdate(u), key)) => {
+            assert_eq!(u.text, "ab");
+            assert_eq!(key, "mu:m_1");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Leading edge: a chunk after a quiet interval goes out at once, chunks within an interval
+/// wait for its end together, and what still waits at the end precedes `message.stop`.
+#[test]
+fn updates_go_out_on_the_leading_edge_and_the_rest_before_the_stop() {
+    let mut m = mapper();
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    m.on_update(&chunk("a"), t0);
+    // Quiet for longer than the interval: the next chunk is not held back.
+    let at_once = m.on_update(&chunk("b"), t0 + ms(80));
+    assert_eq!(types(&at_once), ["message.update"]);
+    assert!(m.next_flush().is_none());
+    // Within the interval: held until its end, then sent with everything since.
+    assert!(m.on_update(&chunk("c"), t0 + ms(90)).is_empty());
+    assert!(m.on_update(&chunk("d"), t0 + ms(100)).is_empty());
+    assert_eq!(m.next_flush(), Some(t0 + ms(130)));
+    assert!(m.flush_due(t0 + ms(129)).is_none());
+    match m.flush_due(t0 + ms(130)) {
+        Some(Out::Ephemeral(EphemeralFrame::MessageUpdate(u), _)) => assert_eq!(u.text, "abcd"),
+        other => panic!("{other:?}"),
+    }
+    assert!(m.on_update(&chunk("e"), t0 + ms(140)).is_empty());
+    let end = m.finish(&Ending::default(), t0 + ms(141));
+    assert_eq!(types(&end), ["message.update", "message.stop"]);
+    match &end[0] {
+        Out::Ephemeral(EphemeralFrame::MessageUpdate(u), _) => assert_eq!(u.text, "abcde"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn open_tools_are_closed_at_the_end_and_reasoning_and_usage_are_kept() {
+    let mut m = mapper();
+    let t0 = Instant::now();
+    m.on_update(&update(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}})), t0);
+    m.on_update(
+        &update(json!({"sessionUpdate": "usage_update", "size": 1000, "used": 380})),
+        t0,
+    );
+    m.on_update(&update(json!({"sessionUpdate": "tool_call", "toolCallId": "w", "title": "write: /tmp/x", "kind": "edit"})), t0);
+    m.on_update(&chunk("done"), t0);
+    let out = m.finish(
+        &Ending {
+            tokens: Some(11),
+            ..Ending::default()
+        },
+        t0,
+    );
+    assert_eq!(types(&out), ["tool.end", "message.stop"]);
+    match &out[1] {
+        Out::Final(DurableFrame::MessageStop(s), _) => {
+            assert_eq!(s.reasoning.as_deref(), Some("hmm"));
+            assert_eq!(s.tokens, Some(11));
+            assert_eq!(s.runtime.as_ref().unwrap().context_pct, Some(38));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_plan_is_a_checklist_and_a_silent_turn_has_no_final_frame() {
+    let mut m = mapper();
+    let out = m.on_update(
+        &update(json!({"sessionUpdate": "plan", "entries": [
+            {"content": "Say hi", "priority": "high", "status": "completed"},
+            {"content": "Say bye", "priority": "low", "status": "pending"}]})),
+        Instant::now(),
+    );
+    match &out[0] {
+        Out::Durable(DurableFrame::Commentary(c)) => {
+            assert_eq!(c.text, "Plan:\n☑ Say hi\n☐ Say bye")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(m.finish(&Ending::default(), Instant::now()).is_empty());
+}
+
+#[test]
+fn media_lines_leave_the_text_and_images_become_files() {
+    let mut m = mapper();
+    let t0 = Instant::now();
+    let first = m.on_update(&chunk("Here it is.\nMEDIA:/tmp/a.txt"), t0);
+    match &first[1] {
+        Out::Ephemeral(EphemeralFrame::MessageUpdate(u), _) => {
+            assert_eq!(u.text, "Here it is.")
+        }
+        other => panic!("{other:?}"),
+    }
+    m.on_update(&update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "aGk=", "mimeType": "image/png"}})), t0);
+    assert!(matches!(
+        m.take_files().as_slice(),
+        [AgentFile::Data { .. }]
+    ));
+    m.end_text();
+    assert_eq!(m.take_files(), [AgentFile::Path("/tmp/a.txt".into())]);
+    m.add_media(
+        MediaInfo {
+            media_id: "md_1".into(),
+            kind: "file".into(),
+            mime: "text/plain".into(),
+            size: 2,
+            filename: "a.txt".into(),
+        },
+        "ab".into(),
+    );
+    assert!(m.has_media("ab"));
+    match m.finish(&Ending::default(), t0).pop() {
+        Some(Out::Final(DurableFrame::MessageStop(s), msg)) => {
+            assert_eq!(s.final_text, "Here it is.");
+            assert_eq!(s.media.len(), 1);
+            assert_eq!(msg.media, s.media);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_final_message_says_how_the_turn_ended() {
+    let end = |cancelled, failed| {
+        let mut m = mapper();
+        m.on_update(&chunk("hi"), Instant::now());
+        let ending = Ending {
+            cancelled,
+            failed,
+            ..Ending::default()
+        };
+        match m.finish(&ending, Instant::now()).pop() {
+            Some(Out::Final(DurableFrame::MessageStop(s), msg)) => {
+                assert_eq!(s.ended, msg.ended);
+                s.ended
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(end(false, false), Some(TurnEnd::Completed));
+    assert_eq!(end(true, false), Some(TurnEnd::Stopped));
+    assert_eq!(end(true, true), Some(TurnEnd::AgentFailed));
+}
+
+#[test]
+fn tails_keep_the_end() {
+    assert_eq!(tail("hello", 10), "hello");
+    assert_eq!(tail("abcdefghij", 5), "…ghij");
+    assert_eq!(bare_model("openrouter:openai/gpt-5.4"), "gpt-5.4");
+    assert_eq!(bare_model("fake-model"), "fake-model");
+}
