@@ -218,7 +218,7 @@ async fn streaming_setup(
 ) -> anyhow::Result<(InProcess, Vec<RawConnection>, tempfile::TempDir)> {
     let dir = tempfile::tempdir()?;
     let mut cfg = config(dir.path());
-    // Every chunk becomes its own `message.update` (the default sends at most one per 50 ms).
+    // Every chunk becomes its own `message.update` (the default sends at most one per 12 ms).
     cfg.update_interval = Duration::ZERO;
     let gw = InProcess::start(cfg)?;
     let mut driver = raw_device(&gw, "fan-0").await?;

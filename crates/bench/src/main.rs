@@ -76,7 +76,7 @@ enum Command {
     /// over several update intervals, then one long answer with the default interval.
     Stream {
         /// `update_interval` values to sweep, in milliseconds, comma-separated.
-        #[arg(long, value_delimiter = ',', default_value = "0,8,16,25,33,50")]
+        #[arg(long, value_delimiter = ',', default_value = "0,8,10,12,16,25,33,50")]
         intervals: Vec<u64>,
         /// Chunks of each sweep answer.
         #[arg(long, default_value_t = 1000)]
@@ -98,7 +98,7 @@ enum Command {
 }
 
 /// The `stream` scenario's defaults: the intervals swept and one chunk per 5 ms.
-const STREAM_INTERVALS: [u64; 6] = [0, 8, 16, 25, 33, 50];
+const STREAM_INTERVALS: [u64; 8] = [0, 8, 10, 12, 16, 25, 33, 50];
 const STREAM_GAP: Duration = Duration::from_millis(5);
 
 /// Now, in unix nanoseconds (the clock the demo agent stamps its `bench` chunks with).

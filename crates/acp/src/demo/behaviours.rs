@@ -81,10 +81,12 @@ impl Turn<'_> {
     /// device receives the chunk.
     pub(super) async fn bench(&mut self, prompt: &Prompt<'_>) -> Step {
         let (count, gap) = bench_request(&prompt.text).unwrap_or_default();
-        for _ in 0..count {
+        // Chunk i is due at start + i × gap: a late wake-up does not push the later chunks back.
+        let start = tokio::time::Instant::now();
+        for i in 0..count {
             if !gap.is_zero() {
                 tokio::select! {
-                    _ = tokio::time::sleep(gap) => {}
+                    _ = tokio::time::sleep_until(start + gap * i as u32) => {}
                     _ = self.wait_cancel() => return Err(Stop::Cancelled),
                 }
             }

@@ -16,8 +16,8 @@ pub use error::ConfigError;
 pub use secret::Secret;
 
 /// The default spacing of streamed `message.update` frames (leading edge: a chunk after a quiet
-/// interval goes out at once). About one display frame; `iris-bench stream` measures it.
-pub const DEFAULT_UPDATE_INTERVAL: Duration = Duration::from_millis(16);
+/// interval goes out at once). Chosen from `iris-bench stream` (BENCHMARKS.md).
+pub const DEFAULT_UPDATE_INTERVAL: Duration = Duration::from_millis(12);
 
 /// The whole configuration, as read from the TOML file. Every key is optional; unknown keys are
 /// rejected so that a typo is an error instead of a silently ignored setting.
