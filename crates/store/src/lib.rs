@@ -22,6 +22,7 @@
 //!   small pool of read-only connections on their own threads; the async API only
 //!   waits on channels.
 
+mod credentials;
 mod cron;
 mod error;
 mod media;
@@ -34,6 +35,7 @@ mod tx;
 mod types;
 mod writer;
 
+pub use credentials::{DeviceAddress, PairingCodeRow};
 pub use cron::{CronJobRow, CronRunRecord, NewCronJob};
 pub use error::StoreError;
 pub use media::MediaRow;

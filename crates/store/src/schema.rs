@@ -191,6 +191,28 @@ ALTER TABLE devices ADD COLUMN webpush_endpoint TEXT;
 ALTER TABLE devices ADD COLUMN webpush_p256dh TEXT;
 ALTER TABLE devices ADD COLUMN webpush_auth TEXT;
 "#,
+    // credentials: one-time pairing codes and per-device tokens, both kept only as hashes, and
+    // the address each device last connected from.
+    r#"
+CREATE TABLE pairing_codes (
+    code_hash  TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    spent_at   INTEGER,
+    spent_by   TEXT
+) WITHOUT ROWID;
+CREATE TABLE device_tokens (
+    token_hash TEXT PRIMARY KEY,
+    device_id  TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX device_tokens_by_device ON device_tokens(device_id);
+CREATE TABLE device_addresses (
+    device_id TEXT PRIMARY KEY REFERENCES devices(device_id) ON DELETE CASCADE,
+    addr      TEXT NOT NULL,
+    at        INTEGER NOT NULL
+) WITHOUT ROWID;
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.
