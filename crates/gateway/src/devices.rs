@@ -1,8 +1,9 @@
 //! Device management: listing and revoking paired devices, from the command line.
 //!
-//! A revoked device is removed from the store together with its push registration, and its id
-//! is remembered (`meta` key `revoked_device:<id>`): a later `hello` with that id is refused
-//! with `error auth` and close code 4401, so an honest client does not silently re-register.
+//! A revoked device is removed from the store together with its push registration and its
+//! device tokens (so its token stops working whatever id it claims), and its id is remembered
+//! (`meta` key `revoked_device:<id>`): a later `hello` with that id is refused with `error auth`
+//! and close code 4401, so an honest client does not silently re-register.
 //!
 //! The command line works whether or not the gateway runs. A running gateway listens on a Unix
 //! socket in its data dir (`admin.sock`, mode 0600, so only the user running the gateway can use
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
-use iris_store::{DeviceRow, Store, StoreConfig, StoreError, WriteTx};
+use iris_store::{DeviceAddress, DeviceRow, Store, StoreConfig, StoreError, WriteTx};
 
 use crate::hub::CloseReason;
 use crate::state::Shared;
@@ -42,6 +43,9 @@ pub struct DeviceSummary {
     pub name: String,
     /// When it last connected or disconnected, unix milliseconds.
     pub last_seen: i64,
+    /// The address it last connected from.
+    #[serde(default)]
+    pub last_addr: Option<String>,
     /// Push backends it is registered with (`fcm`, `ntfy`, `webpush`).
     pub push: Vec<String>,
     /// Whether it is connected now (only known when the gateway runs).
@@ -49,7 +53,7 @@ pub struct DeviceSummary {
 }
 
 impl DeviceSummary {
-    fn from_row(row: &DeviceRow, online: Option<bool>) -> Self {
+    fn from_row(row: &DeviceRow, addr: Option<&DeviceAddress>, online: Option<bool>) -> Self {
         let mut push = Vec::new();
         if row.fcm_token.as_deref().is_some_and(|t| !t.is_empty()) {
             push.push("fcm".to_owned());
@@ -64,6 +68,7 @@ impl DeviceSummary {
             device_id: row.device_id.clone(),
             name: row.name.clone(),
             last_seen: row.last_seen,
+            last_addr: addr.map(|a| a.addr.clone()),
             push,
             online,
         }
@@ -110,6 +115,7 @@ pub async fn is_revoked(store: &Store, device_id: &str) -> Result<bool, StoreErr
 /// registration) and remembers the id. Returns whether the device was registered.
 pub fn revoke_in(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool, StoreError> {
     let existed = tx.delete_device(device_id)?;
+    tx.delete_device_tokens(device_id)?;
     tx.set_meta(&format!("{REVOKED_PREFIX}{device_id}"), &now.to_string())?;
     Ok(existed)
 }
@@ -196,19 +202,13 @@ async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<(
             revoked: None,
             error: Some(format!("bad request: {e}")),
         },
-        (_, Ok(AdminRequest::List)) => match shared.store.list_devices().await {
-            Ok(rows) => {
-                let devices = rows
-                    .iter()
-                    .map(|r| DeviceSummary::from_row(r, Some(shared.hub.is_online(&r.device_id))))
-                    .collect();
-                AdminResponse {
-                    ok: true,
-                    devices: Some(devices),
-                    revoked: None,
-                    error: None,
-                }
-            }
+        (_, Ok(AdminRequest::List)) => match summaries(&shared.store, Some(shared)).await {
+            Ok(devices) => AdminResponse {
+                ok: true,
+                devices: Some(devices),
+                revoked: None,
+                error: None,
+            },
             Err(e) => AdminResponse {
                 ok: false,
                 devices: None,
@@ -317,11 +317,21 @@ pub async fn list(data_dir: &Path) -> Result<Vec<DeviceSummary>, DevicesError> {
         Err(DevicesError::NoData(_)) => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let rows = store.list_devices().await;
+    let devices = summaries(&store, None).await;
     store.close();
-    Ok(rows?
+    Ok(devices?)
+}
+
+/// Every device with its last address; `online` only when the running gateway answers.
+async fn summaries(store: &Store, live: Option<&Shared>) -> Result<Vec<DeviceSummary>, StoreError> {
+    let rows = store.list_devices().await?;
+    let addrs = store.device_addresses().await?;
+    Ok(rows
         .iter()
-        .map(|r| DeviceSummary::from_row(r, None))
+        .map(|r| {
+            let online = live.map(|s| s.hub.is_online(&r.device_id));
+            DeviceSummary::from_row(r, addrs.get(&r.device_id), online)
+        })
         .collect())
 }
 

@@ -1,5 +1,5 @@
-//! The door guard: the token devices present, the throttle of failed `hello`s per address, and
-//! each device's send budget.
+//! The door guard: the credentials devices present (the shared token, a device token, a
+//! pairing code), the throttle of failed `hello`s per address, and each device's send budget.
 //!
 //! Ground floor: imports nothing of the gateway above it.
 
@@ -10,15 +10,40 @@ use std::time::{Duration, Instant};
 
 use subtle::ConstantTimeEq;
 
+use iris_store::{Store, StoreError};
+
 use crate::config::{Limits, Secret};
+use crate::credentials;
+
+/// What a `hello` presented as its `token`, once checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// The shared token: the device is who it says it is.
+    Shared,
+    /// A device token of this device: the session is that device's, whatever id it claims.
+    Device(String),
+    /// An unspent, unexpired pairing code (its hash), to be spent by this `hello`.
+    Code(String),
+}
+
+/// Why a `hello`'s token was refused.
+#[derive(Debug)]
+pub enum AuthFailure {
+    /// Not a credential (anymore): the message tells the device which case it is.
+    Refused(&'static str),
+    /// The store could not say.
+    Store(StoreError),
+}
 
 /// Checks credentials and budgets for every connection.
 pub struct Guard {
     token: Secret,
+    /// Whether the shared token signs devices in (`auth.shared_token`).
+    shared_enabled: bool,
     limits: Limits,
     /// Failed `hello`s per address.
     auth_failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
-    /// Send budget per device.
+    /// Send budget per credential (see [`Guard::take_send`]).
     send_buckets: Mutex<HashMap<String, TokenBucket>>,
 }
 
@@ -27,10 +52,64 @@ impl Guard {
     pub fn new(token: Secret, limits: Limits) -> Guard {
         Guard {
             token,
+            shared_enabled: true,
             limits,
             auth_failures: Mutex::default(),
             send_buckets: Mutex::default(),
         }
+    }
+
+    /// Switches the shared token on or off (`auth.shared_token`).
+    pub fn shared_token(mut self, enabled: bool) -> Guard {
+        self.shared_enabled = enabled;
+        self
+    }
+
+    /// Checks what a `hello` presented as its `token`: the shared token (compared in constant
+    /// time, when it is switched on), else a device token or a pairing code, looked up in the
+    /// store by their hash.
+    pub async fn authenticate(
+        &self,
+        store: &Store,
+        presented: &str,
+        now_ms: i64,
+    ) -> Result<Credential, AuthFailure> {
+        let shared = self.token_matches(presented);
+        if shared && self.shared_enabled {
+            return Ok(Credential::Shared);
+        }
+        let hash = credentials::hash(presented);
+        if let Some(device) = store
+            .device_of_token(&hash)
+            .await
+            .map_err(AuthFailure::Store)?
+        {
+            return Ok(Credential::Device(device));
+        }
+        if let Some(code) = store
+            .pairing_code(&hash)
+            .await
+            .map_err(AuthFailure::Store)?
+        {
+            return match code.spent_at {
+                Some(_) => Err(AuthFailure::Refused("pairing code already used")),
+                None if code.expires_at <= now_ms => {
+                    Err(AuthFailure::Refused("pairing code expired"))
+                }
+                None => Ok(Credential::Code(hash)),
+            };
+        }
+        if shared {
+            return Err(AuthFailure::Refused(
+                "the shared token is switched off; pair this device with a pairing code",
+            ));
+        }
+        Err(AuthFailure::Refused("invalid token"))
+    }
+
+    /// Whether the shared token signs devices in.
+    pub fn shared_enabled(&self) -> bool {
+        self.shared_enabled
     }
 
     /// The token devices authenticate with.
@@ -70,7 +149,11 @@ impl Guard {
         map.entry(addr).or_default().push_back(Instant::now());
     }
 
-    /// Takes one send from the device's budget; false when it is exhausted.
+    /// Takes one send from the budget of the connection's credential; false when it is
+    /// exhausted. `device_id` is the session's device, which follows from the credential: a
+    /// device token's own device (whatever id the `hello` claimed), or the id a shared-token
+    /// or pairing-code `hello` chose. So a device holding its own token cannot reset its budget
+    /// by claiming another id.
     pub fn take_send(&self, device_id: &str) -> bool {
         let per_minute = self.limits.sends_per_minute;
         let mut map = self.send_buckets.lock().expect("bucket lock");

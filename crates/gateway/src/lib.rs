@@ -26,6 +26,7 @@ pub mod push;
 pub mod clock;
 pub mod command;
 pub mod config;
+pub mod credentials;
 pub mod guard;
 pub mod hub;
 pub mod ids;

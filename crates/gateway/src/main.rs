@@ -23,8 +23,8 @@ struct Cli {
 enum Command {
     /// Run the gateway.
     Serve(ServeArgs),
-    /// Show a QR code and the URLs that pair a phone or a browser with this gateway.
-    Pair(ConfigArgs),
+    /// Create a one-time pairing code and show it as a QR code and URLs for a phone or a browser.
+    Pair(PairArgs),
     /// List or revoke paired devices.
     Devices {
         #[command(subcommand)]
@@ -33,6 +33,19 @@ enum Command {
     /// Run the built-in demo ACP agent on stdin/stdout (a deterministic stand-in for a real agent).
     #[command(hide = true)]
     DemoAgent,
+}
+
+#[derive(clap::Args)]
+struct PairArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Show the shared token instead of a one-time code (for apps that do not keep a device
+    /// token).
+    #[arg(long)]
+    shared: bool,
+    /// Minutes the code stays valid [default: auth.pairing_code_minutes, 10].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1440))]
+    minutes: Option<u64>,
 }
 
 #[derive(clap::Args)]
@@ -54,6 +67,8 @@ struct ConfigArgs {
     #[arg(long, env = "IRIS_DATA_DIR")]
     data_dir: Option<PathBuf>,
     /// Token devices authenticate with [default: generated on first start, kept in the data dir].
+    /// On the command line it is visible to every user in `ps`: prefer IRIS_TOKEN, the config
+    /// file or the token file.
     #[arg(long, env = "IRIS_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// TOML config file; flags and IRIS_* variables override it.
@@ -99,6 +114,13 @@ enum DevicesCommand {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().any(|a| a == "--token" || a.starts_with("--token=")) {
+        eprintln!(
+            "iris-gateway: warning: --token on the command line is visible to every user of this \
+             machine (ps, /proc); prefer IRIS_TOKEN, `token` in the config file, or the token file \
+             in the data dir"
+        );
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
@@ -157,9 +179,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             TokenSource::Stored(path) => println!("  Token:     stored in {}", path.display()),
             TokenSource::Configured => println!("  Token:     as configured"),
         }
-        println!(
-            "Pair a device by connecting to the WebSocket URL and sending hello with the token."
-        );
+        println!("Pair a device: run `iris-gateway pair` (a one-time code as QR code and link).");
         match gateway.serve(shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -194,28 +214,58 @@ fn raise_nofile_limit() {
     }
 }
 
-fn pair(args: ConfigArgs) -> ExitCode {
-    let config = match args.resolve() {
+fn pair(args: PairArgs) -> ExitCode {
+    use iris_gateway::pair::{self, Pairing, Secret};
+    let config = match args.config.resolve() {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let token = match &config.token {
-        Some(t) => t.expose().to_owned(),
-        None => match std::fs::create_dir_all(&config.data_dir)
-            .and_then(|()| iris_gateway::server::load_or_create_token(&config.data_dir))
-        {
-            Ok((t, _)) => t,
+    let secret = if args.shared {
+        if !config.auth.shared_token {
+            eprintln!(
+                "iris-gateway: the shared token is switched off (auth.shared_token = false); \
+                 pair with a one-time code instead (without --shared)"
+            );
+            return ExitCode::from(2);
+        }
+        match shared_token(&config) {
+            Ok(t) => Secret::Shared(t),
+            Err(code) => return code,
+        }
+    } else {
+        let ttl = args.minutes.map(|m| std::time::Duration::from_secs(m * 60));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        match rt.block_on(pair::create_code(&config, ttl)) {
+            Ok(issued) => Secret::Code {
+                code: issued.code,
+                expires_at: issued.expires_at,
+            },
             Err(e) => {
-                eprintln!("iris-gateway: data dir {}: {e}", config.data_dir.display());
+                eprintln!("iris-gateway: {e}");
                 return ExitCode::from(1);
             }
-        },
+        }
     };
-    print!(
-        "{}",
-        iris_gateway::pair::Pairing::new(&config, &token).text()
-    );
+    let now = iris_gateway::ids::now_ms();
+    print!("{}", Pairing::new(&config, secret).text(now));
     ExitCode::SUCCESS
+}
+
+/// The shared token: configured, or the one kept in the data dir (made if there is none).
+fn shared_token(config: &Config) -> Result<String, ExitCode> {
+    match &config.token {
+        Some(t) => Ok(t.expose().to_owned()),
+        None => std::fs::create_dir_all(&config.data_dir)
+            .and_then(|()| iris_gateway::server::load_or_create_token(&config.data_dir))
+            .map(|(t, _)| t)
+            .map_err(|e| {
+                eprintln!("iris-gateway: data dir {}: {e}", config.data_dir.display());
+                ExitCode::from(1)
+            }),
+    }
 }
 
 fn devices(command: DevicesCommand) -> ExitCode {
@@ -258,7 +308,10 @@ fn devices(command: DevicesCommand) -> ExitCode {
                             " (the gateway is not running; it refuses the device when it starts)"
                         }
                     };
-                    println!("{what} {device_id}{live}.");
+                    println!(
+                        "{what} {}{live}.",
+                        iris_gateway::credentials::printable(&device_id)
+                    );
                 }
                 Err(e) => {
                     eprintln!("iris-gateway: {e}");
@@ -271,8 +324,9 @@ fn devices(command: DevicesCommand) -> ExitCode {
 }
 
 fn devices_table(list: &[iris_gateway::devices::DeviceSummary]) -> String {
+    use iris_gateway::credentials::printable;
     let now = iris_gateway::ids::now_ms();
-    let rows: Vec<[String; 4]> = list
+    let rows: Vec<[String; 5]> = list
         .iter()
         .map(|d| {
             let seen = match d.online {
@@ -284,10 +338,17 @@ fn devices_table(list: &[iris_gateway::devices::DeviceSummary]) -> String {
             } else {
                 d.push.join(", ")
             };
-            [d.device_id.clone(), d.name.clone(), seen, push]
+            let addr = d.last_addr.as_deref().map_or("-".to_owned(), printable);
+            [
+                printable(&d.device_id),
+                printable(&d.name),
+                seen,
+                addr,
+                push,
+            ]
         })
         .collect();
-    let header = ["DEVICE", "NAME", "LAST SEEN", "PUSH"];
+    let header = ["DEVICE", "NAME", "LAST SEEN", "LAST ADDRESS", "PUSH"];
     let mut widths = header.map(str::len);
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
@@ -339,5 +400,30 @@ fn demo_agent() -> ExitCode {
             eprintln!("demo agent: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_device_table_prints_no_control_characters_a_client_chose() {
+        let d = iris_gateway::devices::DeviceSummary {
+            device_id: "web_1".into(),
+            name: "Phone\u{1b}]0;owned\u{7}\u{1b}[2J\nroot".into(),
+            last_seen: 0,
+            last_addr: Some("203.0.113.7".into()),
+            push: Vec::new(),
+            online: Some(true),
+        };
+        let table = devices_table(&[d]);
+        assert!(
+            !table.chars().any(|c| c.is_control() && c != '\n'),
+            "{table:?}"
+        );
+        assert_eq!(table.lines().count(), 2, "{table}");
+        assert!(table.contains("Phone]0;owned[2Jroot"), "{table}");
+        assert!(table.contains("203.0.113.7"), "{table}");
     }
 }

@@ -154,11 +154,15 @@ impl Gateway {
             );
         }
         let mut config = config;
+        // Links made by `pair.create` name the port really bound (`listen` may ask for port 0).
+        config.listen = addr;
         // `hello.ack` offers the VAPID key that was loaded (or made) in the data dir.
         if let Some(webpush) = config.push.webpush.as_mut() {
             webpush.public_key = push.webpush_key();
         }
-        let guard = Arc::new(Guard::new(token, config.limits.clone()));
+        let guard = Arc::new(
+            Guard::new(token, config.limits.clone()).shared_token(config.auth.shared_token),
+        );
         let media = Media::new(&config, store.clone());
         let (cron, due) = Cron::new(config.cron.clone(), store.clone());
         let shared = Shared::new(config, store, hub);
@@ -407,7 +411,7 @@ fn spawn_retention(shared: Arc<Shared>, shutdown: CancellationToken) {
 /// Creates the data dir (mode 0700, whatever the umask) and the database file (mode 0600: SQLite
 /// gives its WAL and shared-memory files the database's mode). An existing dir is tightened to
 /// 0700 too: it holds the token, the conversations and the media.
-fn prepare_data_dir(dir: &Path) -> std::io::Result<()> {
+pub fn prepare_data_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)

@@ -191,6 +191,7 @@ fn pair_prints_a_qr_code_and_the_urls_for_the_app_and_the_browser() {
 
     let (ok, out, err) = run(&[
         "pair",
+        "--shared",
         "--data-dir",
         data,
         "--public-url",
@@ -201,10 +202,10 @@ fn pair_prints_a_qr_code_and_the_urls_for_the_app_and_the_browser() {
         std::fs::read_to_string(dir.path().join("data/token")).expect("pair created the token");
     assert!(out.contains("███"), "a QR code is drawn:\n{out}");
     assert!(
-        out.contains("  WebSocket: wss://iris.example.com/ws\n"),
+        out.contains("  WebSocket:    wss://iris.example.com/ws\n"),
         "{out}"
     );
-    assert!(out.contains(&format!("  Token:     {token}\n")), "{out}");
+    assert!(out.contains(&format!("  Token:        {token}\n")), "{out}");
     assert!(
         out.contains(&format!(
             "  https://iris.example.com/#token={token}&ws=wss%3A%2F%2Firis.example.com%2Fws\n"
@@ -214,14 +215,21 @@ fn pair_prints_a_qr_code_and_the_urls_for_the_app_and_the_browser() {
     assert!(!out.contains("only works on this machine"));
 
     // The same token again, and an address derived from --listen when public_url is not set.
-    let (ok, out, _) = run(&["pair", "--data-dir", data, "--listen", "127.0.0.1:9999"]);
+    let (ok, out, _) = run(&[
+        "pair",
+        "--shared",
+        "--data-dir",
+        data,
+        "--listen",
+        "127.0.0.1:9999",
+    ]);
     assert!(ok);
     assert!(
         out.contains(&format!("http://127.0.0.1:9999/#token={token}&")),
         "{out}"
     );
     assert!(
-        out.contains("  WebSocket: ws://127.0.0.1:9999/ws\n"),
+        out.contains("  WebSocket:    ws://127.0.0.1:9999/ws\n"),
         "{out}"
     );
     assert!(out.contains("only works on this machine"), "{out}");

@@ -49,6 +49,8 @@ frame_enum! {
         FcmRegister(FcmRegister) = "fcm.register",
         /// Application-level keepalive.
         Ping(Ping) = "ping",
+        /// Ask for a one-time pairing code for another device. An Iris extension.
+        PairCreate(Empty) = "pair.create",
     }
 }
 

@@ -14,6 +14,7 @@
 mod client;
 mod codec;
 mod delivery;
+mod pairing;
 mod server;
 mod stored;
 mod stream;
@@ -22,6 +23,7 @@ mod transcript;
 pub use client::*;
 pub use codec::*;
 pub use delivery::*;
+pub use pairing::*;
 pub use server::*;
 pub use stream::*;
 pub use transcript::*;

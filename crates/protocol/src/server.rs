@@ -86,6 +86,8 @@ frame_enum! {
         /// Response to a request that has no natural response frame (`fcm.register`,
         /// `agent.stop`, `agent.steer` with an `id`). An Iris extension.
         Ack(Ack) = "ack",
+        /// Response to `pair.create`. An Iris extension.
+        PairCode(crate::pairing::PairCode) = "pair.code",
     }
 }
 
@@ -186,6 +188,10 @@ pub struct HelloAck {
     /// The device id the gateway registered. An Iris extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_id: Option<String>,
+    /// This device's own credential, issued when it presented a pairing code: present it as
+    /// `token` from now on. An Iris extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_token: Option<String>,
 }
 
 /// Who wrote a message.

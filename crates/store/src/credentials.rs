@@ -123,9 +123,11 @@ impl Store {
     pub async fn device_of_token(&self, token_hash: &str) -> Result<Option<String>, StoreError> {
         let hash = token_hash.to_owned();
         self.read(move |c| {
-            Ok(c.prepare_cached("SELECT device_id FROM device_tokens WHERE token_hash = ?1")?
-                .query_row([hash], |r| r.get(0))
-                .optional()?)
+            Ok(
+                c.prepare_cached("SELECT device_id FROM device_tokens WHERE token_hash = ?1")?
+                    .query_row([hash], |r| r.get(0))
+                    .optional()?,
+            )
         })
         .await
     }

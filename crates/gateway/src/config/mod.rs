@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod auth;
 pub mod cron;
 mod error;
 pub mod push;
@@ -39,6 +40,9 @@ pub struct FileConfig {
     /// `allowed_origins = ["https://app.example.com"]`: browser origins besides the gateway's own
     /// that may open `/ws`.
     pub allowed_origins: Option<Vec<String>>,
+    /// `[auth]` section.
+    #[serde(default)]
+    pub auth: auth::AuthFileConfig,
     /// `[agent]` section.
     #[serde(default)]
     pub agent: AgentFileConfig,
@@ -166,6 +170,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The token, when given; otherwise one is generated and stored in the data dir.
     pub token: Option<Secret>,
+    /// Which credentials sign devices in; pairing codes' lifetime.
+    pub auth: auth::AuthConfig,
     /// The agent command line (`None` = choose automatically).
     pub agent_command: Option<String>,
     /// The agent's working directory.
@@ -330,6 +336,7 @@ impl Config {
                 .or(file.data_dir)
                 .unwrap_or_else(default_data_dir),
             token,
+            auth: auth::AuthConfig::resolve(file.auth)?,
             agent_command: over.agent.or(file.agent.command),
             agent_cwd: file.agent.cwd,
             approval_timeout: Duration::from_secs(file.agent.approval_timeout_secs.unwrap_or(55)),
@@ -391,6 +398,7 @@ impl Config {
             listen: "127.0.0.1:0".parse().expect("valid address"),
             data_dir: data_dir.to_path_buf(),
             token: Some(token.into()),
+            auth: auth::AuthConfig::default(),
             agent_command: Some(format!("{} demo-agent", demo_agent_program())),
             agent_cwd: Some(data_dir.to_path_buf()),
             approval_timeout: Duration::from_secs(55),

@@ -2,7 +2,7 @@
 //! error and a close), then registering the device and answering `hello.ack` and `status`.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,8 +14,17 @@ use iris_protocol::{
 use tokio::time::{timeout_at, Instant as TokioInstant};
 
 use super::{close_code, Conn};
+use crate::guard::{AuthFailure, Credential};
 use crate::handlers::{self, Context};
 use crate::hub::{CloseReason, ConnQueue};
+
+/// A `hello` that passed: its request id, the hello (with the session's device id), and the
+/// device token issued to it when it presented a pairing code.
+struct Admitted {
+    id: Option<RequestId>,
+    hello: Hello,
+    device_token: Option<String>,
+}
 
 /// Why a connection is refused before it has a session: the error frame and the close code.
 struct Refusal {
@@ -48,7 +57,7 @@ impl Refusal {
 
 /// Serves one upgraded socket until it closes.
 pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr) {
-    let Some((hello_id, hello)) = await_hello(&ctx, &mut socket, addr).await else {
+    let Some(admitted) = await_hello(&ctx, &mut socket, addr).await else {
         return;
     };
     if ctx.shutdown.is_cancelled() {
@@ -66,7 +75,7 @@ pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr) {
         return;
     }
     let conn_id = ctx.shared.hub.next_conn_id();
-    let mut conn = match attach(&ctx, socket, conn_id, hello_id, hello).await {
+    let mut conn = match attach(&ctx, socket, conn_id, admitted, addr.ip()).await {
         Ok(conn) => conn,
         Err(e) => {
             tracing::warn!(error = %e, "hello failed");
@@ -88,11 +97,7 @@ pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr) {
 }
 
 /// Waits for a valid `hello`. Anything else is answered with an error and a close.
-async fn await_hello(
-    ctx: &Context,
-    socket: &mut WebSocket,
-    addr: SocketAddr,
-) -> Option<(Option<RequestId>, Hello)> {
+async fn await_hello(ctx: &Context, socket: &mut WebSocket, addr: SocketAddr) -> Option<Admitted> {
     let limits = &ctx.shared.config.limits;
     let deadline = TokioInstant::now() + limits.hello_timeout;
     let text = loop {
@@ -125,19 +130,16 @@ async fn await_hello(
     }
 }
 
-/// Checks the first frame: not throttled, not too large, a `hello` of this protocol, the right
-/// token, a usable device id, a device that was not revoked.
-async fn check_hello(
-    ctx: &Context,
-    text: &str,
-    addr: SocketAddr,
-) -> Result<(Option<RequestId>, Hello), Refusal> {
+/// Checks the first frame: not throttled, not too large, a `hello` of this protocol, a valid
+/// credential, a usable device id, a device that was not revoked; then spends a pairing code.
+async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admitted, Refusal> {
     let guard = &ctx.guard;
     let ip = addr.ip();
     // A failure is counted, or refused as throttled when this address already failed too often.
-    // The throttle only ever refuses frames without a valid token: a correct token is compared
-    // first and always passes, so a stranger hammering from the owner's address (or from behind
-    // the same proxy or NAT) cannot lock the owner out.
+    // The throttle only ever refuses frames without a valid credential: a correct token, device
+    // token or pairing code is checked first and always passes, so a stranger hammering from the
+    // owner's address (or from behind the same proxy or NAT) cannot lock the owner out. Wrong
+    // device tokens and wrong or spent codes count as failures like a wrong token.
     let failed = |refusal: Refusal| {
         if guard.auth_blocked(ip) {
             let msg = "too many failed attempts; try again later";
@@ -176,13 +178,29 @@ async fn check_hello(
         }
     };
     let id = decoded.header.id;
-    let ClientFrame::Hello(hello) = decoded.body else {
+    let ClientFrame::Hello(mut hello) = decoded.body else {
         return Err(failed(Refusal::hello_first(id)));
     };
-    if !guard.token_matches(&hello.token) {
-        tracing::warn!(addr = %ip, "hello with a wrong token");
-        let refusal = Refusal::new(id, ErrorCode::Auth, "invalid token", close_code::AUTH);
-        return Err(failed(refusal));
+    let now = crate::ids::now_ms();
+    let credential = match guard
+        .authenticate(&ctx.shared.store, &hello.token, now)
+        .await
+    {
+        Ok(c) => c,
+        Err(AuthFailure::Refused(msg)) => {
+            tracing::warn!(addr = %ip, reason = msg, "hello with a wrong token");
+            return Err(failed(Refusal::new(
+                id,
+                ErrorCode::Auth,
+                msg,
+                close_code::AUTH,
+            )));
+        }
+        Err(AuthFailure::Store(e)) => return Err(cannot_check(id, &e)),
+    };
+    // A device token names its device: the session is that device's, whatever id it claims.
+    if let Credential::Device(device) = &credential {
+        hello.device_id.clone_from(device);
     }
     if let Some(min) = hello.caps.as_ref().and_then(|c| c.min_protocol) {
         if min > iris_protocol::PROTOCOL_VERSION {
@@ -207,23 +225,55 @@ async fn check_hello(
     // `iris-gateway devices revoke` blocks the id for good (see devices.rs). When the store
     // cannot say, the device stays out: a revoked phone must never slip in on an error.
     match crate::devices::is_revoked(&ctx.shared.store, &hello.device_id).await {
-        Ok(false) => Ok((id, hello)),
+        Ok(false) => {}
         Ok(true) => {
             tracing::warn!(device_id = %hello.device_id, "hello from a revoked device");
             let msg = "this device was revoked";
+            return Err(Refusal::new(id, ErrorCode::Auth, msg, close_code::AUTH));
+        }
+        Err(e) => return Err(cannot_check(id, &e)),
+    }
+    let device_token = match credential {
+        Credential::Code(code_hash) => Some(redeem(ctx, id.clone(), &code_hash, &hello, ip).await?),
+        Credential::Shared | Credential::Device(_) => None,
+    };
+    Ok(Admitted {
+        id,
+        hello,
+        device_token,
+    })
+}
+
+/// Spends the pairing code a `hello` presented and issues the device its token (both durable
+/// before `hello.ack` goes out). Another device that spent it first wins.
+async fn redeem(
+    ctx: &Context,
+    id: Option<RequestId>,
+    code_hash: &str,
+    hello: &Hello,
+    ip: IpAddr,
+) -> Result<String, Refusal> {
+    let store = &ctx.shared.store;
+    match crate::credentials::redeem_code(store, code_hash, &hello.device_id).await {
+        Ok(Some(token)) => {
+            tracing::info!(device_id = %hello.device_id, addr = %ip, "device paired with a pairing code");
+            Ok(token)
+        }
+        Ok(None) => {
+            ctx.guard.record_auth_failure(ip);
+            let msg = "pairing code already used";
             Err(Refusal::new(id, ErrorCode::Auth, msg, close_code::AUTH))
         }
-        Err(e) => {
-            tracing::error!(error = %e, "could not check whether a device was revoked");
-            let msg = "the gateway cannot check this device now; try again";
-            Err(Refusal::new(
-                id,
-                ErrorCode::Internal,
-                msg,
-                close_code::GOING_AWAY,
-            ))
-        }
+        Err(e) => Err(cannot_check(id, &e)),
     }
+}
+
+/// The refusal when the store cannot say whether a credential or a device is good: the device
+/// stays out and tries again later.
+fn cannot_check(id: Option<RequestId>, e: &iris_store::StoreError) -> Refusal {
+    tracing::error!(error = %e, "could not check a device's credential");
+    let msg = "the gateway cannot check this device now; try again";
+    Refusal::new(id, ErrorCode::Internal, msg, close_code::GOING_AWAY)
 }
 
 /// Why a `hello` that did not decode failed, when the cause is its `caps` (a flag of the wrong
@@ -267,11 +317,26 @@ async fn attach(
     ctx: &Arc<Context>,
     mut socket: WebSocket,
     conn_id: u64,
-    hello_id: Option<RequestId>,
-    hello: Hello,
+    admitted: Admitted,
+    ip: IpAddr,
 ) -> Result<Conn, iris_store::StoreError> {
+    let Admitted {
+        id: hello_id,
+        hello,
+        device_token,
+    } = admitted;
     let shared = &ctx.shared;
     let device = handlers::register_device(shared, &hello).await?;
+    // `devices list` shows where a device last connected from.
+    let (id, addr, now) = (
+        hello.device_id.clone(),
+        ip.to_string(),
+        crate::ids::now_ms(),
+    );
+    shared
+        .store
+        .write(move |tx| tx.set_device_address(&id, &addr, now))
+        .await?;
     let channels = handlers::channel_directory(shared).await?;
     let queue = ConnQueue::new(
         conn_id,
@@ -305,6 +370,7 @@ async fn attach(
         channels,
         head_cursor: head,
         device_id: Some(hello.device_id.clone()),
+        device_token,
     };
     let mut frames = vec![encode(
         &Header::default().with_id(hello_id),

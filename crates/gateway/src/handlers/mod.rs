@@ -19,6 +19,7 @@ mod channels;
 mod context;
 mod control;
 mod messages;
+mod pairing;
 mod registration;
 
 pub use channels::{channel_directory, create_channel_tx};
@@ -58,6 +59,7 @@ pub async fn handle(
         ClientFrame::MediaUploadStart(req) => media.start(&ctx.media, header, req).await,
         ClientFrame::MediaUploadEnd(req) => media.end(&ctx.media, device, req).await,
         ClientFrame::MediaPull(req) => media.pull(&ctx.media, header, req).await,
+        ClientFrame::PairCreate(_) => pairing::create(ctx, header).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(
