@@ -67,6 +67,7 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "markdown.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "media.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "menu.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "pairing.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "notify.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "pickers.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "search.js", "text/javascript; charset=utf-8"),

@@ -53,6 +53,12 @@ function start(token) {
 // ----- connection callbacks ----------------------------------------------------------------
 
 function onHello(ack) {
+  // A pairing code was spent for this browser: from now on it signs in with its own token. It is
+  // kept in localStorage, which only pages of the gateway's own origin can read.
+  if (ack.device_token) {
+    app.conn.token = ack.device_token;
+    store.setItem('iris.token', ack.device_token);
+  }
   setDirectory(ack.channels || []);
   if (!app.channels.has(app.current.thread_id || app.current.chat_id)) {
     showLane(defaultChannel().chat_id, null);

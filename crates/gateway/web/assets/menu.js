@@ -1,8 +1,9 @@
 // The top-bar menu (`#menu`): opening and closing it, and its actions (the command list, the
 // runtime-footer and tool-details display settings with the body classes that apply them,
-// notifications, signing out). A click anywhere else closes it, and closes any popup menu too.
+// notifications, pairing another device, signing out). A click anywhere else closes it, and closes any popup menu too.
 
 import { toggleNotifications } from './notify.js';
+import { showPairDialog } from './pairing.js';
 import { signOut } from './session.js';
 import { $, app, store } from './state.js';
 import { closePopups, confirmDialog } from './ui.js';
@@ -56,6 +57,9 @@ function runAction(action) {
       break;
     case 'notify':
       toggleNotifications();
+      break;
+    case 'pair':
+      showPairDialog();
       break;
     case 'signout':
       confirmDialog('Sign out?', 'This browser forgets the token. Your chats stay on the gateway.', 'Sign out').then((ok) => ok && signOut());
