@@ -478,15 +478,7 @@ async fn a_bad_listen_address_is_refused_in_one_line() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().to_str().expect("utf-8");
     for listen in ["nonsense", "127.0.0.1", "127.0.0.1:99999"] {
-        let output = refused(serve(&[
-            "--listen",
-            listen,
-            "--data-dir",
-            data,
-            "--token",
-            TOKEN,
-        ]))
-        .await;
+        let output = refused(serve(&["--listen", listen, "--data-dir", data])).await;
         let reason = one_line_reason(&output);
         assert!(
             reason.contains("listen") && reason.contains(listen),
@@ -501,15 +493,7 @@ async fn an_address_in_use_is_refused_in_one_line() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = taken.local_addr().expect("addr").to_string();
     let data = tmp.path().to_str().expect("utf-8");
-    let output = refused(serve(&[
-        "--listen",
-        &addr,
-        "--data-dir",
-        data,
-        "--token",
-        TOKEN,
-    ]))
-    .await;
+    let output = refused(serve(&["--listen", &addr, "--data-dir", data])).await;
     let reason = one_line_reason(&output);
     assert!(
         reason.contains(&addr) && reason.contains("in use"),
@@ -528,8 +512,6 @@ async fn a_data_dir_that_cannot_be_created_is_refused() {
         "127.0.0.1:0",
         "--data-dir",
         data.to_str().expect("utf-8"),
-        "--token",
-        TOKEN,
     ]))
     .await;
     let reason = one_line_reason(&output);
