@@ -179,6 +179,9 @@ fn serve(args: ServeArgs) -> ExitCode {
             TokenSource::Stored(path) => println!("  Token:     stored in {}", path.display()),
             TokenSource::Configured => println!("  Token:     as configured"),
         }
+        if !gateway.shared_token_enabled() {
+            println!("             (switched off: auth.shared_token = false)");
+        }
         println!("Pair a device: run `iris-gateway pair` (a one-time code as QR code and link).");
         match gateway.serve(shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,

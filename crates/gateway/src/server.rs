@@ -222,6 +222,11 @@ impl Gateway {
         self.ctx.guard.token().expose()
     }
 
+    /// Whether the shared token signs devices in (`auth.shared_token`).
+    pub fn shared_token_enabled(&self) -> bool {
+        self.ctx.guard.shared_enabled()
+    }
+
     /// Serves until `shutdown` completes, then shuts down gracefully: `status restarting` to every
     /// device, queued frames flushed, sockets closed, the store closed.
     pub async fn serve(

@@ -185,6 +185,26 @@ async fn an_expired_code_is_refused_and_cannot_be_spent() {
 }
 
 #[tokio::test]
+async fn a_code_presented_under_a_revoked_id_is_refused_and_not_spent() {
+    let gw = TestGateway::start().await;
+    let (old, _) = gw.connect("old-phone").await;
+    old.close().await.expect("close");
+    iris_gateway::devices::revoke(&gw.dir, "old-phone")
+        .await
+        .expect("revoke");
+    let code = new_code(&gw, Duration::from_secs(600)).await;
+    assert_eq!(
+        hello(&gw, &code, "old-phone").await.map(|_| ()),
+        Err((ErrorCode::Auth, "this device was revoked".into()))
+    );
+    let ack = hello(&gw, &code, "new-phone")
+        .await
+        .expect("the code still works");
+    assert!(ack.device_token.is_some());
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn a_revoked_device_token_is_dead_whatever_id_it_claims_and_its_connection_closes() {
     let gw = TestGateway::start().await;
     let code = new_code(&gw, Duration::from_secs(600)).await;

@@ -54,3 +54,32 @@ impl AuthConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_auth_section_is_read_and_checked() {
+        let file: AuthFileConfig =
+            toml::from_str("shared_token = false\npairing_code_minutes = 30").expect("toml");
+        let auth = AuthConfig::resolve(file).expect("valid");
+        assert!(!auth.shared_token);
+        assert_eq!(auth.pairing_code_ttl, Duration::from_secs(1800));
+        let defaults = AuthConfig::resolve(AuthFileConfig::default()).expect("valid");
+        assert!(defaults.shared_token);
+        assert_eq!(defaults.pairing_code_ttl, DEFAULT_CODE_TTL);
+        for minutes in [0, 1441] {
+            let file = AuthFileConfig {
+                pairing_code_minutes: Some(minutes),
+                ..AuthFileConfig::default()
+            };
+            let err = AuthConfig::resolve(file).expect_err("out of range");
+            assert!(
+                err.to_string().contains("auth.pairing_code_minutes"),
+                "{err}"
+            );
+        }
+        assert!(toml::from_str::<AuthFileConfig>("shared_tokens = false").is_err());
+    }
+}

@@ -132,7 +132,8 @@ export function renderConnState(state) {
       showSignin(state.message === 'this device was revoked'
         ? 'This browser was removed from the gateway. Ask its owner to pair it again.'
         : `The gateway refused the token (${state.message}).`);
-      if (state.message === 'this device was revoked') store.removeItem('iris.token');
+      // A revoked device's token, or a spent or expired pairing code, will never work again.
+      if (state.message === 'this device was revoked' || /^pairing code /.test(state.message || '')) store.removeItem('iris.token');
       break;
     case 'unsupported':
       banner.hidden = false;

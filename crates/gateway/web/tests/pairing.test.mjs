@@ -68,5 +68,6 @@ describe('Pairing', { timeout: 120000 }, () => {
     await stranger.goto(link);
     await stranger.locator('#signin-error', { hasText: 'pairing code already used' }).waitFor();
     assert.equal(new URL(stranger.url()).hash, '');
+    assert.equal(await stranger.evaluate(() => localStorage.getItem('iris.token')), null, 'the dead code is forgotten');
   });
 });
