@@ -13,7 +13,7 @@ use iris_protocol::{
 };
 use tokio::time::{timeout_at, Instant as TokioInstant};
 
-use super::{close_code, Conn};
+use super::{close_code, ws_error_close, Conn, ReadBudget};
 use crate::handlers::{self, Context};
 use crate::hub::{CloseReason, ConnQueue};
 
@@ -47,10 +47,12 @@ impl Refusal {
 }
 
 /// Serves one upgraded socket until it closes.
-pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr) {
-    let Some((hello_id, hello)) = await_hello(&ctx, &mut socket, addr).await else {
+pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr, budget: ReadBudget) {
+    let Some((hello_id, hello)) = await_hello(&ctx, &mut socket, addr, &budget).await else {
         return;
     };
+    // The device is in: frames up to the hard limit may come now.
+    budget.lift();
     if ctx.shutdown.is_cancelled() {
         let status = ServerFrame::Status(Status {
             state: GatewayState::Restarting,
@@ -92,6 +94,7 @@ async fn await_hello(
     ctx: &Context,
     socket: &mut WebSocket,
     addr: SocketAddr,
+    budget: &ReadBudget,
 ) -> Option<(Option<RequestId>, Hello)> {
     let limits = &ctx.shared.config.limits;
     let deadline = TokioInstant::now() + limits.hello_timeout;
@@ -103,7 +106,22 @@ async fn await_hello(
                 reject(socket, refusal).await;
                 return None;
             }
-            Ok(None) | Ok(Some(Err(_))) => return None,
+            Ok(None) => return None,
+            Ok(Some(Err(e))) => {
+                // A stranger may not make the gateway buffer a large frame before `hello`: the
+                // socket stops reading at the limit (see `ReadBudget`).
+                let refusal = if budget.exceeded() {
+                    let limit = limits.pre_hello_bytes / 1024;
+                    let msg = format!("more than {limit} KiB before hello");
+                    Refusal::new(None, ErrorCode::BadRequest, msg, close_code::TOO_BIG)
+                } else if let Some((close, msg)) = ws_error_close(&e) {
+                    Refusal::new(None, ErrorCode::BadRequest, msg, close)
+                } else {
+                    return None;
+                };
+                reject(socket, refusal).await;
+                return None;
+            }
             Ok(Some(Ok(msg))) => msg,
         };
         match msg {

@@ -38,11 +38,29 @@ pub mod close_code {
     pub const TOO_SLOW: u16 = 4429;
     /// The gateway is shutting down or restarting.
     pub const GOING_AWAY: u16 = 1001;
+    /// A text frame that is not UTF-8.
+    pub const INVALID_DATA: u16 = 1007;
+    /// A message above the hard size limit, or more than the limit before `hello`.
+    pub const TOO_BIG: u16 = 1009;
 }
 
+/// The close code and reason for a WebSocket layer error caused by what the device sent: a
+/// message above the hard limit (1009) or a text frame that is not UTF-8 (1007). `None` for a
+/// broken socket, which gets no close frame.
+pub(crate) fn ws_error_close(error: &axum::Error) -> Option<(u16, &'static str)> {
+    let source = std::error::Error::source(error)?;
+    match source.downcast_ref::<tungstenite::Error>()? {
+        tungstenite::Error::Capacity(_) => Some((close_code::TOO_BIG, "message too large")),
+        tungstenite::Error::Utf8(_) => Some((close_code::INVALID_DATA, "text frame is not UTF-8")),
+        _ => None,
+    }
+}
+
+mod budget;
 mod hello;
 mod stream;
 
+pub use budget::ReadBudget;
 pub use hello::serve;
 
 /// Replay page size for `sync`.
@@ -95,7 +113,17 @@ impl Conn {
                     }
                 }
                 msg = self.socket.recv() => {
-                    let Some(Ok(msg)) = msg else { return Ended::Disconnected };
+                    let msg = match msg {
+                        Some(Ok(msg)) => msg,
+                        Some(Err(e)) => {
+                            if let Some((code, reason)) = ws_error_close(&e) {
+                                tracing::warn!(device_id = %self.device_id, code, reason, "closing a connection");
+                                self.close(code, reason).await;
+                            }
+                            return Ended::Disconnected;
+                        }
+                        None => return Ended::Disconnected,
+                    };
                     if let Err(ended) = self.on_message(msg).await {
                         return ended;
                     }
