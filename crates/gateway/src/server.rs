@@ -179,6 +179,7 @@ impl Gateway {
             agents,
             media,
             shutdown: CancellationToken::new(),
+            searches: Default::default(),
         });
         Ok(Gateway {
             ctx,

@@ -355,5 +355,6 @@ async fn attach(
         last_pong: Instant::now(),
         media: crate::media::ConnMedia::default(),
         appends: appends.then(super::stream::Appends::default),
+        waiting: VecDeque::new(),
     })
 }
