@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::conn::ReadBudget;
+use crate::metrics::Metrics;
 
 /// Limits of the listener.
 #[derive(Debug, Clone)]
@@ -180,6 +181,7 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     admission: Arc<Admission>,
+    metrics: Arc<Metrics>,
     stop: CancellationToken,
 ) -> io::Result<()> {
     let conns = TaskTracker::new();
@@ -200,6 +202,7 @@ pub async fn serve(
         };
         let Some(ticket) = admission.admit(peer.ip()) else {
             tracing::debug!(peer = %peer, "connection over the cap closed");
+            Metrics::inc(&metrics.connections_refused);
             drop(tcp);
             continue;
         };
@@ -222,6 +225,7 @@ pub async fn serve(
             budget,
             router.clone(),
             header_timeout,
+            metrics.clone(),
             stop.clone(),
         ));
     }
@@ -239,6 +243,7 @@ async fn serve_connection(
     budget: ReadBudget,
     router: Router,
     header_timeout: Duration,
+    metrics: Arc<Metrics>,
     stop: CancellationToken,
 ) {
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
@@ -262,6 +267,9 @@ async fn serve_connection(
     tokio::select! {
         result = conn.as_mut() => {
             if let Err(e) = result {
+                if e.is_timeout() {
+                    Metrics::inc(&metrics.header_timeouts);
+                }
                 tracing::debug!(peer = %peer, error = %e, "HTTP connection ended");
             }
             return;

@@ -250,7 +250,8 @@ impl Gateway {
             total: limits.max_connections,
             exempt: shared.config.trusted_proxies.clone(),
         });
-        let server = crate::listener::serve(self.listener, app, admission, stop.clone());
+        let metrics = shared.metrics.clone();
+        let server = crate::listener::serve(self.listener, app, admission, metrics, stop.clone());
         let server = tokio::spawn(server);
         tokio::select! {
             _ = shutdown => {}

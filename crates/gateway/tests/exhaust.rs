@@ -50,6 +50,12 @@ async fn hundreds_of_half_open_requests_from_a_stranger_do_not_starve_the_owner(
     owner_gets_in(&gw).await;
     let held = conns[..64].iter().filter(|t| still_open(t)).count();
     assert_eq!(held, 64, "connections within the cap are served");
+    // The operator sees it.
+    let (_, metrics) = http_get(server, "/metrics").await;
+    assert!(
+        metrics.contains("iris_connections_refused_total 236"),
+        "{metrics}"
+    );
     gw.stop().await;
 }
 
