@@ -79,12 +79,19 @@ pub fn gateway_binary() -> anyhow::Result<PathBuf> {
 }
 
 /// A gateway configuration for benchmarks: loopback port 0, the data dir, the built-in demo agent
-/// (the release binary beside this one), and no send rate limit to get in the way of load.
+/// (the release binary beside this one), and no send rate or connection cap to get in the way of
+/// load (every simulated device connects from the loopback address).
 pub fn config(data_dir: &Path) -> Config {
     let mut config = Config::for_tests(data_dir, TOKEN);
     config.limits.sends_per_minute = 10_000_000;
+    config.limits.max_connections_per_address = 1_000_000;
+    config.limits.max_connections = 1_000_000;
     config
 }
+
+/// The `[limits]` of a gateway run as a process: no connection cap, as in [`config`].
+const PROCESS_CONFIG: &str =
+    "[limits]\nmax_connections_per_address = 1000000\nmax_connections = 1000000\n";
 
 /// The real gateway running in this process on its own multi-threaded runtime, so that its
 /// tasks never share a scheduler with the load generator's.
@@ -197,6 +204,9 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// `iris-gateway serve` on a fresh port with no agent, in `data_dir`.
     pub async fn gateway(data_dir: &Path) -> anyhow::Result<ServerProcess> {
+        std::fs::create_dir_all(data_dir)?;
+        let config = data_dir.join("bench.toml");
+        std::fs::write(&config, PROCESS_CONFIG)?;
         let mut cmd = Command::new(gateway_binary()?);
         cmd.args([
             "serve",
@@ -209,6 +219,8 @@ impl ServerProcess {
         ])
         .arg("--data-dir")
         .arg(data_dir)
+        .arg("--config")
+        .arg(&config)
         .env("IRIS_LOG", "error");
         Self::spawn(cmd, "WebSocket: ").await
     }

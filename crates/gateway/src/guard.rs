@@ -184,7 +184,8 @@ impl TokenBucket {
         }
     }
 
-    fn take(&mut self) -> bool {
+    /// Takes one token; false when the bucket is empty.
+    pub fn take(&mut self) -> bool {
         let now = Instant::now();
         self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.per_sec)
             .min(self.capacity);

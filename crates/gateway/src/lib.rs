@@ -8,6 +8,7 @@
 //! above it. The store (crate `iris-store`) is the source of truth.
 
 // Server layer.
+pub mod listener;
 pub mod pair;
 pub mod server;
 pub mod web;

@@ -36,6 +36,10 @@ pub struct Metrics {
     pub push_sent: AtomicU64,
     /// Pushes that failed for good.
     pub push_failed: AtomicU64,
+    /// Connections closed at once for being over a connection cap.
+    pub connections_refused: AtomicU64,
+    /// Connections closed for not finishing their request headers in time.
+    pub header_timeouts: AtomicU64,
     turns: Mutex<Histogram>,
 }
 
@@ -122,6 +126,18 @@ impl Metrics {
             "counter",
             "Connections dropped for falling too far behind.",
             load(&self.slow_disconnects),
+        );
+        metric(
+            "iris_connections_refused_total",
+            "counter",
+            "Connections closed at once for being over a connection cap.",
+            load(&self.connections_refused),
+        );
+        metric(
+            "iris_header_timeouts_total",
+            "counter",
+            "Connections closed for not finishing their request headers in time.",
+            load(&self.header_timeouts),
         );
         metric(
             "iris_agent_restarts_total",

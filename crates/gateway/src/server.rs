@@ -10,6 +10,7 @@ use axum::extract::{ConnectInfo, State, WebSocketUpgrade};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
 use iris_protocol::{GatewayState, Header, Status};
 use iris_store::{Store, StoreConfig};
@@ -21,6 +22,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent::Agents;
 use crate::config::{Config, Secret};
+use crate::conn::ReadBudget;
 use crate::cron::Cron;
 use crate::guard::Guard;
 use crate::handlers::Context;
@@ -181,6 +183,7 @@ impl Gateway {
             agents,
             media,
             shutdown: CancellationToken::new(),
+            searches: Default::default(),
         });
         Ok(Gateway {
             ctx,
@@ -249,24 +252,16 @@ impl Gateway {
             ctx: ctx.clone(),
             tasks: tasks.clone(),
         });
-        // Frames are small and written as soon as they are ready: without TCP_NODELAY, Nagle's
-        // algorithm holds a frame back until the previous one is acknowledged, which with the
-        // device's delayed ACKs adds up to 40 ms to streamed chunks (see BENCHMARKS.md).
-        let listener =
-            axum::serve::ListenerExt::tap_io(self.listener, |tcp: &mut tokio::net::TcpStream| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!(error = %e, "could not set TCP_NODELAY");
-                }
-            });
-        let server = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown({
-            let stop = stop.clone();
-            async move { stop.cancelled().await }
+        let limits = &shared.config.limits;
+        let admission = crate::listener::Admission::new(crate::listener::ListenLimits {
+            header_timeout: limits.header_timeout,
+            per_address: limits.max_connections_per_address,
+            total: limits.max_connections,
+            exempt: shared.config.trusted_proxies.clone(),
         });
-        let server = tokio::spawn(async move { server.await });
+        let metrics = shared.metrics.clone();
+        let server = crate::listener::serve(self.listener, app, admission, metrics, stop.clone());
+        let server = tokio::spawn(server);
         tokio::select! {
             _ = shutdown => {}
             _ = stop.cancelled() => {}
@@ -360,6 +355,7 @@ const WS_WRITE_BUFFER: usize = 16 * 1024;
 async fn ws_upgrade(
     State(routes): State<Routes>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    Extension(budget): Extension<ReadBudget>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> axum::response::Response {
@@ -381,13 +377,17 @@ async fn ws_upgrade(
     let addr = SocketAddr::new(client, addr.port());
     // Binary media chunks are at most 1 MiB; larger frames are refused by the WebSocket layer,
     // text frames above the configured limit by the connection with a `bad_request`.
-    let max = (routes.ctx.shared.config.limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
+    let limits = &routes.ctx.shared.config.limits;
+    let max = (limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
+    // Until `hello` succeeds the socket may read only a little: a stranger cannot make the
+    // gateway hold a large frame (the connection lifts the limit once the device is in).
+    budget.limit_to(limits.pre_hello_bytes as u64);
     ws.max_message_size(max)
         .max_frame_size(max)
         .read_buffer_size(WS_READ_BUFFER)
         .write_buffer_size(WS_WRITE_BUFFER)
         .on_upgrade(move |socket| {
-            let conn = crate::conn::serve(routes.ctx.clone(), socket, addr);
+            let conn = crate::conn::serve(routes.ctx.clone(), socket, addr, budget);
             routes.tasks.track_future(conn)
         })
         .into_response()

@@ -22,6 +22,9 @@ pub enum StoreError {
     /// A job panicked or the store hit a state it does not expect.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A read was stopped: it ran past its time budget, or its caller went away.
+    #[error("interrupted: over its time budget or no longer awaited")]
+    Interrupted,
     /// Starting a store thread or probing the file system failed.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),

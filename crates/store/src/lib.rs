@@ -40,6 +40,7 @@ pub use cron::{CronJobRow, CronRunRecord, NewCronJob};
 pub use error::StoreError;
 pub use media::MediaRow;
 pub use push::{PushItem, PushPending, WebPushRow};
+pub use search::MAX_TERMS as SEARCH_MAX_TERMS;
 pub use store::Store;
 pub use tx::WriteTx;
 pub use types::{

@@ -1,6 +1,11 @@
 //! Full-text search: turning user input into a safe FTS5 query, and the substring
 //! fallback for scripts the unicode61 tokenizer cannot split into words.
 
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection};
 
@@ -12,6 +17,12 @@ const SNIPPET_CONTEXT_CHARS: usize = 24;
 
 /// Tokens of context FTS5 `snippet()` returns around matches.
 const SNIPPET_TOKENS: i32 = 16;
+
+/// Most different words, prefixes and phrases one query may have (repeats count once).
+pub const MAX_TERMS: usize = 16;
+
+/// SQLite virtual machine steps between two looks at the clock while a search runs.
+const PROGRESS_STEPS: i32 = 1000;
 
 /// One unit of the user's query.
 #[derive(Debug, PartialEq, Eq)]
@@ -42,6 +53,22 @@ pub(crate) enum Plan {
     Fts(String),
     /// ASCII-lowercased needles that must all occur in the text.
     Substring(Vec<String>),
+    /// More than [`MAX_TERMS`] different terms.
+    TooManyTerms(usize),
+}
+
+/// Drops repeated terms, keeping the first of each, and caps their number.
+fn distinct(terms: Vec<String>, make: impl FnOnce(Vec<String>) -> Plan) -> Plan {
+    let mut seen = HashSet::new();
+    let terms: Vec<String> = terms
+        .into_iter()
+        .filter(|t| seen.insert(t.clone()))
+        .collect();
+    match terms.len() {
+        0 => Plan::Empty,
+        n if n > MAX_TERMS => Plan::TooManyTerms(n),
+        _ => make(terms),
+    }
 }
 
 /// Splits the input into words, quoted phrases and prefixes. An unterminated quote
@@ -146,11 +173,7 @@ pub(crate) fn plan(query: &str) -> Plan {
             .filter(|t| t.chars().any(|c| c.is_alphanumeric() || needs_substring(c)))
             .map(|t| t.to_ascii_lowercase())
             .collect();
-        return if needles.is_empty() {
-            Plan::Empty
-        } else {
-            Plan::Substring(needles)
-        };
+        return distinct(needles, Plan::Substring);
     }
     let parts: Vec<String> = pieces
         .iter()
@@ -165,11 +188,34 @@ pub(crate) fn plan(query: &str) -> Plan {
             Piece::Phrase { text, prefix: true } => format!("{}*", quote(text)),
         })
         .collect();
-    if parts.is_empty() {
-        Plan::Empty
-    } else {
-        Plan::Fts(parts.join(" AND "))
-    }
+    distinct(parts, |parts| Plan::Fts(parts.join(" AND ")))
+}
+
+/// Runs [`search`] until `deadline` at the latest, or until `cancel` is set: SQLite's progress
+/// handler stops the query then, and the answer is [`StoreError::Interrupted`].
+pub(crate) fn search_bounded(
+    conn: &Connection,
+    query: &str,
+    scope: Option<(&str, Option<&str>)>,
+    limit: usize,
+    deadline: Instant,
+    cancel: Arc<AtomicBool>,
+) -> Result<Vec<SearchHit>, StoreError> {
+    conn.progress_handler(
+        PROGRESS_STEPS,
+        Some(move || Instant::now() >= deadline || cancel.load(Ordering::Relaxed)),
+    );
+    let result = search(conn, query, scope, limit);
+    // The connection serves other reads next.
+    conn.progress_handler(0, None::<fn() -> bool>);
+    result.map_err(|e| match e {
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _))
+            if f.code == rusqlite::ErrorCode::OperationInterrupted =>
+        {
+            StoreError::Interrupted
+        }
+        other => other,
+    })
 }
 
 /// Runs a search on `conn`; see [`crate::Store::search`] for the contract.
@@ -184,6 +230,9 @@ pub(crate) fn search(
     }
     match plan(query) {
         Plan::Empty => Ok(Vec::new()),
+        Plan::TooManyTerms(n) => Err(StoreError::Invalid(format!(
+            "{n} different words; a search may have at most {MAX_TERMS}"
+        ))),
         Plan::Fts(expr) => fts_search(conn, &expr, scope, limit),
         Plan::Substring(needles) => substring_search(conn, &needles, scope, limit),
     }
@@ -344,6 +393,55 @@ mod tests {
             Plan::Fts("\"a\" AND \" OR 1=1; --\"".into())
         );
         assert_eq!(plan("col:x^"), Plan::Fts("\"col:x^\"".into()));
+    }
+
+    #[test]
+    fn repeated_terms_count_once_and_their_number_is_capped() {
+        let repeated = "e* ".repeat(341);
+        assert_eq!(plan(&repeated), Plan::Fts("\"e\"*".into()));
+        assert_eq!(
+            plan("a b a \"x y\" b \"x y\""),
+            Plan::Fts("\"a\" AND \"b\" AND \"x y\"".into())
+        );
+        let sixteen: Vec<String> = (0..16).map(|n| format!("w{n}")).collect();
+        assert!(matches!(plan(&sixteen.join(" ")), Plan::Fts(_)));
+        let seventeen = format!("{} w16", sixteen.join(" "));
+        assert_eq!(plan(&seventeen), Plan::TooManyTerms(17));
+        let needles: Vec<String> = (0..17).map(|n| format!("天{n}")).collect();
+        assert_eq!(plan(&needles.join(" ")), Plan::TooManyTerms(17));
+        assert_eq!(plan("天 天 天"), Plan::Substring(vec!["天".into()]));
+    }
+
+    /// A connection with just enough of the `messages` table for a substring search.
+    fn messages_table(rows: u32) -> Connection {
+        let conn = Connection::open_in_memory().expect("memory db");
+        conn.execute_batch(&format!(
+            "CREATE TABLE messages (seq INTEGER PRIMARY KEY, message_id TEXT, chat_id TEXT, \
+             thread_id TEXT, role TEXT, text TEXT, ts INTEGER); \
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows}) \
+             INSERT INTO messages SELECT i, 'm' || i, 'default', NULL, 'user', 'party 🎉 ' || i, i \
+             FROM n;"
+        ))
+        .expect("schema");
+        conn
+    }
+
+    #[test]
+    fn a_cancelled_search_stops_and_the_connection_serves_the_next_one() {
+        let conn = messages_table(5000);
+        let later = Instant::now() + std::time::Duration::from_secs(60);
+        let cancelled = Arc::new(AtomicBool::new(true));
+        // A needle no row holds: the search reads every row.
+        let result = search_bounded(&conn, "🎉 nowhere", None, 10, later, cancelled);
+        assert!(matches!(result, Err(StoreError::Interrupted)), "{result:?}");
+        let running = Arc::new(AtomicBool::new(false));
+        let hits = search_bounded(&conn, "🎉", None, 10, later, running).expect("search");
+        assert_eq!(hits.len(), 10);
+        let past = Instant::now();
+        let result = search_bounded(&conn, "🎉 nowhere", None, 10, past, Arc::default());
+        assert!(matches!(result, Err(StoreError::Interrupted)), "{result:?}");
+        // No handler is left behind on the connection.
+        assert_eq!(search(&conn, "🎉", None, 10).expect("search").len(), 10);
     }
 
     #[test]

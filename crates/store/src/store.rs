@@ -240,6 +240,9 @@ impl Store {
     /// `snippet` is an excerpt where each match is wrapped in `[` and `]` and cut
     /// text is marked with `…`; brackets already present in the text are not escaped.
     /// `scope` `Some((chat, thread))` restricts to that lane (thread None = flat lane).
+    ///
+    /// Repeated words count once; more than 16 different ones ([`crate::SEARCH_MAX_TERMS`]) are
+    /// [`StoreError::Invalid`].
     pub async fn search(
         &self,
         query: &str,
@@ -254,6 +257,39 @@ impl Store {
             search::search(c, &query, scope, limit)
         })
         .await
+    }
+
+    /// [`Store::search`] that runs at most `budget`, and stops as soon as the returned future is
+    /// dropped (its caller went away): [`StoreError::Interrupted`] then.
+    pub async fn search_within(
+        &self,
+        query: &str,
+        scope: Option<(String, Option<String>)>,
+        limit: usize,
+        budget: std::time::Duration,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        /// Tells the running query to stop when the future awaiting it is dropped.
+        struct CancelOnDrop(Arc<AtomicBool>);
+        impl Drop for CancelOnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let query = query.to_string();
+        let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+        let flag = cancel.0.clone();
+        let deadline = std::time::Instant::now() + budget;
+        let hits = self
+            .read(move |c| {
+                let scope = scope
+                    .as_ref()
+                    .map(|(chat, thread)| (chat.as_str(), thread.as_deref()));
+                search::search_bounded(c, &query, scope, limit, deadline, flag)
+            })
+            .await;
+        // Finished (setting the flag now stops nothing).
+        drop(cancel);
+        hits
     }
 
     /// All channels and threads in creation order.

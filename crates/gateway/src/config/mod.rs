@@ -104,6 +104,16 @@ pub struct LimitsFileConfig {
     pub max_queued_frames: Option<usize>,
     /// Failed `hello`s per address per minute before further attempts are refused (default 10).
     pub auth_failures_per_minute: Option<u32>,
+    /// Seconds a new connection has to send its request headers (default 10).
+    pub header_timeout_secs: Option<u64>,
+    /// Open connections per client address; trusted proxies are exempt (default 64).
+    pub max_connections_per_address: Option<usize>,
+    /// Open connections in total (default 4096).
+    pub max_connections: Option<usize>,
+    /// Searches a device may run per minute (default 30).
+    pub searches_per_minute: Option<u32>,
+    /// Milliseconds one search may run before it is stopped (default 500).
+    pub search_budget_ms: Option<u64>,
 }
 
 /// `[media]`.
@@ -145,6 +155,18 @@ pub struct Limits {
     pub ping_interval: Duration,
     /// A connection whose pings go unanswered this long is dropped.
     pub ping_timeout: Duration,
+    /// Time a new connection has to send its request headers.
+    pub header_timeout: Duration,
+    /// Open connections per client address (trusted proxies are exempt).
+    pub max_connections_per_address: usize,
+    /// Open connections in total.
+    pub max_connections: usize,
+    /// Bytes a WebSocket may send before its `hello` succeeds.
+    pub pre_hello_bytes: usize,
+    /// Searches a device may run per minute.
+    pub searches_per_minute: u32,
+    /// How long one search may run before it is stopped.
+    pub search_budget: Duration,
 }
 
 impl Default for Limits {
@@ -157,6 +179,12 @@ impl Default for Limits {
             hello_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(15),
             ping_timeout: Duration::from_secs(45),
+            header_timeout: Duration::from_secs(10),
+            max_connections_per_address: 64,
+            max_connections: 4096,
+            pre_hello_bytes: 16 * 1024,
+            searches_per_minute: 30,
+            search_budget: Duration::from_millis(500),
         }
     }
 }
@@ -278,26 +306,7 @@ impl Config {
                 });
             }
         }
-        let defaults = Limits::default();
-        let limits = Limits {
-            max_frame_bytes: file
-                .limits
-                .max_frame_bytes
-                .unwrap_or(defaults.max_frame_bytes),
-            sends_per_minute: file
-                .limits
-                .sends_per_minute
-                .unwrap_or(defaults.sends_per_minute),
-            max_queued_frames: file
-                .limits
-                .max_queued_frames
-                .unwrap_or(defaults.max_queued_frames),
-            auth_failures_per_minute: file
-                .limits
-                .auth_failures_per_minute
-                .unwrap_or(defaults.auth_failures_per_minute),
-            ..defaults
-        };
+        let limits = resolve_limits(&file.limits)?;
         let public_url = over
             .public_url
             .or(file.public_url)
@@ -323,12 +332,6 @@ impl Config {
             .map(|o| parse_origin(o))
             .collect::<Result<Vec<_>, _>>()?;
         let retention_days = check_retention_days(file.outbox.retention_days.unwrap_or(30))?;
-        if limits.max_queued_frames < 16 {
-            return Err(ConfigError::Invalid {
-                key: "limits.max_queued_frames",
-                message: "must be at least 16".into(),
-            });
-        }
         Ok(Config {
             listen,
             data_dir: over
@@ -416,6 +419,64 @@ impl Config {
             allowed_origins: Vec::new(),
         }
     }
+}
+
+/// `[limits]`, resolved over the defaults and checked.
+fn resolve_limits(file: &LimitsFileConfig) -> Result<Limits, ConfigError> {
+    let defaults = Limits::default();
+    let limits = Limits {
+        max_frame_bytes: file.max_frame_bytes.unwrap_or(defaults.max_frame_bytes),
+        sends_per_minute: file.sends_per_minute.unwrap_or(defaults.sends_per_minute),
+        max_queued_frames: file.max_queued_frames.unwrap_or(defaults.max_queued_frames),
+        auth_failures_per_minute: file
+            .auth_failures_per_minute
+            .unwrap_or(defaults.auth_failures_per_minute),
+        header_timeout: file
+            .header_timeout_secs
+            .map_or(defaults.header_timeout, Duration::from_secs),
+        max_connections_per_address: file
+            .max_connections_per_address
+            .unwrap_or(defaults.max_connections_per_address),
+        max_connections: file.max_connections.unwrap_or(defaults.max_connections),
+        searches_per_minute: file
+            .searches_per_minute
+            .unwrap_or(defaults.searches_per_minute),
+        search_budget: file
+            .search_budget_ms
+            .map_or(defaults.search_budget, Duration::from_millis),
+        ..defaults
+    };
+    check_limits(&limits)?;
+    Ok(limits)
+}
+
+/// Checks the `[limits]` that would make the gateway unusable when set too low.
+fn check_limits(limits: &Limits) -> Result<(), ConfigError> {
+    let invalid = |key, message: &str| {
+        Err(ConfigError::Invalid {
+            key,
+            message: message.into(),
+        })
+    };
+    if limits.max_queued_frames < 16 {
+        return invalid("limits.max_queued_frames", "must be at least 16");
+    }
+    if limits.header_timeout.is_zero() {
+        return invalid("limits.header_timeout_secs", "must be at least 1");
+    }
+    if limits.max_connections_per_address == 0 || limits.max_connections == 0 {
+        return invalid(
+            "limits.max_connections",
+            "connection caps must be at least 1",
+        );
+    }
+    if limits.search_budget.is_zero() {
+        return invalid("limits.search_budget_ms", "must be at least 1");
+    }
+    if limits.searches_per_minute == 0 {
+        return invalid("limits.searches_per_minute", "must be at least 1");
+    }
+    Ok(())
 }
 
 /// Checks a configured `public_url`: `http://` or `https://`, a host, no query or fragment.

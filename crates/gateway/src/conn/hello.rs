@@ -13,7 +13,7 @@ use iris_protocol::{
 };
 use tokio::time::{timeout_at, Instant as TokioInstant};
 
-use super::{close_code, Conn};
+use super::{close_code, ws_error_close, Conn, ReadBudget};
 use crate::guard::{AuthFailure, Credential};
 use crate::handlers::{self, Context};
 use crate::hub::{CloseReason, ConnQueue};
@@ -56,10 +56,12 @@ impl Refusal {
 }
 
 /// Serves one upgraded socket until it closes.
-pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr) {
-    let Some(admitted) = await_hello(&ctx, &mut socket, addr).await else {
+pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr, budget: ReadBudget) {
+    let Some(admitted) = await_hello(&ctx, &mut socket, addr, &budget).await else {
         return;
     };
+    // The device is in: frames up to the hard limit may come now.
+    budget.lift();
     if ctx.shutdown.is_cancelled() {
         let status = ServerFrame::Status(Status {
             state: GatewayState::Restarting,
@@ -97,7 +99,12 @@ pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr) {
 }
 
 /// Waits for a valid `hello`. Anything else is answered with an error and a close.
-async fn await_hello(ctx: &Context, socket: &mut WebSocket, addr: SocketAddr) -> Option<Admitted> {
+async fn await_hello(
+    ctx: &Context,
+    socket: &mut WebSocket,
+    addr: SocketAddr,
+    budget: &ReadBudget,
+) -> Option<Admitted> {
     let limits = &ctx.shared.config.limits;
     let deadline = TokioInstant::now() + limits.hello_timeout;
     let text = loop {
@@ -108,7 +115,22 @@ async fn await_hello(ctx: &Context, socket: &mut WebSocket, addr: SocketAddr) ->
                 reject(socket, refusal).await;
                 return None;
             }
-            Ok(None) | Ok(Some(Err(_))) => return None,
+            Ok(None) => return None,
+            Ok(Some(Err(e))) => {
+                // A stranger may not make the gateway buffer a large frame before `hello`: the
+                // socket stops reading at the limit (see `ReadBudget`).
+                let refusal = if budget.exceeded() {
+                    let limit = limits.pre_hello_bytes / 1024;
+                    let msg = format!("more than {limit} KiB before hello");
+                    Refusal::new(None, ErrorCode::BadRequest, msg, close_code::TOO_BIG)
+                } else if let Some((close, msg)) = ws_error_close(&e) {
+                    Refusal::new(None, ErrorCode::BadRequest, msg, close)
+                } else {
+                    return None;
+                };
+                reject(socket, refusal).await;
+                return None;
+            }
             Ok(Some(Ok(msg))) => msg,
         };
         match msg {
@@ -403,5 +425,6 @@ async fn attach(
         last_pong: Instant::now(),
         media: crate::media::ConnMedia::default(),
         appends: appends.then(super::stream::Appends::default),
+        waiting: VecDeque::new(),
     })
 }

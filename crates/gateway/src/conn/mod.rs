@@ -38,11 +38,29 @@ pub mod close_code {
     pub const TOO_SLOW: u16 = 4429;
     /// The gateway is shutting down or restarting.
     pub const GOING_AWAY: u16 = 1001;
+    /// A text frame that is not UTF-8.
+    pub const INVALID_DATA: u16 = 1007;
+    /// A message above the hard size limit, or more than the limit before `hello`.
+    pub const TOO_BIG: u16 = 1009;
 }
 
+/// The close code and reason for a WebSocket layer error caused by what the device sent: a
+/// message above the hard limit (1009) or a text frame that is not UTF-8 (1007). `None` for a
+/// broken socket, which gets no close frame.
+pub(crate) fn ws_error_close(error: &axum::Error) -> Option<(u16, &'static str)> {
+    let source = std::error::Error::source(error)?;
+    match source.downcast_ref::<tungstenite::Error>()? {
+        tungstenite::Error::Capacity(_) => Some((close_code::TOO_BIG, "message too large")),
+        tungstenite::Error::Utf8(_) => Some((close_code::INVALID_DATA, "text frame is not UTF-8")),
+        _ => None,
+    }
+}
+
+mod budget;
 mod hello;
 mod stream;
 
+pub use budget::ReadBudget;
 pub use hello::serve;
 
 /// Replay page size for `sync`.
@@ -68,6 +86,39 @@ pub struct Conn {
     /// What this connection wrote of each streaming bubble, when its device asked for
     /// append-form `message.update` (`hello.caps.append_updates`).
     appends: Option<stream::Appends>,
+    /// What the device sent while a search ran, handled next.
+    waiting: VecDeque<Option<Result<Message, axum::Error>>>,
+}
+
+/// Most messages kept while a search runs; beyond that the socket is not read until it ends.
+const MAX_WAITING: usize = 16;
+
+/// Awaits `work` while reading the socket: what the device sends meanwhile waits in `waiting`
+/// (up to [`MAX_WAITING`]); when the device goes away or closes, `work` is dropped and `None`
+/// returned. A failed read is kept for later, and `work` finishes first.
+async fn watch_socket<T>(
+    work: impl std::future::Future<Output = T>,
+    socket: &mut WebSocket,
+    waiting: &mut VecDeque<Option<Result<Message, axum::Error>>>,
+) -> Option<T> {
+    tokio::pin!(work);
+    loop {
+        if waiting.len() >= MAX_WAITING
+            || waiting
+                .back()
+                .is_some_and(|m| m.as_ref().is_some_and(|r| r.is_err()))
+        {
+            return Some(work.await);
+        }
+        tokio::select! {
+            biased;
+            out = &mut work => return Some(out),
+            msg = socket.recv() => match msg {
+                None | Some(Ok(Message::Close(_))) => return None,
+                other => waiting.push_back(other),
+            },
+        }
+    }
 }
 
 /// How a connection ended.
@@ -86,6 +137,13 @@ impl Conn {
         let mut tick = tokio::time::interval(self.ctx.shared.config.limits.ping_interval);
         tick.tick().await;
         loop {
+            // What the device sent while a search ran comes first, in order.
+            if let Some(msg) = self.waiting.pop_front() {
+                if let Err(ended) = self.on_received(msg).await {
+                    return ended;
+                }
+                continue;
+            }
             let queue = self.queue.clone();
             tokio::select! {
                 biased;
@@ -95,8 +153,7 @@ impl Conn {
                     }
                 }
                 msg = self.socket.recv() => {
-                    let Some(Ok(msg)) = msg else { return Ended::Disconnected };
-                    if let Err(ended) = self.on_message(msg).await {
+                    if let Err(ended) = self.on_received(msg).await {
                         return ended;
                     }
                 }
@@ -289,6 +346,25 @@ impl Conn {
         let _ = self.socket.send(Message::Close(Some(frame))).await;
     }
 
+    /// What the socket gave: a message, an error of the WebSocket layer (closed with its code
+    /// when the device caused it), or the end.
+    async fn on_received(
+        &mut self,
+        msg: Option<Result<Message, axum::Error>>,
+    ) -> Result<(), Ended> {
+        match msg {
+            Some(Ok(msg)) => self.on_message(msg).await,
+            Some(Err(e)) => {
+                if let Some((code, reason)) = ws_error_close(&e) {
+                    tracing::warn!(device_id = %self.device_id, code, reason, "closing a connection");
+                    self.close(code, reason).await;
+                }
+                Err(Ended::Disconnected)
+            }
+            None => Err(Ended::Disconnected),
+        }
+    }
+
     async fn on_message(&mut self, msg: Message) -> Result<(), Ended> {
         match msg {
             Message::Text(text) => self.on_text(&text).await,
@@ -346,6 +422,15 @@ impl Conn {
             ClientFrame::Hello(_) => Err(WireError::bad_request(
                 "already authenticated; hello is sent once",
             )),
+            ClientFrame::Search(req) => {
+                let ctx = self.ctx.clone();
+                let search = handlers::search(&ctx, &self.device_id, &decoded.header, req);
+                match watch_socket(search, &mut self.socket, &mut self.waiting).await {
+                    Some(reply) => reply,
+                    // The device went away: the search was dropped, and the store stopped it.
+                    None => return Err(Ended::Disconnected),
+                }
+            }
             body => {
                 let ctx = self.ctx.clone();
                 let device = self.device_id.as_str();

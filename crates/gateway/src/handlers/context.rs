@@ -1,12 +1,13 @@
 //! What every handler works with: the request context, and the lane a request names.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use iris_protocol::Header;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agents;
-use crate::guard::Guard;
+use crate::guard::{Guard, TokenBucket};
 use crate::media::Media;
 use crate::outbox::Lane;
 use crate::state::Shared;
@@ -25,6 +26,25 @@ pub struct Context {
     pub media: Arc<Media>,
     /// Cancelled when the gateway shuts down.
     pub shutdown: CancellationToken,
+    /// Each device's search rate.
+    pub searches: SearchRate,
+}
+
+/// Searches each device may still run: `limits.searches_per_minute`, in bursts of a quarter.
+#[derive(Debug, Default)]
+pub struct SearchRate {
+    buckets: Mutex<HashMap<String, TokenBucket>>,
+}
+
+impl SearchRate {
+    /// Takes one search from the device's budget; false when it is used up.
+    pub(super) fn take(&self, device_id: &str, per_minute: u32) -> bool {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        buckets
+            .entry(device_id.to_owned())
+            .or_insert_with(|| TokenBucket::new(per_minute))
+            .take()
+    }
 }
 
 /// Resolves the lane a request names. A missing `chat_id` means the default channel; a `chat_id`

@@ -1,9 +1,9 @@
 //! Messages: sending (with gateway commands, agent commands and auto-threads), history,
-//! search, deletes and read receipts.
+//! deletes and read receipts.
 
 use iris_protocol::{
     DurableFrame, ErrorCode, Header, History, HistoryRequest, Message, MessageDeleted, MessageSend,
-    ReadReceipt, Role, Search, SearchHit, SearchResults, SearchScope, ServerFrame,
+    ReadReceipt, Role, ServerFrame,
 };
 use iris_store::{ChannelRow, StoreError};
 
@@ -152,52 +152,6 @@ pub(super) async fn history(ctx: &Context, header: &Header, req: HistoryRequest)
         oldest_message_id,
     });
     Ok(Reply::Direct(frame, lane.header()))
-}
-
-/// Longest accepted search query, in bytes.
-const MAX_QUERY: usize = 1024;
-
-pub(super) async fn search(ctx: &Context, header: &Header, req: Search) -> Result<Reply> {
-    if req.query.len() > MAX_QUERY {
-        return Err(WireError::bad_request(format!(
-            "query longer than {MAX_QUERY} bytes"
-        )));
-    }
-    let limit = match req.limit {
-        None => 50,
-        Some(n) if n < 1 => return Err(WireError::bad_request("limit must be at least 1")),
-        Some(n) => n.min(200) as usize,
-    };
-    let scope = match req.scope {
-        SearchScope::All => None,
-        SearchScope::Chat => {
-            if header.chat_id.is_none() {
-                return Err(WireError::bad_request("scope chat needs a chat_id"));
-            }
-            let lane = resolve_lane(ctx, header).await?;
-            Some((lane.chat_id, lane.thread_id))
-        }
-    };
-    let hits = ctx.shared.store.search(&req.query, scope, limit).await?;
-    let hits = hits
-        .into_iter()
-        .map(|h| SearchHit {
-            message_id: h.message_id,
-            chat_id: h.chat_id,
-            thread_id: h.thread_id,
-            role: Role::parse(&h.role).unwrap_or(Role::System),
-            snippet: h.snippet,
-            ts: h.ts,
-        })
-        .collect();
-    Ok(Reply::Direct(
-        ServerFrame::SearchResults(SearchResults {
-            query: req.query,
-            scope: req.scope,
-            hits,
-        }),
-        Header::default(),
-    ))
 }
 
 pub(super) async fn delete(

@@ -1,5 +1,5 @@
-//! Request handlers, one room per family: [`messages`] (send, history, search, delete,
-//! receipts), [`channels`] (create, rename, default, delete), [`control`] (stop, steer, pickers,
+//! Request handlers, one room per family: [`messages`] (send, history, delete, receipts),
+//! [`search`] (with its cost bounds), [`channels`] (create, rename, default, delete), [`control`] (stop, steer, pickers,
 //! the command catalog) and [`registration`] (a device's name, caps and push registration).
 //!
 //! A handler that changes state does it in one store transaction that also appends the durable
@@ -21,10 +21,12 @@ mod control;
 mod messages;
 mod pairing;
 mod registration;
+mod search;
 
 pub use channels::{channel_directory, create_channel_tx};
-pub use context::{resolve_lane, Context};
+pub use context::{resolve_lane, Context, SearchRate};
 pub use registration::register_device;
+pub use search::search;
 
 /// Dispatches one request (not `hello`, `sync` or `ping`, which the connection handles).
 /// `device` is the connection's device, `media` its upload and pulls.
@@ -39,7 +41,7 @@ pub async fn handle(
     match body {
         ClientFrame::MessageSend(send) => messages::send(ctx, device, header, send, origin).await,
         ClientFrame::History(req) => messages::history(ctx, header, req).await,
-        ClientFrame::Search(req) => messages::search(ctx, header, req).await,
+        ClientFrame::Search(req) => search::search(ctx, device, header, req).await,
         ClientFrame::MessageDelete(req) => {
             messages::delete(ctx, header, req.message_ids, origin).await
         }

@@ -16,6 +16,8 @@ use iris_protocol::{ClientFrame, Header, HelloAck, MessageSend, Role, ServerFram
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub mod tcp;
+
 pub const TOKEN: &str = "test-token-0123456789";
 
 /// A gateway running in this process.

@@ -1,0 +1,319 @@
+//! The TCP listener under the HTTP routes: admission (a cap on open connections per address and
+//! in total), a header read timeout, the read budget of connections that have not said `hello`,
+//! and graceful shutdown.
+//!
+//! `axum::serve` reads request headers without a deadline and accepts without bound, so a
+//! stranger holding thousands of half-sent requests would exhaust the gateway's sockets and
+//! memory. Here every accepted socket is first admitted (or closed at once), then served by
+//! hyper's HTTP/1 connection with `header_read_timeout`; the peer address reaches handlers as
+//! axum's `ConnectInfo`, as it did under `axum::serve`.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::conn::ReadBudget;
+use crate::metrics::Metrics;
+
+/// Limits of the listener.
+#[derive(Debug, Clone)]
+pub struct ListenLimits {
+    /// A connection must finish its request headers within this time, or it is closed.
+    pub header_timeout: Duration,
+    /// Open connections (HTTP and WebSocket) from one address; trusted proxies are exempt.
+    pub per_address: usize,
+    /// Open connections in total.
+    pub total: usize,
+    /// Addresses exempt from the per-address cap (reverse proxies carry many clients).
+    pub exempt: Vec<IpAddr>,
+}
+
+/// Bytes of request headers hyper buffers at most (its minimum is 8 KiB).
+const MAX_HEADER_BUF: usize = 64 * 1024;
+/// How long connections still open at shutdown get to finish their request.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Counts of open connections, per address and in total.
+#[derive(Debug, Default)]
+struct Counts {
+    total: usize,
+    per_address: HashMap<IpAddr, usize>,
+}
+
+/// Admits connections under the caps; a [`Ticket`] gives the place back when dropped.
+#[derive(Debug)]
+pub struct Admission {
+    limits: ListenLimits,
+    counts: Mutex<Counts>,
+}
+
+impl Admission {
+    /// An admission with these caps.
+    pub fn new(limits: ListenLimits) -> Arc<Admission> {
+        Arc::new(Admission {
+            limits,
+            counts: Mutex::new(Counts::default()),
+        })
+    }
+
+    /// A place for a connection from `ip`, or `None` when a cap is reached.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Ticket> {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        if counts.total >= self.limits.total {
+            return None;
+        }
+        let exempt = self.limits.exempt.contains(&ip);
+        let mine = counts.per_address.entry(ip).or_insert(0);
+        if !exempt && *mine >= self.limits.per_address {
+            return None;
+        }
+        *mine += 1;
+        counts.total += 1;
+        Some(Ticket {
+            admission: self.clone(),
+            ip,
+        })
+    }
+
+    /// Open connections in total.
+    pub fn open(&self) -> usize {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner()).total
+    }
+}
+
+/// A connection's place; dropping it (when the socket is dropped) frees the place.
+#[derive(Debug)]
+pub struct Ticket {
+    admission: Arc<Admission>,
+    ip: IpAddr,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut counts = self
+            .admission
+            .counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        counts.total = counts.total.saturating_sub(1);
+        if let Some(n) = counts.per_address.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                counts.per_address.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// A socket that counts what it reads against a [`ReadBudget`] and holds its [`Ticket`].
+struct Metered {
+    tcp: TcpStream,
+    budget: ReadBudget,
+    _ticket: Ticket,
+}
+
+impl AsyncRead for Metered {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        // A read may overshoot the limit by one buffer; the next one fails.
+        if self.budget.exceeded() {
+            return Poll::Ready(Err(io::Error::other("read budget exceeded")));
+        }
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.tcp).poll_read(cx, buf);
+        let n = buf.filled().len() - before;
+        self.budget.count(n);
+        polled
+    }
+}
+
+impl AsyncWrite for Metered {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+}
+
+/// Accepts and serves connections until `stop` is cancelled, then waits (a bounded time) for
+/// the HTTP connections still open to finish their request. Upgraded WebSockets are not
+/// waited for here: they belong to their own tasks.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    admission: Arc<Admission>,
+    metrics: Arc<Metrics>,
+    stop: CancellationToken,
+) -> io::Result<()> {
+    let conns = TaskTracker::new();
+    loop {
+        let (tcp, peer) = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors, say: wait a little instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::select! {
+                        _ = stop.cancelled() => break,
+                        _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
+                    }
+                }
+            },
+        };
+        let Some(ticket) = admission.admit(peer.ip()) else {
+            tracing::debug!(peer = %peer, "connection over the cap closed");
+            Metrics::inc(&metrics.connections_refused);
+            drop(tcp);
+            continue;
+        };
+        // Frames are small and written as soon as they are ready: without TCP_NODELAY, Nagle's
+        // algorithm holds a frame back until the previous one is acknowledged, which with the
+        // device's delayed ACKs adds up to 40 ms to streamed chunks (see BENCHMARKS.md).
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+        let budget = ReadBudget::default();
+        let io = Metered {
+            tcp,
+            budget: budget.clone(),
+            _ticket: ticket,
+        };
+        let header_timeout = admission.limits.header_timeout;
+        conns.spawn(serve_connection(
+            io,
+            peer,
+            budget,
+            router.clone(),
+            header_timeout,
+            metrics.clone(),
+            stop.clone(),
+        ));
+    }
+    drop(listener);
+    conns.close();
+    conns.wait().await;
+    Ok(())
+}
+
+/// One HTTP/1 connection: requests with the peer address and read budget attached, upgrades
+/// handed over, a graceful end at shutdown.
+async fn serve_connection(
+    io: Metered,
+    peer: SocketAddr,
+    budget: ReadBudget,
+    router: Router,
+    header_timeout: Duration,
+    metrics: Arc<Metrics>,
+    stop: CancellationToken,
+) {
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        req.extensions_mut().insert(ConnectInfo(peer));
+        req.extensions_mut().insert(budget.clone());
+        let mut router = router.clone();
+        async move {
+            let response = tower_service::Service::call(&mut router, req).await;
+            Ok::<_, Infallible>(response.unwrap_or_else(|never| match never {}))
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .max_buf_size(MAX_HEADER_BUF);
+    let conn = builder
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
+    tokio::pin!(conn);
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(e) = result {
+                if e.is_timeout() {
+                    Metrics::inc(&metrics.header_timeouts);
+                }
+                tracing::debug!(peer = %peer, error = %e, "HTTP connection ended");
+            }
+            return;
+        }
+        _ = stop.cancelled() => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(per_address: usize, total: usize) -> ListenLimits {
+        ListenLimits {
+            header_timeout: Duration::from_secs(1),
+            per_address,
+            total,
+            exempt: vec!["10.0.0.1".parse().unwrap()],
+        }
+    }
+
+    #[test]
+    fn caps_per_address_and_in_total_and_gives_places_back() {
+        let admission = Admission::new(limits(2, 3));
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "192.0.2.2".parse().unwrap();
+        let first = admission.admit(a).expect("first");
+        let _second = admission.admit(a).expect("second");
+        assert!(admission.admit(a).is_none(), "third from one address");
+        let _other = admission.admit(b).expect("another address");
+        assert!(admission.admit(b).is_none(), "total reached");
+        drop(first);
+        let again = admission.admit(a);
+        assert!(again.is_some(), "a place was given back");
+        assert_eq!(admission.open(), 3);
+    }
+
+    #[test]
+    fn a_trusted_proxy_is_exempt_from_the_per_address_cap() {
+        let admission = Admission::new(limits(1, 10));
+        let proxy: IpAddr = "10.0.0.1".parse().unwrap();
+        let held: Vec<_> = (0..5).map(|_| admission.admit(proxy)).collect();
+        assert!(held.iter().all(Option::is_some));
+    }
+}
