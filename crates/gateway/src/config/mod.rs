@@ -98,6 +98,8 @@ pub struct LimitsFileConfig {
     pub sends_per_minute: Option<u32>,
     /// Durable frames a connection may have queued before it is disconnected (default 4096).
     pub max_queued_frames: Option<usize>,
+    /// Channels and threads together that `channel.create` may bring about (default 1000).
+    pub max_channels: Option<usize>,
     /// Failed `hello`s per address per minute before further attempts are refused (default 10).
     pub auth_failures_per_minute: Option<u32>,
 }
@@ -112,6 +114,11 @@ pub struct MediaFileConfig {
     /// Directories whose files the agent may share with `MEDIA:<path>` lines (default: the
     /// agent's working directory).
     pub allowed_dirs: Option<Vec<PathBuf>>,
+    /// Bytes one device's uploads may hold while open or not yet used by a message (default
+    /// 1 GiB).
+    pub max_pending_bytes_per_device: Option<u64>,
+    /// The same for all devices together (default 4 GiB).
+    pub max_pending_bytes: Option<u64>,
 }
 
 /// `[outbox]`.
@@ -133,6 +140,8 @@ pub struct Limits {
     pub sends_per_minute: u32,
     /// Durable frames a connection may have queued before it is disconnected.
     pub max_queued_frames: usize,
+    /// Channels and threads together beyond which `channel.create` is refused.
+    pub max_channels: usize,
     /// Failed `hello`s per address per minute.
     pub auth_failures_per_minute: u32,
     /// Time a new connection has to send `hello`.
@@ -149,6 +158,7 @@ impl Default for Limits {
             max_frame_bytes: 1024 * 1024,
             sends_per_minute: 120,
             max_queued_frames: 4096,
+            max_channels: 1000,
             auth_failures_per_minute: 10,
             hello_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(15),
@@ -209,12 +219,18 @@ pub struct MediaConfig {
     pub unreferenced_ttl: Duration,
     /// How often expired media is swept.
     pub sweep_interval: Duration,
+    /// Bytes one device's open and unused uploads may hold.
+    pub max_pending_bytes_per_device: u64,
+    /// Bytes all devices' open and unused uploads may hold.
+    pub max_pending_bytes: u64,
 }
 
 impl Default for MediaConfig {
     fn default() -> Self {
         MediaConfig {
             max_upload_bytes: 100 * 1024 * 1024,
+            max_pending_bytes_per_device: 1024 * 1024 * 1024,
+            max_pending_bytes: 4 * 1024 * 1024 * 1024,
             allowed_dirs: Vec::new(),
             unreferenced_ttl: Duration::from_secs(24 * 3600),
             sweep_interval: Duration::from_secs(3600),
@@ -286,6 +302,7 @@ impl Config {
                 .limits
                 .max_queued_frames
                 .unwrap_or(defaults.max_queued_frames),
+            max_channels: file.limits.max_channels.unwrap_or(defaults.max_channels),
             auth_failures_per_minute: file
                 .limits
                 .auth_failures_per_minute
@@ -341,14 +358,7 @@ impl Config {
             limits,
             retention: Duration::from_secs(retention_days * 86_400),
             group_commit: file.outbox.group_commit.unwrap_or(true),
-            media: MediaConfig {
-                max_upload_bytes: file
-                    .media
-                    .max_upload_bytes
-                    .unwrap_or(MediaConfig::default().max_upload_bytes),
-                allowed_dirs: file.media.allowed_dirs.unwrap_or_default(),
-                ..MediaConfig::default()
-            },
+            media: media_config(file.media),
             public_url,
             cron,
             push: push::PushConfig::resolve(file.push)?,
@@ -407,6 +417,20 @@ impl Config {
             trusted_proxies: Vec::new(),
             allowed_origins: Vec::new(),
         }
+    }
+}
+
+/// `[media]`, resolved over the defaults.
+fn media_config(file: MediaFileConfig) -> MediaConfig {
+    let d = MediaConfig::default();
+    MediaConfig {
+        max_upload_bytes: file.max_upload_bytes.unwrap_or(d.max_upload_bytes),
+        allowed_dirs: file.allowed_dirs.unwrap_or_default(),
+        max_pending_bytes_per_device: file
+            .max_pending_bytes_per_device
+            .unwrap_or(d.max_pending_bytes_per_device),
+        max_pending_bytes: file.max_pending_bytes.unwrap_or(d.max_pending_bytes),
+        ..d
     }
 }
 
