@@ -25,7 +25,7 @@ use iris_store::MediaRow;
 use super::error::MediaError;
 use super::files::{is_sha256, TempBlob};
 use super::names::{
-    clean_mime, display_name, extension_of, info, kind_of, mime_from_name, recognize,
+    clean_mime, display_name, extension_of, info, is_raster, kind_of, mime_from_name, recognize,
 };
 use super::service::Media;
 use crate::ids::{new_id, now_ms};
@@ -226,10 +226,7 @@ impl Media {
             let inline = match &block {
                 ContentBlock::ResourceLink(link)
                     if link.uri.starts_with(&prefix)
-                        && link
-                            .mime_type
-                            .as_deref()
-                            .is_some_and(|m| m.starts_with("image/"))
+                        && link.mime_type.as_deref().is_some_and(is_raster)
                         && link.size.is_some_and(|s| s <= INLINE_IMAGE_MAX) =>
                 {
                     let sha = link.uri.rsplit('/').next().unwrap_or("");
