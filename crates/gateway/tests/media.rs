@@ -38,6 +38,16 @@ fn bytes(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
+/// `data` with its first bytes made the magic bytes of a file type (the gateway decides what a
+/// file is by these, not by what the app claims).
+fn typed(magic: &[u8], mut data: Vec<u8>) -> Vec<u8> {
+    data[..magic.len()].copy_from_slice(magic);
+    data
+}
+
+const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+const MP4_MAGIC: &[u8] = b"\0\0\0\x18ftypmp42\0\0\0\0mp42isom";
+
 /// The `kind` an app sends along with a MIME type.
 fn kind_of(mime: &str) -> &'static str {
     match mime.split('/').next() {
@@ -282,7 +292,7 @@ async fn a_file_makes_the_round_trip_to_another_device() {
     let (mut a, ack) = gw.connect("phone").await;
     assert!(ack.server_caps.media, "hello.ack announces media");
     let (mut b, _) = gw.connect("laptop").await;
-    let data = bytes(5 * 1024 * 1024 + 123, 1);
+    let data = typed(MP4_MAGIC, bytes(5 * 1024 * 1024 + 123, 1));
     upload_ok(&mut a, "mu_1", "video/mp4", "clip.mp4", &data).await;
 
     let echo = send_with(&mut a, Header::lane("default", None), "a clip", &["mu_1"])
@@ -661,7 +671,7 @@ async fn filenames_from_the_app_are_only_display_names() {
 async fn an_image_reaches_the_demo_agent_inline_and_a_file_as_a_link() {
     let gw = TestGateway::start_demo().await;
     let (mut a, _) = gw.connect("phone").await;
-    let image = bytes(12_345, 6);
+    let image = typed(PNG_MAGIC, bytes(12_345, 6));
     upload_ok(&mut a, "mu_img", "image/png", "photo.png", &image).await;
     let echo = send_with(
         &mut a,
@@ -1071,5 +1081,185 @@ async fn pulls_on_one_connection_are_serialized_while_requests_interleave() {
         "each pull carries exactly its file"
     );
     raw.close().await.unwrap();
+    gw.stop().await;
+}
+
+/// An upload that claims `kind`, whatever its bytes are.
+async fn upload_claiming(
+    c: &mut Client,
+    media_ref: &str,
+    kind: &str,
+    mime: &str,
+    filename: &str,
+    data: &[u8],
+) {
+    let start = ClientFrame::MediaUploadStart(MediaUploadStart {
+        media_ref: media_ref.into(),
+        kind: kind.into(),
+        mime: mime.into(),
+        size: data.len() as u64,
+        filename: filename.into(),
+    });
+    c.send(start_header(media_ref), start).await.unwrap();
+    c.send_binary(data.to_vec()).await.unwrap();
+    let ack = c
+        .request(Header::default(), end_frame(media_ref, sha(data)))
+        .await
+        .expect("stored");
+    assert_eq!(ack.frame_type(), "media.upload.ack", "{}", ack.raw);
+}
+
+const SVG_WITH_SCRIPT: &[u8] = b"<svg xmlns=\"http://www.w3.org/2000/svg\"><script>localStorage.setItem('pwned','1')</script></svg>";
+const HTML_WITH_SCRIPT: &[u8] =
+    b"<!DOCTYPE html><html><body><script>localStorage.setItem('pwned','1')</script></body></html>";
+
+#[tokio::test]
+async fn the_bytes_decide_what_media_is_not_the_app() {
+    let gw = TestGateway::start().await;
+    let (mut a, _) = gw.connect("phone").await;
+    let (mut b, _) = gw.connect("laptop").await;
+    let png = typed(PNG_MAGIC, bytes(2_000, 11));
+    upload_claiming(
+        &mut a,
+        "mu_svg",
+        "image",
+        "image/svg+xml",
+        "logo.svg",
+        SVG_WITH_SCRIPT,
+    )
+    .await;
+    upload_claiming(
+        &mut a,
+        "mu_html",
+        "image",
+        "image/png",
+        "cat.png",
+        HTML_WITH_SCRIPT,
+    )
+    .await;
+    upload_claiming(
+        &mut a,
+        "mu_png",
+        "file",
+        "application/octet-stream",
+        "scan",
+        &png,
+    )
+    .await;
+    let refs = ["mu_svg", "mu_html", "mu_png"];
+    let echo = send_with(&mut a, Header::lane("default", None), "", &refs)
+        .await
+        .expect("sent");
+    let seen: Vec<(String, String, String)> = media_of(&echo)
+        .into_iter()
+        .map(|m| (m.kind, m.mime, m.filename))
+        .collect();
+    let owned = |k: &str, m: &str, f: &str| (k.to_owned(), m.to_owned(), f.to_owned());
+    assert_eq!(
+        seen,
+        [
+            owned("file", "application/octet-stream", "logo.svg"),
+            owned("file", "text/html", "cat.png"),
+            owned("image", "image/png", "scan"),
+        ],
+        "an SVG or HTML claimed as an image is a file; a real PNG is an image whatever was claimed"
+    );
+
+    // Another device pulls them with the same verdict.
+    let message = b
+        .wait_for(|e| e.frame_type() == "message")
+        .await
+        .expect("broadcast");
+    for m in media_of(&message) {
+        let (header, data, _) = pull(&mut b, &m.media_id).await.expect("pull");
+        assert_eq!((header.kind, header.mime), (m.kind, m.mime));
+        assert_eq!(data.len() as u64, m.size);
+    }
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn files_from_the_agent_are_judged_by_their_bytes_too() {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("chart.svg"), SVG_WITH_SCRIPT).unwrap();
+    std::fs::write(workspace.path().join("photo.png"), HTML_WITH_SCRIPT).unwrap();
+    let gw = demo_in(workspace.path()).await;
+    let (mut a, _) = gw.connect("phone").await;
+    let frames = turn(&mut a, "here\nMEDIA:chart.svg\nMEDIA:photo.png").await;
+    let offered: Vec<(String, String)> = offers(&frames)
+        .into_iter()
+        .map(|o| (o.kind, o.filename))
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            ("file".to_owned(), "chart.svg".to_owned()),
+            ("file".to_owned(), "photo.png".to_owned())
+        ]
+    );
+    for o in offers(&frames) {
+        assert!(!o.mime.starts_with("image/"), "{}", o.mime);
+    }
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn uploads_not_yet_sent_are_capped_per_device_and_in_total() {
+    let gw = TestGateway::start_with(|c| {
+        c.media.max_pending_bytes_per_device = 1_000_000;
+        c.media.max_pending_bytes = 1_500_000;
+    })
+    .await;
+    let (mut a, _) = gw.connect("phone").await;
+    let (mut b, _) = gw.connect("tablet").await;
+    let (mut c, _) = gw.connect("laptop").await;
+    upload_ok(&mut a, "mu_1", "text/plain", "one.txt", &bytes(600_000, 1)).await;
+
+    // The phone's stored, unsent upload counts against its share.
+    let refused = a
+        .request(
+            Header::default(),
+            start_frame("mu_2", "text/plain", "two.txt", 500_000),
+        )
+        .await;
+    let Err(ClientError::Server { code, message, .. }) = refused else {
+        panic!("expected a refusal, got {refused:?}")
+    };
+    assert_eq!(code, ErrorCode::MediaTooLarge);
+    assert!(
+        message.contains("upload quota") && message.contains("this device"),
+        "{message}"
+    );
+    assert!(
+        temp_files(&gw).is_empty(),
+        "a refused upload writes nothing"
+    );
+
+    // An upload still open counts too, for the gateway as a whole.
+    b.send(
+        start_header("mu_open"),
+        start_frame("mu_open", "text/plain", "open.txt", 800_000),
+    )
+    .await
+    .unwrap();
+    // A start that succeeds has no answer: once a ping is answered, the tablet's upload is open.
+    round_trip(&mut b).await;
+    let refused = c
+        .request(
+            Header::default(),
+            start_frame("mu_c", "text/plain", "c.txt", 200_000),
+        )
+        .await;
+    let Err(ClientError::Server { code, message, .. }) = refused else {
+        panic!("expected a refusal, got {refused:?}")
+    };
+    assert_eq!(code, ErrorCode::MediaTooLarge);
+    assert!(message.contains("the gateway"), "{message}");
+
+    // Sending the phone's upload in a message frees its share: both fit again.
+    send_with(&mut a, Header::lane("default", None), "", &["mu_1"])
+        .await
+        .expect("sent");
+    upload_ok(&mut a, "mu_2", "text/plain", "two.txt", &bytes(500_000, 2)).await;
     gw.stop().await;
 }

@@ -24,6 +24,7 @@ use hkdf::Hkdf;
 use iris_client::{Client, ClientError, ConnectOptions, Event};
 use iris_gateway::push::{PushConfig, WebPushConfig};
 use iris_protocol::{ClientFrame, ErrorCode, FcmRegister, Header, HelloAck, WebPushSubscription};
+use iris_store::WebPushRow;
 use p256::elliptic_curve::sec1::ToEncodedPoint;
 use serde_json::Value;
 use sha2::Sha256;
@@ -295,6 +296,8 @@ fn config() -> PushConfig {
         max_attempts: 6,
         webpush: Some(WebPushConfig {
             subject: SUBJECT.into(),
+            // The fake push service listens on loopback.
+            allow_private_endpoints: true,
             ..WebPushConfig::default()
         }),
         ..PushConfig::default()
@@ -640,5 +643,144 @@ async fn the_vapid_key_survives_a_restart_and_revoking_drops_the_subscription() 
     ask(&mut laptop, "nobody to wake").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(fake.count(), 1, "a revoked browser is not pushed to");
+    gw.stop().await;
+}
+
+/// A subscription of `subscriber`'s keys with another endpoint.
+fn pointing_at(subscriber: &Subscriber, endpoint: &str) -> WebPushSubscription {
+    WebPushSubscription {
+        endpoint: endpoint.into(),
+        ..subscriber.subscription()
+    }
+}
+
+#[tokio::test]
+async fn push_endpoints_must_be_https_to_a_public_address() {
+    let fake = FakePushService::start().await;
+    let gw = gateway(|p| {
+        if let Some(w) = p.webpush.as_mut() {
+            w.allow_private_endpoints = false;
+        }
+    })
+    .await;
+    let keys = Subscriber::new(&fake, "keys");
+    let (mut tab, _) = gw.connect("tab").await;
+    let register = |endpoint: &str| {
+        ClientFrame::FcmRegister(FcmRegister {
+            webpush: Some(Some(pointing_at(&keys, endpoint))),
+            ..FcmRegister::default()
+        })
+    };
+    for (endpoint, says) in [
+        ("http://push.example.com/x", "https"),
+        (fake.origin().as_str(), "https"),
+        ("https://127.0.0.1:8443/x", "public address"),
+        ("https://10.0.0.7/x", "public address"),
+        ("https://172.20.1.1/x", "public address"),
+        ("https://192.168.1.20/x", "public address"),
+        ("https://169.254.169.254/latest/meta-data", "public address"),
+        ("https://100.64.0.1/x", "public address"),
+        ("https://0.0.0.0/x", "public address"),
+        ("https://[::1]/x", "public address"),
+        ("https://[fe80::1]/x", "public address"),
+        ("https://[fd12:3456::1]/x", "public address"),
+        ("https://[::ffff:192.168.0.1]/x", "public address"),
+        ("https://localhost:8443/x", "public address"),
+        ("https://push.localhost/x", "public address"),
+    ] {
+        match tab.request(Header::default(), register(endpoint)).await {
+            Err(ClientError::Server {
+                code: ErrorCode::BadRequest,
+                message,
+            }) => assert!(message.contains(says), "{endpoint}: {message}"),
+            other => panic!(
+                "{endpoint}: expected bad_request, got {:?}",
+                other.map(|e| e.raw)
+            ),
+        }
+    }
+    let stored = gw.shared.store.get_device("tab").await.unwrap().unwrap();
+    assert_eq!(stored.webpush, None, "nothing was registered");
+    // A public push service is taken.
+    tab.request(
+        Header::default(),
+        register("https://push.example.net/wpush/abc"),
+    )
+    .await
+    .expect("a public endpoint is accepted");
+    let stored = gw.shared.store.get_device("tab").await.unwrap().unwrap();
+    assert_eq!(
+        stored.webpush.map(|w| w.endpoint).as_deref(),
+        Some("https://push.example.net/wpush/abc")
+    );
+
+    // In hello an internal endpoint is ignored, and the connection goes on.
+    let mut opts = gw.options("tab-2");
+    opts.webpush = Some(pointing_at(&keys, "https://10.0.0.7/x"));
+    let (client, _) = Client::connect(opts).await.expect("hello still succeeds");
+    let stored = gw.shared.store.get_device("tab-2").await.unwrap().unwrap();
+    assert_eq!(stored.webpush, None);
+    client.close().await.unwrap();
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_host_name_resolving_to_an_internal_address_is_never_contacted() {
+    let fake = FakePushService::start().await;
+    let gw = gateway(|p| {
+        if let Some(w) = p.webpush.as_mut() {
+            w.allow_private_endpoints = false;
+        }
+    })
+    .await;
+    // Something listens where the name leads; it must never see a connection.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let keys = Subscriber::new(&fake, "keys");
+    let (client, _) = Client::connect(gw.options("browser"))
+        .await
+        .expect("connect");
+    client.close().await.expect("close");
+    gone(&gw, "browser").await;
+    // A name that passed registration and now resolves to loopback (DNS rebinding), stored as
+    // registration would have stored it.
+    let sub = WebPushRow {
+        endpoint: format!("https://localhost:{port}/push/rebound"),
+        p256dh: keys.subscription().p256dh,
+        auth: keys.subscription().auth,
+    };
+    gw.shared
+        .store
+        .write(move |tx| tx.set_webpush("browser", Some(&sub)))
+        .await
+        .unwrap();
+
+    let (mut laptop, _) = gw.connect("laptop").await;
+    ask(&mut laptop, "anyone home").await;
+    // The push is not sent, and the subscription that cannot be sent to is dropped.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let row = gw
+            .shared
+            .store
+            .get_device("browser")
+            .await
+            .unwrap()
+            .unwrap();
+        if row.webpush.is_none() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the subscription is still stored"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the internal address was contacted: {other:?}"),
+    }
+    assert!(fake.with(|s| s.requests.is_empty()));
     gw.stop().await;
 }

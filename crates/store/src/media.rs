@@ -225,6 +225,23 @@ impl Store {
         self.read(move |c| sha_in_use(c, &sha)).await
     }
 
+    /// Bytes of uploads no existing message uses yet (open uploads are not rows): of this
+    /// device, and of every device.
+    pub async fn unused_upload_bytes(&self, device_id: &str) -> Result<(u64, u64), StoreError> {
+        let device = device_id.to_string();
+        self.read(move |c| {
+            let sql = format!(
+                "SELECT COALESCE(SUM(CASE WHEN device_id = ?1 THEN size ELSE 0 END), 0), \
+                 COALESCE(SUM(size), 0) FROM media WHERE device_id IS NOT NULL AND NOT {REFERENCED}"
+            );
+            let (mine, all): (i64, i64) = c
+                .prepare_cached(&sql)?
+                .query_row([&device], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok((to_u64(mine), to_u64(all)))
+        })
+        .await
+    }
+
     /// Every content hash some media row names.
     pub async fn media_shas(&self) -> Result<BTreeSet<String>, StoreError> {
         self.read(|c| {

@@ -102,6 +102,8 @@ pub struct LimitsFileConfig {
     pub sends_per_minute: Option<u32>,
     /// Durable frames a connection may have queued before it is disconnected (default 4096).
     pub max_queued_frames: Option<usize>,
+    /// Channels and threads together that `channel.create` may bring about (default 1000).
+    pub max_channels: Option<usize>,
     /// Failed `hello`s per address per minute before further attempts are refused (default 10).
     pub auth_failures_per_minute: Option<u32>,
     /// Seconds a new connection has to send its request headers (default 10).
@@ -126,6 +128,11 @@ pub struct MediaFileConfig {
     /// Directories whose files the agent may share with `MEDIA:<path>` lines (default: the
     /// agent's working directory).
     pub allowed_dirs: Option<Vec<PathBuf>>,
+    /// Bytes one device's uploads may hold while open or not yet used by a message (default
+    /// 1 GiB).
+    pub max_pending_bytes_per_device: Option<u64>,
+    /// The same for all devices together (default 4 GiB).
+    pub max_pending_bytes: Option<u64>,
 }
 
 /// `[outbox]`.
@@ -147,6 +154,8 @@ pub struct Limits {
     pub sends_per_minute: u32,
     /// Durable frames a connection may have queued before it is disconnected.
     pub max_queued_frames: usize,
+    /// Channels and threads together beyond which `channel.create` is refused.
+    pub max_channels: usize,
     /// Failed `hello`s per address per minute.
     pub auth_failures_per_minute: u32,
     /// Time a new connection has to send `hello`.
@@ -175,6 +184,7 @@ impl Default for Limits {
             max_frame_bytes: 1024 * 1024,
             sends_per_minute: 120,
             max_queued_frames: 4096,
+            max_channels: 1000,
             auth_failures_per_minute: 10,
             hello_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(15),
@@ -243,12 +253,18 @@ pub struct MediaConfig {
     pub unreferenced_ttl: Duration,
     /// How often expired media is swept.
     pub sweep_interval: Duration,
+    /// Bytes one device's open and unused uploads may hold.
+    pub max_pending_bytes_per_device: u64,
+    /// Bytes all devices' open and unused uploads may hold.
+    pub max_pending_bytes: u64,
 }
 
 impl Default for MediaConfig {
     fn default() -> Self {
         MediaConfig {
             max_upload_bytes: 100 * 1024 * 1024,
+            max_pending_bytes_per_device: 1024 * 1024 * 1024,
+            max_pending_bytes: 4 * 1024 * 1024 * 1024,
             allowed_dirs: Vec::new(),
             unreferenced_ttl: Duration::from_secs(24 * 3600),
             sweep_interval: Duration::from_secs(3600),
@@ -351,14 +367,7 @@ impl Config {
             limits,
             retention: Duration::from_secs(retention_days * 86_400),
             group_commit: file.outbox.group_commit.unwrap_or(true),
-            media: MediaConfig {
-                max_upload_bytes: file
-                    .media
-                    .max_upload_bytes
-                    .unwrap_or(MediaConfig::default().max_upload_bytes),
-                allowed_dirs: file.media.allowed_dirs.unwrap_or_default(),
-                ..MediaConfig::default()
-            },
+            media: media_config(file.media),
             public_url,
             cron,
             push: push::PushConfig::resolve(file.push)?,
@@ -428,6 +437,7 @@ fn resolve_limits(file: &LimitsFileConfig) -> Result<Limits, ConfigError> {
         max_frame_bytes: file.max_frame_bytes.unwrap_or(defaults.max_frame_bytes),
         sends_per_minute: file.sends_per_minute.unwrap_or(defaults.sends_per_minute),
         max_queued_frames: file.max_queued_frames.unwrap_or(defaults.max_queued_frames),
+        max_channels: file.max_channels.unwrap_or(defaults.max_channels),
         auth_failures_per_minute: file
             .auth_failures_per_minute
             .unwrap_or(defaults.auth_failures_per_minute),
@@ -477,6 +487,20 @@ fn check_limits(limits: &Limits) -> Result<(), ConfigError> {
         return invalid("limits.searches_per_minute", "must be at least 1");
     }
     Ok(())
+}
+
+/// `[media]`, resolved over the defaults.
+fn media_config(file: MediaFileConfig) -> MediaConfig {
+    let d = MediaConfig::default();
+    MediaConfig {
+        max_upload_bytes: file.max_upload_bytes.unwrap_or(d.max_upload_bytes),
+        allowed_dirs: file.allowed_dirs.unwrap_or_default(),
+        max_pending_bytes_per_device: file
+            .max_pending_bytes_per_device
+            .unwrap_or(d.max_pending_bytes_per_device),
+        max_pending_bytes: file.max_pending_bytes.unwrap_or(d.max_pending_bytes),
+        ..d
+    }
 }
 
 /// Checks a configured `public_url`: `http://` or `https://`, a host, no query or fragment.

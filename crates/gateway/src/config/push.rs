@@ -55,6 +55,9 @@ pub struct WebPushFileConfig {
     /// How long a push service keeps a push for a browser that is offline, in seconds (default
     /// 86400, at most 2419200).
     pub ttl_secs: Option<u64>,
+    /// Accept subscriptions whose endpoint is a private, loopback or link-local address (and
+    /// plain `http` to one), e.g. a push service on the LAN (default false).
+    pub allow_private_endpoints: Option<bool>,
 }
 
 /// `[push.fcm]`.
@@ -137,6 +140,8 @@ pub struct WebPushConfig {
     /// The VAPID public key offered in `hello.ack`: not a setting, filled in at start from
     /// `<data-dir>/vapid.pem`.
     pub public_key: Option<String>,
+    /// Endpoints at internal addresses are accepted (and sent to).
+    pub allow_private_endpoints: bool,
 }
 
 impl Default for WebPushConfig {
@@ -145,6 +150,7 @@ impl Default for WebPushConfig {
             subject: DEFAULT_SUBJECT.into(),
             ttl: Duration::from_secs(86_400),
             public_key: None,
+            allow_private_endpoints: false,
         }
     }
 }
@@ -253,6 +259,7 @@ impl PushConfig {
                     subject,
                     ttl,
                     public_key: None,
+                    allow_private_endpoints: w.allow_private_endpoints.unwrap_or(false),
                 })
             }
         };

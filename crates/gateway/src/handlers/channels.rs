@@ -2,7 +2,7 @@
 
 use iris_protocol::{
     ChannelCreate, ChannelCreated, ChannelDeleted, ChannelInfo, ChannelList, ChannelRenamed,
-    DurableFrame, Header,
+    DurableFrame, ErrorCode, Header,
 };
 use iris_store::{ChannelRow, StoreError};
 
@@ -50,10 +50,23 @@ pub(super) async fn create(ctx: &Context, req: ChannelCreate, origin: &Origin) -
         created_at: now_ms(),
     };
     let origin = origin.clone();
-    ctx.shared
+    let cap = ctx.shared.config.limits.max_channels;
+    let created = ctx
+        .shared
         .store
-        .write(move |tx| create_channel_tx(tx, row, false, &origin))
+        .write(move |tx| {
+            if tx.list_channels()?.len() >= cap {
+                return Ok(false);
+            }
+            create_channel_tx(tx, row, false, &origin).map(|_| true)
+        })
         .await?;
+    if !created {
+        return Err(WireError::new(
+            ErrorCode::RateLimited,
+            format!("channel quota: at most {cap} channels and threads; delete some first"),
+        ));
+    }
     Ok(Reply::ViaOutbox)
 }
 

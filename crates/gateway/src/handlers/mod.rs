@@ -58,7 +58,7 @@ pub async fn handle(
         ClientFrame::ChannelSetDefault(_) => channels::set_default(ctx, header, origin).await,
         ClientFrame::ChannelDelete(_) => channels::delete(ctx, header, origin).await,
         ClientFrame::FcmRegister(req) => registration::fcm_register(ctx, device, header, req).await,
-        ClientFrame::MediaUploadStart(req) => media.start(&ctx.media, header, req).await,
+        ClientFrame::MediaUploadStart(req) => media.start(&ctx.media, device, header, req).await,
         ClientFrame::MediaUploadEnd(req) => media.end(&ctx.media, device, req).await,
         ClientFrame::MediaPull(req) => media.pull(&ctx.media, header, req).await,
         ClientFrame::PairCreate(_) => pairing::create(ctx, header).await,

@@ -23,11 +23,11 @@ pub async fn register_device(
     let fcm = hello.fcm_token.clone();
     let ntfy = hello.ntfy_topic.clone();
     // A subscription that does not check out is left out rather than failing the connection.
-    let webpush = match hello
-        .webpush
-        .as_ref()
-        .map(|w| w.as_ref().map(crate::push::webpush::parse_subscription))
-    {
+    let private = private_push_endpoints(shared);
+    let webpush = match hello.webpush.as_ref().map(|w| {
+        w.as_ref()
+            .map(|w| crate::push::webpush::parse_subscription(w, private))
+    }) {
         Some(Some(Err(reason))) => {
             tracing::warn!(device_id = %device_id, %reason, "hello: ignoring an invalid webpush subscription");
             None
@@ -51,6 +51,16 @@ pub async fn register_device(
         .await
 }
 
+/// Whether Web Push endpoints at internal addresses are accepted (`allow_private_endpoints`).
+fn private_push_endpoints(shared: &Shared) -> bool {
+    shared
+        .config
+        .push
+        .webpush
+        .as_ref()
+        .is_some_and(|w| w.allow_private_endpoints)
+}
+
 pub(super) async fn fcm_register(
     ctx: &Context,
     device_id: &str,
@@ -64,7 +74,7 @@ pub(super) async fn fcm_register(
     // `null` or an empty endpoint removes the Web Push subscription.
     let webpush = match req.webpush {
         Some(Some(sub)) => Some(
-            crate::push::webpush::parse_subscription(&sub)
+            crate::push::webpush::parse_subscription(&sub, private_push_endpoints(&ctx.shared))
                 .map_err(|e| WireError::bad_request(format!("webpush: {e}")))?,
         ),
         Some(None) => Some(None),

@@ -24,7 +24,9 @@ use iris_store::MediaRow;
 
 use super::error::MediaError;
 use super::files::{is_sha256, TempBlob};
-use super::names::{clean_mime, display_name, extension_of, info, kind_of, mime_from_name};
+use super::names::{
+    clean_mime, display_name, extension_of, info, is_raster, kind_of, mime_from_name, recognize,
+};
 use super::service::Media;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::{self, Origin};
@@ -224,10 +226,7 @@ impl Media {
             let inline = match &block {
                 ContentBlock::ResourceLink(link)
                     if link.uri.starts_with(&prefix)
-                        && link
-                            .mime_type
-                            .as_deref()
-                            .is_some_and(|m| m.starts_with("image/"))
+                        && link.mime_type.as_deref().is_some_and(is_raster)
                         && link.size.is_some_and(|s| s <= INLINE_IMAGE_MAX) =>
                 {
                     let sha = link.uri.rsplit('/').next().unwrap_or("");
@@ -361,10 +360,12 @@ impl Media {
             temp.discard().await;
             return Ok(());
         }
+        // Like an upload: the bytes, not the agent's word, say what the file is.
+        let (kind, mime) = recognize(&mime, temp.head());
         let row = MediaRow {
             media_id: new_id("md_"),
             sha256: sha.clone(),
-            kind: kind_of(&mime).to_owned(),
+            kind: kind.to_owned(),
             mime,
             size: temp.len(),
             filename,

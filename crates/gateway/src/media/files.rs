@@ -6,7 +6,9 @@
 //! row, and removing a file once no row names its hash, both happen under one lock, so a file is
 //! never removed while a row that needs it is being written.
 
+use std::fs::{DirBuilder, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -68,10 +70,12 @@ impl MediaFiles {
         let path = dir.join(name);
         let open = path.clone();
         let file = tokio::task::spawn_blocking(move || {
-            std::fs::create_dir_all(&dir)?;
-            std::fs::OpenOptions::new()
+            private_dirs(&dir)?;
+            // The owner's alone whatever the umask, like every file of the data dir.
+            OpenOptions::new()
                 .write(true)
                 .create_new(true)
+                .mode(0o600)
                 .open(&open)
         })
         .await??;
@@ -79,6 +83,7 @@ impl MediaFiles {
             path: Some(path),
             inner: Some((file, Sha256::new())),
             len: 0,
+            head: Vec::new(),
         })
     }
 
@@ -212,11 +217,16 @@ fn place_file(src: &Path, dest: &Path) -> std::io::Result<bool> {
     let dir = dest
         .parent()
         .ok_or_else(|| std::io::Error::other("blob path without parent"))?;
-    std::fs::create_dir_all(dir)?;
+    private_dirs(dir)?;
     std::fs::rename(src, dest)?;
     // The rename is durable once the directory entry is.
     std::fs::File::open(dir)?.sync_all()?;
     Ok(true)
+}
+
+/// Creates a directory and its missing parents with mode 0700.
+fn private_dirs(dir: &Path) -> std::io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
 async fn remove_quietly(path: PathBuf) {
@@ -235,6 +245,23 @@ pub struct TempBlob {
     path: Option<PathBuf>,
     inner: Option<(std::fs::File, Sha256)>,
     len: u64,
+    /// The first [`HEAD_LEN`] bytes, for recognizing the content's type.
+    head: Vec<u8>,
+}
+
+/// How many leading bytes of a file are kept for recognizing its type by its magic bytes.
+pub const HEAD_LEN: usize = 8192;
+
+impl TempBlob {
+    /// The first bytes written (up to [`HEAD_LEN`]).
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    fn keep_head(&mut self, bytes: &[u8]) {
+        let room = HEAD_LEN.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
+    }
 }
 
 impl TempBlob {
@@ -255,6 +282,7 @@ impl TempBlob {
             .take()
             .ok_or_else(|| MediaError::Invalid("file already finished".into()))?;
         let n = bytes.len() as u64;
+        self.keep_head(&bytes);
         let (file, hasher) = tokio::task::spawn_blocking(move || {
             file.write_all(&bytes)?;
             hasher.update(&bytes);
@@ -277,22 +305,27 @@ impl TempBlob {
             .inner
             .take()
             .ok_or_else(|| MediaError::Invalid("file already finished".into()))?;
-        let (file, hasher, n) = tokio::task::spawn_blocking(move || {
+        let (file, hasher, n, head) = tokio::task::spawn_blocking(move || {
             let mut src = std::fs::File::open(source)?.take(limit.saturating_add(1));
             let mut buf = vec![0u8; 256 * 1024];
             let mut n = 0u64;
+            let mut head = Vec::new();
             loop {
                 let read = src.read(&mut buf)?;
                 if read == 0 {
                     break;
                 }
+                if head.len() < HEAD_LEN {
+                    head.extend_from_slice(&buf[..read.min(HEAD_LEN - head.len())]);
+                }
                 file.write_all(&buf[..read])?;
                 hasher.update(&buf[..read]);
                 n += read as u64;
             }
-            Ok::<_, std::io::Error>((file, hasher, n))
+            Ok::<_, std::io::Error>((file, hasher, n, head))
         })
         .await??;
+        self.keep_head(&head);
         self.inner = Some((file, hasher));
         self.len += n;
         Ok((n <= limit).then_some(()))

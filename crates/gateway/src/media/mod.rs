@@ -14,11 +14,13 @@ mod error;
 pub mod files;
 mod names;
 pub mod pull;
+mod quota;
 mod service;
 pub mod upload;
 
 pub use error::MediaError;
 pub use files::MediaFiles;
 pub use names::*;
+pub use quota::Reservation;
 pub use service::Media;
 pub use upload::ConnMedia;

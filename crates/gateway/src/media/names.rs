@@ -64,13 +64,49 @@ pub fn clean_mime(raw: &str) -> String {
     }
 }
 
-/// `image`, `video`, `audio` or `file`: the given kind when it is one of those, else derived
-/// from the MIME type.
-pub fn clean_kind(raw: &str, mime: &str) -> String {
-    match raw {
-        "image" | "video" | "audio" | "file" => raw.to_owned(),
-        _ => kind_of(mime).to_owned(),
+/// Raster image types a browser or an app may show inline. Nothing else is ever an `image`: SVG
+/// and HTML can carry scripts, so they are files, offered for download.
+const RASTER: &[&str] = &[
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "image/bmp",
+    "image/avif",
+    "image/heif",
+    "image/tiff",
+    "image/jxl",
+    "image/vnd.microsoft.icon",
+];
+
+/// Whether a MIME type is one of the raster image types shown inline.
+pub fn is_raster(mime: &str) -> bool {
+    RASTER.contains(&mime)
+}
+
+/// The kind and MIME type of stored content, from its first bytes (see
+/// [`super::files::HEAD_LEN`]), never from what the sender claimed: `image` only for a raster
+/// image the magic bytes prove, `video` and `audio` only for recognized containers, else `file`.
+/// Recognized content gets the MIME type of what it is; otherwise the declared type is kept
+/// unless it claims to be an image, video or audio (`application/octet-stream` then).
+pub fn recognize(declared_mime: &str, head: &[u8]) -> (&'static str, String) {
+    use infer::MatcherType;
+    if let Some(found) = infer::get(head) {
+        let mime = found.mime_type();
+        let kind = match found.matcher_type() {
+            MatcherType::Image if is_raster(mime) => "image",
+            MatcherType::Video => "video",
+            MatcherType::Audio => "audio",
+            _ => "file",
+        };
+        return (kind, mime.to_owned());
     }
+    let claims_media = matches!(kind_of(declared_mime), "image" | "video" | "audio");
+    let mime = match claims_media {
+        true => "application/octet-stream".to_owned(),
+        false => declared_mime.to_owned(),
+    };
+    ("file", mime)
 }
 
 /// The kind a MIME type implies.
@@ -162,9 +198,34 @@ mod tests {
             "application/octet-stream"
         );
         assert_eq!(clean_mime("nonsense"), "application/octet-stream");
-        assert_eq!(clean_kind("", "image/png"), "image");
-        assert_eq!(clean_kind("weird", "application/pdf"), "file");
-        assert_eq!(clean_kind("video", "application/octet-stream"), "video");
         assert_eq!(mime_from_name("a.JPG"), "image/jpeg");
+    }
+
+    #[test]
+    fn kinds_come_from_the_bytes_not_the_claim() {
+        let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+        assert_eq!(recognize("image/png", png), ("image", "image/png".into()));
+        assert_eq!(
+            recognize("application/pdf", png),
+            ("image", "image/png".into())
+        );
+        let svg = b"<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>";
+        assert_eq!(
+            recognize("image/svg+xml", svg),
+            ("file", "application/octet-stream".into())
+        );
+        let html = b"<!DOCTYPE html><html><script>alert(1)</script></html>";
+        assert_eq!(recognize("image/png", html).0, "file");
+        assert_ne!(recognize("image/png", html).1, "image/png");
+        assert_eq!(
+            recognize("text/plain", b"hello"),
+            ("file", "text/plain".into())
+        );
+        assert_eq!(
+            recognize("video/mp4", b"not a video"),
+            ("file", "application/octet-stream".into())
+        );
+        let mp4 = b"\0\0\0\x18ftypmp42\0\0\0\0mp42isom";
+        assert_eq!(recognize("application/octet-stream", mp4).0, "video");
     }
 }

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::MediaError;
 use super::files::{MediaFiles, TempBlob};
 use super::names::short;
+use super::quota::{Caps, Held, OpenUploads, Reservation};
 use crate::config::{Config, MediaConfig};
 use crate::wire::WireError;
 
@@ -19,6 +20,7 @@ pub struct Media {
     pub(super) store: Store,
     pub(super) config: MediaConfig,
     pub(super) data_dir: PathBuf,
+    pub(super) open_uploads: OpenUploads,
 }
 
 impl Media {
@@ -29,6 +31,7 @@ impl Media {
             store,
             config: config.media.clone(),
             data_dir: config.data_dir.clone(),
+            open_uploads: OpenUploads::default(),
         })
     }
 
@@ -68,6 +71,21 @@ impl Media {
             }
         }
         Ok(rows)
+    }
+
+    /// Reserves room for an upload of `size` bytes from `device` under the upload quotas
+    /// (`media_too_large` when it does not fit); the reservation lasts while the upload is open.
+    pub async fn reserve(&self, device: &str, size: u64) -> Result<Reservation, WireError> {
+        let (device_bytes, total) = self.store.unused_upload_bytes(device).await?;
+        let held = Held {
+            device: device_bytes,
+            total,
+        };
+        let caps = Caps {
+            device: self.config.max_pending_bytes_per_device,
+            total: self.config.max_pending_bytes,
+        };
+        self.open_uploads.reserve(device, size, held, caps)
     }
 
     /// Removes the files of these hashes once no media row names them; errors are logged.

@@ -16,8 +16,9 @@ use iris_protocol::{
 use iris_store::MediaRow;
 
 use super::files::{is_sha256, TempBlob};
-use super::names::{clean_kind, clean_mime, display_name, short};
+use super::names::{clean_mime, display_name, recognize, short};
 use super::pull::{PullItem, PullWorker};
+use super::quota::Reservation;
 use super::service::Media;
 use crate::ids::{new_id, now_ms};
 use crate::wire::{Reply, WireError};
@@ -49,11 +50,13 @@ enum UploadState {
 struct Upload {
     id: Option<RequestId>,
     media_ref: String,
-    kind: String,
+    /// The MIME type the app declared; the stored one comes from the bytes.
     mime: String,
     filename: String,
     size: u64,
     temp: TempBlob,
+    /// The upload's share of the quotas, given back when the upload is dropped.
+    quota: Reservation,
 }
 
 fn valid_ref(r: &str) -> bool {
@@ -65,6 +68,7 @@ impl ConnMedia {
     pub async fn start(
         &mut self,
         media: &Media,
+        device_id: &str,
         header: &Header,
         req: MediaUploadStart,
     ) -> Result<Reply, WireError> {
@@ -86,17 +90,18 @@ impl ConnMedia {
                 format!("{} bytes is above the limit of {limit} bytes", req.size),
             ));
         }
+        let quota = media.reserve(device_id, req.size).await?;
         let mime = clean_mime(&req.mime);
         let upload = Upload {
             id: header.id.clone(),
             media_ref: req.media_ref,
-            kind: clean_kind(&req.kind, &mime),
             filename: display_name(&req.filename, "file"),
             mime,
             size: req.size,
             temp: media.files().temp().await?,
+            quota,
         };
-        tracing::debug!(size = upload.size, kind = %upload.kind, "upload started");
+        tracing::debug!(size = upload.size, "upload started");
         self.upload = UploadState::Open(Box::new(upload));
         Ok(Reply::Nothing)
     }
@@ -168,11 +173,11 @@ impl ConnMedia {
         };
         let Upload {
             media_ref,
-            kind,
             mime,
             filename,
             size,
             mut temp,
+            quota,
             ..
         } = *open;
         if temp.len() != size {
@@ -189,10 +194,12 @@ impl ConnMedia {
                 "sha256 does not match the received bytes",
             ));
         }
+        // The app's `kind` is not trusted: what the bytes are decides how apps may show them.
+        let (kind, mime) = recognize(&mime, temp.head());
         let row = MediaRow {
             media_id: new_id("md_"),
             sha256: sha,
-            kind,
+            kind: kind.to_owned(),
             mime,
             size,
             filename,
@@ -201,6 +208,8 @@ impl ConnMedia {
             media_ref: Some(media_ref.clone()),
         };
         media.place(temp, row).await?;
+        // Stored and counted by the store from now on.
+        drop(quota);
         tracing::debug!(size, "upload stored");
         Ok(Reply::Direct(
             ServerFrame::MediaUploadAck(MediaUploadAck {

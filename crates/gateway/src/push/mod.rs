@@ -42,6 +42,7 @@
 //! run concurrently.
 
 mod backends;
+pub mod endpoint;
 mod error;
 pub mod fcm;
 pub mod ntfy;
@@ -76,12 +77,27 @@ impl Push {
     /// Loads the backends: reads the FCM service account, and the VAPID key in `data_dir` (made
     /// there on the first start).
     pub fn new(config: &PushConfig, data_dir: &Path) -> Result<Push, PushError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(30))
-            .user_agent(concat!("iris-gateway/", env!("CARGO_PKG_VERSION")))
+        let builder = || {
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(Duration::from_secs(30))
+                .user_agent(concat!("iris-gateway/", env!("CARGO_PKG_VERSION")))
+        };
+        let http = builder()
             .build()
             .map_err(|e| PushError::Http(e.to_string()))?;
+        // Web Push goes where devices say: no redirects, and host names resolve to public
+        // addresses only (see `endpoint`).
+        let webpush_http = match config.webpush.as_ref() {
+            Some(w) if !w.allow_private_endpoints => builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .dns_resolver(Arc::new(endpoint::PublicOnly))
+                .build(),
+            _ => builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build(),
+        }
+        .map_err(|e| PushError::Http(e.to_string()))?;
         let fcm = config
             .fcm
             .as_ref()
@@ -94,7 +110,7 @@ impl Push {
         let webpush = config
             .webpush
             .as_ref()
-            .map(|c| webpush::WebPush::load(c, data_dir, http.clone()))
+            .map(|c| webpush::WebPush::load(c, data_dir, webpush_http))
             .transpose()?;
         let mut config = config.clone();
         if let (Some(cfg), Some(backend)) = (config.webpush.as_mut(), &webpush) {

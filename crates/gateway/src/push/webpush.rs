@@ -23,6 +23,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::endpoint::{check_registration, check_sending, is_internal_address};
 use super::error::PushError;
 use super::outcome::Outcome;
 use super::outcome::{classify_response, transport_error, ErrorBody, Rules};
@@ -192,9 +193,11 @@ fn warn_if_readable_by_others(path: &PathBuf) {
 }
 
 /// Checks a subscription a device sent. `Ok(None)` asks to remove the stored one (empty
-/// endpoint); the error says what is wrong, without echoing the values.
+/// endpoint); the error says what is wrong, without echoing the values. The endpoint must be
+/// `https` to a public address unless `allow_private` (see [`super::endpoint`]).
 pub fn parse_subscription(
     sub: &iris_protocol::WebPushSubscription,
+    allow_private: bool,
 ) -> Result<Option<WebPushRow>, String> {
     let endpoint = sub.endpoint.trim();
     if endpoint.is_empty() {
@@ -204,6 +207,7 @@ pub fn parse_subscription(
         return Err(format!("endpoint longer than {MAX_ENDPOINT} bytes"));
     }
     let url = Url::parse(endpoint).map_err(|_| "endpoint is not a URL".to_owned())?;
+    check_registration(&url, allow_private)?;
     origin(&url)?;
     decode_public(&sub.p256dh)?;
     decode_auth(&sub.auth)?;
@@ -214,22 +218,10 @@ pub fn parse_subscription(
     }))
 }
 
-/// The origin of a push resource, the JWT's `aud`. Push services are reached over https; plain
-/// http is accepted for loopback addresses only (a push service on this machine).
+/// The origin of a push resource, the JWT's `aud`.
 fn origin(url: &Url) -> Result<String, String> {
-    let Some(host) = url.host_str().filter(|h| !h.is_empty()) else {
+    if url.host_str().is_none_or(str::is_empty) {
         return Err("endpoint has no host".to_owned());
-    };
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    match url.scheme() {
-        "https" => {}
-        "http" if loopback => {}
-        _ => return Err("endpoint must be an https URL".to_owned()),
     }
     Ok(url.origin().ascii_serialization())
 }
@@ -273,6 +265,7 @@ pub struct WebPush {
     key: VapidKey,
     subject: String,
     ttl: Duration,
+    allow_private: bool,
 }
 
 impl fmt::Debug for WebPush {
@@ -307,6 +300,7 @@ impl WebPush {
             key,
             subject: cfg.subject.clone(),
             ttl: cfg.ttl,
+            allow_private: cfg.allow_private_endpoints,
         })
     }
 
@@ -321,6 +315,10 @@ impl WebPush {
         let Ok(url) = Url::parse(&sub.endpoint) else {
             return Outcome::Unregistered;
         };
+        if let Err(reason) = check_sending(&url, self.allow_private) {
+            tracing::warn!(%reason, "dropping a Web Push subscription that may not be sent to");
+            return Outcome::Unregistered;
+        }
         let (Ok(audience), Ok(public), Ok(auth)) = (
             origin(&url),
             decode_public(&sub.p256dh),
@@ -359,6 +357,12 @@ impl WebPush {
             .body(body);
         match request.send().await {
             Ok(response) => classify_response(response, &RULES).await,
+            Err(e) if is_internal_address(&e) => {
+                tracing::warn!(
+                    "dropping a Web Push subscription whose host resolves to internal addresses"
+                );
+                Outcome::Unregistered
+            }
             // The endpoint URL is a capability: errors are logged without it.
             Err(e) => transport_error(&RULES, e),
         }
@@ -459,27 +463,29 @@ mod tests {
         let secret = new_secret().expect("key");
         let p256dh = URL_SAFE_NO_PAD.encode(secret.public_key().to_encoded_point(false).as_bytes());
         let auth = URL_SAFE_NO_PAD.encode([7u8; 16]);
-        let ok =
-            parse_subscription(&sub("https://push.example.com/x", &p256dh, &auth)).expect("valid");
+        let ok = parse_subscription(&sub("https://push.example.com/x", &p256dh, &auth), false)
+            .expect("valid");
         assert_eq!(
             ok.map(|r| r.endpoint).as_deref(),
             Some("https://push.example.com/x")
         );
         assert_eq!(
-            parse_subscription(&sub("", "", "")),
+            parse_subscription(&sub("", "", ""), false),
             Ok(None),
             "an empty endpoint removes"
         );
-        assert!(
-            parse_subscription(&sub("http://127.0.0.1:9/x", &p256dh, &format!("{auth}=="))).is_ok()
-        );
+        assert!(parse_subscription(
+            &sub("http://127.0.0.1:9/x", &p256dh, &format!("{auth}==")),
+            true
+        )
+        .is_ok());
         for (bad, what) in [
             (sub("http://push.example.com/x", &p256dh, &auth), "https"),
             (sub("https://push.example.com/x", "BAAA", &auth), "p256dh"),
             (sub("https://push.example.com/x", &p256dh, "AAAA"), "auth"),
             (sub("push.example.com", &p256dh, &auth), "URL"),
         ] {
-            let err = parse_subscription(&bad).expect_err(what);
+            let err = parse_subscription(&bad, false).expect_err(what);
             assert!(err.contains(what), "{err}");
         }
     }

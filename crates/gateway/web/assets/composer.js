@@ -8,7 +8,7 @@ import { icon } from './icons.js';
 import { $, app, currentLane } from './state.js';
 import { showLane } from './transcript.js';
 import { request, toast } from './ui.js';
-import { formatBytes, h, matchCommands } from './util.js';
+import { formatBytes, h, isRaster, matchCommands } from './util.js';
 
 const input = $('composer-input');
 
@@ -199,7 +199,9 @@ function pickCommand(name) {
 // ----- attachments -------------------------------------------------------------------------
 
 function addAttachment(file) {
-  const a = { file, progress: 0, ref: null, error: null, url: /^image\//.test(file.type) ? URL.createObjectURL(file) : null };
+  // A preview only of a raster image: an object URL of an SVG or HTML file would be active in
+  // this page's origin.
+  const a = { file, progress: 0, ref: null, error: null, url: isRaster(file.type) ? URL.createObjectURL(file) : null };
   // The echo of our own message shows this copy instead of pulling the bytes back.
   if (a.url) app.localMedia.set(`${file.name}:${file.size}`, a.url);
   app.attachments.push(a);

@@ -6,7 +6,7 @@
 import { RequestError } from './conn.js';
 import { sha256 } from './vendor/noble-hashes/sha2.js';
 import { bytesToHex } from './vendor/noble-hashes/utils.js';
-import { mediaKind, randomId } from './util.js';
+import { blobType, mediaKind, randomId } from './util.js';
 
 // Small enough for a smooth progress bar, large enough that frame overhead does not matter.
 const CHUNK = 128 * 1024;
@@ -86,7 +86,7 @@ export class Media {
     return ref;
   }
 
-  /** Remembers a local object URL for a media id (an image this browser just sent). */
+  /** Remembers a local object URL for a media id (a raster image this browser just sent). */
   remember(mediaId, url) {
     this.urls.set(mediaId, url);
   }
@@ -139,8 +139,10 @@ export class Media {
             if (header && header.sha256 && header.sha256 !== digest) {
               return finish(() => reject(new RequestError('internal', 'The file arrived damaged.')));
             }
-            const mime = (header && header.mime) || info.mime || 'application/octet-stream';
-            return finish(() => resolve(new Blob(parts, { type: mime })));
+            // Only a verified raster image keeps its type: a blob: URL runs in this page's
+            // origin, so nothing that a browser would execute (SVG, HTML) may ever be one.
+            const type = blobType(header || info);
+            return finish(() => resolve(new Blob(parts, { type })));
           }
           if (f.type === 'error') return finish(() => reject(new RequestError(f.payload.code, f.payload.message)));
           return false;

@@ -9,7 +9,7 @@ import { markdown } from './markdown.js';
 import { icon } from './icons.js';
 import { $, app, currentLane, findMessage, laneOf, laneTitle, store } from './state.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
-import { formatBytes, formatTime, h, runtimeFooter } from './util.js';
+import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
 
 const BUSY_TEXT = {
   processing: 'Thinking…',
@@ -394,9 +394,12 @@ export function onStatus(frame) {
 function mediaList(list) {
   const box = h('div', { class: 'media' });
   for (const m of list) {
-    const local = app.localMedia.get(`${m.filename}:${m.size}`);
+    // Inline only what the gateway verified as a raster image; the local copy of a picture this
+    // browser sent stands in for it then, never for a file.
+    const inline = showsInline(m) && m.size <= 20 * 1024 * 1024;
+    const local = inline && app.localMedia.get(`${m.filename}:${m.size}`);
     if (local && !app.media.urls.has(m.media_id)) app.media.remember(m.media_id, local);
-    if (m.kind === 'image' && m.size <= 20 * 1024 * 1024) box.append(inlineImage(m));
+    if (inline) box.append(inlineImage(m));
     else box.append(fileChip(m));
   }
   return box;

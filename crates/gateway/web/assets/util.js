@@ -108,6 +108,26 @@ export function runtimeFooter(rt) {
   return parts.join(' · ');
 }
 
+// Raster image types, the only media this page ever shows itself (as <img>). SVG and HTML can
+// carry scripts: anything else becomes a blob of no active type and is only ever downloaded.
+const RASTER = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/bmp', 'image/avif',
+  'image/heif', 'image/tiff', 'image/jxl', 'image/vnd.microsoft.icon']);
+
+/** Whether a MIME type is a raster image this page may show inline. */
+export function isRaster(mime) {
+  return RASTER.has(String(mime || '').toLowerCase());
+}
+
+/** Whether media the gateway described may be shown inline: an image it verified by its bytes. */
+export function showsInline(info) {
+  return info.kind === 'image' && isRaster(info.mime);
+}
+
+/** The type of the blob made of media bytes: the MIME type only for an inline image. */
+export function blobType(info) {
+  return showsInline(info) ? String(info.mime).toLowerCase() : 'application/octet-stream';
+}
+
 /** The media kind of a MIME type, as the protocol names it. */
 export function mediaKind(mime) {
   if (/^image\//.test(mime)) return 'image';
