@@ -36,7 +36,7 @@ pub(super) async fn steer(ctx: &Context, header: &Header, text: String) -> Resul
     }
 }
 
-pub(super) async fn picker_select(ctx: &Context, req: PickerSelect) -> Result<Reply> {
+pub(super) async fn picker_select(ctx: &Context, device: &str, req: PickerSelect) -> Result<Reply> {
     let Some(lane) = ctx.agents.picker_lane(&req.picker_id) else {
         return Err(WireError::not_found("picker unknown or expired"));
     };
@@ -46,6 +46,7 @@ pub(super) async fn picker_select(ctx: &Context, req: PickerSelect) -> Result<Re
         LaneCmd::Picker {
             picker_id: req.picker_id,
             value: req.value,
+            device: Some(device.to_owned()),
             reply: tx,
         },
     )?;

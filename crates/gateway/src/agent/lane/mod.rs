@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iris_acp::{ContentBlock, PermissionResponder, SessionModelState, SessionUpdate};
-use iris_protocol::{AgentBusy, BusyReason, DurableFrame, EphemeralFrame, Header, Message};
+use iris_protocol::{
+    AgentBusy, BusyReason, Choice, DurableFrame, EphemeralFrame, Header, Message, PickerClosed,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant as TokioInstant;
 use tokio_util::sync::CancellationToken;
@@ -84,6 +86,8 @@ pub enum LaneCmd {
         picker_id: String,
         /// The chosen value.
         value: String,
+        /// The device that answered.
+        device: Option<String>,
         /// The result.
         reply: oneshot::Sender<Result<(), WireError>>,
     },
@@ -111,7 +115,8 @@ struct Steering {
 enum Pending {
     Approval {
         responder: PermissionResponder,
-        options: Vec<String>,
+        /// The agent's options: the values a device may answer with, and their labels.
+        options: Vec<Choice>,
         deadline: Instant,
     },
     Model {
@@ -144,6 +149,8 @@ pub(super) struct LaneActor {
     deleted: Arc<AtomicBool>,
     /// Checkpoints of the running answer's text.
     checkpoints: checkpoint::Checkpoints,
+    /// Pickers closed since the last [`LaneActor::flush_closed`], with the chosen label.
+    closed: Vec<(PickerClosed, Option<String>)>,
 }
 
 impl LaneActor {
@@ -170,6 +177,7 @@ impl LaneActor {
             close,
             deleted,
             checkpoints: checkpoint::Checkpoints::default(),
+            closed: Vec::new(),
         }
     }
 
@@ -210,6 +218,7 @@ impl LaneActor {
                 Some(ev) = self.ev_rx.recv() => self.idle_event(ev).await,
                 _ = sleep_until(expiry) => self.expire_pickers().await,
             }
+            self.flush_closed(None).await;
         }
         if let Some(s) = &self.session {
             self.host().remove_route(&s.id);
@@ -231,9 +240,10 @@ impl LaneActor {
             LaneCmd::Picker {
                 picker_id,
                 value,
+                device,
                 reply,
             } => {
-                let result = self.answer_picker(&picker_id, &value).await;
+                let result = self.answer_picker(&picker_id, &value, device).await;
                 let _ = reply.send(result);
             }
             LaneCmd::Prepare(done) => {

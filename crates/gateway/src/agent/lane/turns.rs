@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use iris_acp::ContentBlock;
-use iris_protocol::{BusyReason, DurableFrame, Message, Role};
+use iris_protocol::{BusyReason, DurableFrame, Message, PickerOutcome, Role};
 use tokio::sync::mpsc;
 
 use super::super::host::Instance;
@@ -134,6 +134,7 @@ impl LaneActor {
         for id in turn_pickers {
             if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(id) {
                 responder.cancel();
+                self.picker_closed(id, PickerOutcome::Cancelled, None, None);
             }
         }
     }
