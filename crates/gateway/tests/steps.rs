@@ -210,3 +210,97 @@ async fn expired_and_cancelled_pickers_are_closed_everywhere_and_kept_as_steps()
     );
     gw.stop().await;
 }
+
+async fn retry(client: &mut Client, id: &str) -> Result<Event, iris_client::ClientError> {
+    let frame = ClientFrame::MessageRetry(iris_protocol::MessageRetry {
+        message_id: id.into(),
+    });
+    client.request(default_lane(), frame).await
+}
+
+fn code_of(result: Result<Event, iris_client::ClientError>) -> iris_protocol::ErrorCode {
+    match result {
+        Err(iris_client::ClientError::Server { code, .. }) => code,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn retry_runs_a_stopped_prompt_again_and_refuses_what_it_cannot_run() {
+    use iris_protocol::{Empty, ErrorCode, TurnEnd};
+    let gw = TestGateway::start_demo().await;
+    let (mut a, _) = gw.connect("a").await;
+    let echo = send(&mut a, default_lane(), "slow story", false).await;
+    let asked = message_id(&echo);
+    a.wait_for(|e| e.frame_type() == "message.update")
+        .await
+        .unwrap();
+    // While the turn runs, a retry is refused rather than queued.
+    assert_eq!(code_of(retry(&mut a, &asked).await), ErrorCode::RateLimited);
+    a.request(default_lane(), ClientFrame::AgentStop(Empty {}))
+        .await
+        .unwrap();
+    let stopped = until_idle(&mut a).await;
+    let stopped_id = stopped
+        .iter()
+        .find_map(|e| match &e.body {
+            ServerFrame::MessageStop(s) => Some(s.message_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+
+    let ack = retry(&mut a, &asked).await.unwrap();
+    assert_eq!(ack.frame_type(), "ack");
+    let again = until_idle(&mut a).await;
+    assert!(
+        final_text(&again).ends_with("Echo: slow story"),
+        "{}",
+        final_text(&again)
+    );
+
+    let messages = history(&mut a, default_lane()).await;
+    let lines: Vec<_> = messages
+        .iter()
+        .map(|m| (m.role, m.text.as_str(), m.ended))
+        .collect();
+    assert_eq!(
+        messages.iter().filter(|m| m.role == Role::User).count(),
+        1,
+        "{lines:?}"
+    );
+    let at = messages
+        .iter()
+        .position(|m| m.message_id == stopped_id)
+        .unwrap();
+    assert_eq!(messages[at].ended, Some(TurnEnd::Stopped));
+    let last = messages.last().unwrap();
+    assert_eq!(
+        (last.role, last.ended),
+        (Role::Assistant, Some(TurnEnd::Completed))
+    );
+    assert!(last.text.ends_with("Echo: slow story"));
+
+    assert_eq!(code_of(retry(&mut a, "m_nope").await), ErrorCode::NotFound);
+    assert_eq!(
+        code_of(retry(&mut a, &stopped_id).await),
+        ErrorCode::BadRequest
+    );
+    let help = send(&mut a, default_lane(), "/help", false).await;
+    until(
+        &mut a,
+        |e| matches!(&e.body, ServerFrame::Message(m) if m.role == Role::System),
+    )
+    .await;
+    assert_eq!(
+        code_of(retry(&mut a, &message_id(&help)).await),
+        ErrorCode::BadRequest
+    );
+    // A message of another lane is unknown in this one.
+    let other = create_channel(&mut a, "other", None).await;
+    let elsewhere = send(&mut a, Header::lane(&other, None), "hello there", false).await;
+    assert_eq!(
+        code_of(retry(&mut a, &message_id(&elsewhere)).await),
+        ErrorCode::NotFound
+    );
+    gw.stop().await;
+}

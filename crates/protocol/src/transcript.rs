@@ -145,3 +145,72 @@ pub struct PickerClosed {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_device: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{decode, ServerFrame};
+    use serde_json::json;
+
+    #[test]
+    fn steps_and_picker_closed_have_the_documented_shape() {
+        let steps = vec![
+            Step::Commentary {
+                text: "Let me look.".into(),
+            },
+            Step::Plan {
+                text: "Plan:\n☐ a".into(),
+            },
+            Step::Tool(ToolStep {
+                index: 0,
+                name: "terminal".into(),
+                ok: Some(true),
+                duration: Some(0.25),
+                ..ToolStep::default()
+            }),
+            Step::Picker(PickerStep {
+                picker_id: "p_1".into(),
+                picker: "approval".into(),
+                title: "Run it?".into(),
+                outcome: Some(PickerOutcome::Answered),
+                value: Some("allow_once".into()),
+                label: Some("Allow once".into()),
+                by_device: Some("phone".into()),
+            }),
+        ];
+        assert_eq!(
+            serde_json::to_value(&steps).unwrap(),
+            json!([
+                {"kind": "commentary", "text": "Let me look."},
+                {"kind": "plan", "text": "Plan:\n☐ a"},
+                {"kind": "tool", "index": 0, "name": "terminal", "ok": true, "duration": 0.25},
+                {"kind": "picker", "picker_id": "p_1", "picker": "approval", "title": "Run it?",
+                 "outcome": "answered", "value": "allow_once", "label": "Allow once",
+                 "by_device": "phone"},
+            ])
+        );
+        let frame = decode::<ServerFrame>(
+            r#"{"v":1,"type":"picker.closed","chat_id":"c","payload":{"picker_id":"p_1","outcome":"expired","later":1}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            frame.body,
+            ServerFrame::PickerClosed(PickerClosed {
+                picker_id: "p_1".into(),
+                outcome: PickerOutcome::Expired,
+                ..PickerClosed::default()
+            })
+        );
+    }
+
+    #[test]
+    fn args_over_the_bound_become_a_cut_string() {
+        let small = json!({"command": "ls"});
+        assert_eq!(ToolStep::bounded_args(Some(&small)), Some(small));
+        let big = json!({"text": "é".repeat(MAX_STEP_ARGS)});
+        let cut = ToolStep::bounded_args(Some(&big)).unwrap();
+        let cut = cut.as_str().unwrap();
+        assert!(cut.len() <= MAX_STEP_ARGS + '…'.len_utf8() && cut.ends_with('…'));
+        assert_eq!(ToolStep::bounded_args(None), None);
+    }
+}

@@ -45,6 +45,7 @@ pub async fn handle(
         ClientFrame::ReadReceipt(req) => {
             messages::read_receipt(ctx, device, header, req, origin).await
         }
+        ClientFrame::MessageRetry(req) => control::retry(ctx, header, req, origin).await,
         ClientFrame::AgentStop(_) => control::stop(ctx, header).await,
         ClientFrame::AgentSteer(req) => control::steer(ctx, header, req.text).await,
         ClientFrame::PickerSelect(req) => control::picker_select(ctx, device, req).await,

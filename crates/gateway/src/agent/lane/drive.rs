@@ -251,7 +251,11 @@ impl LaneActor {
                     "a scheduled job is running in this lane; stop it or wait for it",
                 )));
             }
-            LaneCmd::Prompt(p) => self.queue.push_back(Job::Prompt(p)),
+            LaneCmd::Prompt(mut p) => {
+                if !p.refuse_retry() {
+                    self.queue.push_back(Job::Prompt(p))
+                }
+            }
             LaneCmd::Command(c) if c.command == Command::Stop => {
                 self.read_receipt(c.origin_conn, &c.message_id);
                 self.cancel_run(run);

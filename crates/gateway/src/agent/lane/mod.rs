@@ -54,6 +54,30 @@ pub struct PromptJob {
     pub message_id: String,
     /// Its place in the lane's queue (none for steering text run as a turn).
     pub slot: Option<Slot>,
+    /// For a retry (`message.retry`): told whether the lane took it. A lane that is running a
+    /// turn refuses a retry instead of queueing it.
+    pub retry: Option<oneshot::Sender<Result<(), WireError>>>,
+}
+
+impl PromptJob {
+    /// A retry is taken by an idle lane: it runs next.
+    fn take_retry(&mut self) {
+        if let Some(reply) = self.retry.take() {
+            let _ = reply.send(Ok(()));
+        }
+    }
+
+    /// A retry is refused by a lane that is running a turn; returns whether it was one.
+    fn refuse_retry(&mut self) -> bool {
+        let Some(reply) = self.retry.take() else {
+            return false;
+        };
+        let _ = reply.send(Err(WireError::new(
+            iris_protocol::ErrorCode::RateLimited,
+            "a turn is running in this chat; retry when it has ended",
+        )));
+        true
+    }
 }
 
 /// A gateway command for the lane.
@@ -228,7 +252,10 @@ impl LaneActor {
 
     async fn idle_cmd(&mut self, cmd: LaneCmd) {
         match cmd {
-            LaneCmd::Prompt(p) => self.queue.push_back(Job::Prompt(p)),
+            LaneCmd::Prompt(mut p) => {
+                p.take_retry();
+                self.queue.push_back(Job::Prompt(p))
+            }
             LaneCmd::Command(c) => self.queue.push_back(Job::Command(c)),
             LaneCmd::Cron(c) => self.queue.push_back(Job::Cron(c)),
             LaneCmd::Stop(reply) => {

@@ -217,5 +217,6 @@ fn steer_job(text: String) -> PromptJob {
         origin_conn: 0,
         message_id: String::new(),
         slot: None,
+        retry: None,
     }
 }
