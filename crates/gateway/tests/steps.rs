@@ -279,6 +279,12 @@ async fn retry_runs_a_stopped_prompt_again_and_refuses_what_it_cannot_run() {
         (Role::Assistant, Some(TurnEnd::Completed))
     );
     assert!(last.text.ends_with("Echo: slow story"));
+    assert_eq!(
+        last.reply_to.as_deref(),
+        Some(asked.as_str()),
+        "the answer names its prompt"
+    );
+    assert_eq!(messages[at].reply_to.as_deref(), Some(asked.as_str()));
 
     assert_eq!(code_of(retry(&mut a, "m_nope").await), ErrorCode::NotFound);
     assert_eq!(

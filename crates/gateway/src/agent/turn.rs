@@ -116,6 +116,8 @@ pub struct TurnMapper {
     media_shas: HashSet<String>,
     /// The turn's steps, for its answer.
     steps: Steps,
+    /// The user message the turn answers.
+    reply_to: Option<String>,
 }
 
 use crate::text::tail;
@@ -174,7 +176,13 @@ impl TurnMapper {
             media: Vec::new(),
             media_shas: HashSet::new(),
             steps: Steps::default(),
+            reply_to: None,
         }
+    }
+
+    /// The turn answers this user message: its answer's `reply_to`.
+    pub fn answering(&mut self, message_id: &str) {
+        self.reply_to = Some(message_id.to_owned()).filter(|id| !id.is_empty());
     }
 
     /// Takes the files seen since the last call, for the lane to store.
@@ -528,6 +536,7 @@ impl TurnMapper {
             runtime: Some(runtime.clone()),
             ended: Some(ending.end()),
             steps: steps.clone(),
+            reply_to: self.reply_to.clone(),
             ..Message::default()
         };
         let frame = if self.bubble_started {

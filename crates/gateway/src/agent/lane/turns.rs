@@ -46,6 +46,7 @@ impl LaneActor {
             show_reasoning: self.show_reasoning,
             update_interval: self.bridge.settings.update_interval,
         });
+        mapper.answering(&job.message_id);
         let turn_id = mapper.message_id().to_owned();
         // A message of attachments only has no text block.
         let mut blocks = match job.text.is_empty() && !job.blocks.is_empty() {
