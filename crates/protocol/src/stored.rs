@@ -70,6 +70,18 @@ impl Message {
     }
 }
 
+impl Step {
+    /// A running turn's steps as the JSON text its checkpoint keeps.
+    pub fn list_to_stored(steps: &[Step]) -> String {
+        serde_json::to_string(steps).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// Checkpointed steps from their JSON text; unreadable text means none.
+    pub fn list_from_stored(text: &str) -> Vec<Step> {
+        serde_json::from_str(text).unwrap_or_default()
+    }
+}
+
 impl ClientCaps {
     /// Announced capabilities as the JSON text the store keeps (`{}` for none).
     pub fn to_stored(caps: Option<&ClientCaps>) -> String {
@@ -120,6 +132,11 @@ mod tests {
             &m.extra_json(),
         );
         assert_eq!(back, m);
+        assert_eq!(
+            Step::list_from_stored(&Step::list_to_stored(&m.steps)),
+            m.steps
+        );
+        assert_eq!(Step::list_from_stored("{oops"), []);
         let bad = Message::from_stored("m".into(), "nobody", "t".into(), 1, "{oops");
         assert_eq!((bad.role, bad.model), (Role::System, None));
     }

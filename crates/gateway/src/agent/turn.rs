@@ -584,6 +584,16 @@ impl TurnMapper {
     pub fn picker_closed(&mut self, closed: &PickerClosed, label: Option<String>) {
         self.steps.picker_closed(closed, label);
     }
+
+    /// The turn's steps so far, and how many changes they have had (for checkpoints).
+    pub fn steps(&self) -> (Vec<iris_protocol::Step>, u64) {
+        (self.steps.to_vec(), self.steps.revision())
+    }
+
+    /// How many changes the turn's steps have had.
+    pub fn steps_revision(&self) -> u64 {
+        self.steps.revision()
+    }
 }
 
 mod steps;

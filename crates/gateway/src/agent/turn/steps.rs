@@ -15,6 +15,8 @@ pub struct Steps {
     plan: Option<usize>,
     tools: HashMap<u32, usize>,
     pickers: HashMap<String, usize>,
+    /// Counts changes, so that a checkpoint knows when the steps changed.
+    revision: u64,
 }
 
 /// The first `max` characters of a text, with a trailing `…` when it was cut.
@@ -27,6 +29,7 @@ fn head(text: &str, max: usize) -> String {
 
 impl Steps {
     fn push(&mut self, step: Step) -> Option<usize> {
+        self.revision += 1;
         (self.steps.len() < MAX_STEPS).then(|| {
             self.steps.push(step);
             self.steps.len() - 1
@@ -43,6 +46,7 @@ impl Steps {
     /// The plan as shown now: it replaces the one shown before, at its place.
     pub fn plan(&mut self, text: &str) {
         let text = head(text, MAX_STEP_TEXT);
+        self.revision += 1;
         match self.plan.and_then(|at| self.steps.get_mut(at)) {
             Some(step) => *step = Step::Plan { text },
             None => self.plan = self.push(Step::Plan { text }),
@@ -67,6 +71,7 @@ impl Steps {
     /// A tool call ended.
     pub fn tool_end(&mut self, end: &ToolEnd) {
         let at = self.tools.get(&end.index).copied();
+        self.revision += 1;
         if let Some(Step::Tool(t)) = at.and_then(|at| self.steps.get_mut(at)) {
             t.ok = Some(end.ok);
             t.duration = end.duration;
@@ -90,6 +95,7 @@ impl Steps {
     /// A picker of the turn closed; `label` is the chosen choice's label.
     pub fn picker_closed(&mut self, closed: &PickerClosed, label: Option<String>) {
         let at = self.pickers.get(&closed.picker_id).copied();
+        self.revision += 1;
         if let Some(Step::Picker(p)) = at.and_then(|at| self.steps.get_mut(at)) {
             p.outcome = Some(closed.outcome);
             p.value = closed.value.clone();
@@ -101,6 +107,11 @@ impl Steps {
     /// The steps so far.
     pub fn to_vec(&self) -> Vec<Step> {
         self.steps.clone()
+    }
+
+    /// How many changes the steps have had.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 }
 
