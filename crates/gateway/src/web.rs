@@ -74,6 +74,7 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "session.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "sidebar.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "state.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "steps.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "transcript.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "ui.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "util.js", "text/javascript; charset=utf-8"),

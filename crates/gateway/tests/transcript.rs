@@ -150,7 +150,7 @@ mod killed {
     use std::time::{Duration, Instant};
 
     use iris_client::{Client, ConnectOptions};
-    use iris_protocol::{ClientFrame, Header, MessageSend, ServerFrame, TurnEnd};
+    use iris_protocol::{ClientFrame, Header, MessageSend, ServerFrame, Step, TurnEnd};
     use tokio::io::{AsyncBufReadExt, BufReader};
     use tokio::process::{Child, Command};
 
@@ -264,6 +264,98 @@ mod killed {
             (stop.final_text.as_str(), stop.ended),
             (answer.text.as_str(), Some(TurnEnd::CutOff))
         );
+        drop(gw);
+    }
+
+    /// The running answer's checkpointed steps, read from the gateway's database as it runs.
+    fn checkpointed_steps(dir: &std::path::Path) -> Option<String> {
+        let db = rusqlite::Connection::open_with_flags(
+            dir.join("data/iris.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .ok()?;
+        db.query_row(
+            "SELECT value FROM meta WHERE key LIKE 'turn_steps/%'",
+            [],
+            |r| r.get(0),
+        )
+        .ok()
+    }
+
+    #[tokio::test]
+    async fn a_kill_9_while_an_approval_waits_keeps_the_turns_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut gw, url) = start(dir.path()).await;
+        let mut phone = connect(&url).await;
+        let send = ClientFrame::MessageSend(MessageSend {
+            text: "tool approve please".into(),
+            ..Default::default()
+        });
+        phone
+            .request(Header::lane("default", None), send)
+            .await
+            .unwrap();
+        let id = loop {
+            let e = phone
+                .next_event_timeout(Duration::from_secs(20))
+                .await
+                .unwrap();
+            match &e.body {
+                ServerFrame::MessageStart(s) => break s.message_id.clone(),
+                _ => continue,
+            }
+        };
+        loop {
+            let e = phone
+                .next_event_timeout(Duration::from_secs(20))
+                .await
+                .unwrap();
+            if e.frame_type() == "picker.approval" {
+                break;
+            }
+        }
+        // The checkpoint holding the open approval is written off the turn's path: wait for it.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !checkpointed_steps(dir.path()).is_some_and(|s| s.contains("\"approval\"")) {
+            assert!(Instant::now() < deadline, "no checkpoint of the steps");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        gw.start_kill().unwrap();
+        gw.wait().await.unwrap();
+        drop(phone);
+
+        let (gw, url) = start(dir.path()).await;
+        let mut phone = connect(&url).await;
+        let answer = super::history(&mut phone, Header::lane("default", None))
+            .await
+            .into_iter()
+            .find(|m| m.message_id == id)
+            .expect("the cut-off answer in history");
+        assert_eq!(answer.ended, Some(TurnEnd::CutOff));
+        let kinds: Vec<String> = answer
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Commentary { text } => format!("commentary {}", text.trim()),
+                Step::Tool(t) => format!("tool {} ok={:?}", t.index, t.ok),
+                Step::Picker(p) => format!("{} {:?}", p.picker, p.outcome),
+                Step::Plan { .. } => "plan".into(),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "commentary Let me run a command.",
+                "tool 0 ok=Some(true)",
+                "commentary The command printed: hello.",
+                "tool 1 ok=None",
+                "approval Some(Cancelled)",
+            ]
+        );
+        // The approval the phone was offered is closed for every device.
+        let synced = phone.sync(0).await.unwrap();
+        assert!(synced.frames.iter().any(|e| matches!(&e.body,
+            ServerFrame::PickerClosed(c) if c.outcome == iris_protocol::PickerOutcome::Cancelled)));
         drop(gw);
     }
 }

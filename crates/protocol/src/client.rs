@@ -35,6 +35,8 @@ frame_enum! {
         History(HistoryRequest) = "history",
         /// Hard-delete messages.
         MessageDelete(MessageDelete) = "message.delete",
+        /// Run a user message again as a new turn. An Iris extension.
+        MessageRetry(MessageRetry) = "message.retry",
         /// Fetch the slash-command catalog.
         CommandsCatalog(Empty) = "commands.catalog",
         /// Autocomplete a typed command prefix.
@@ -186,7 +188,7 @@ pub struct MediaPull {
 pub struct PickerSelect {
     /// The picker being answered.
     pub picker_id: String,
-    /// The chosen value (or free text for a clarify picker).
+    /// The chosen value (or typed text for a clarify picker that has `free_text`).
     pub value: String,
 }
 
@@ -260,6 +262,13 @@ pub struct HistoryRequest {
 pub struct MessageDelete {
     /// Messages to delete.
     pub message_ids: Vec<String>,
+}
+
+/// `message.retry`: run the lane's user message `message_id` again as a new turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageRetry {
+    /// The user message to run again.
+    pub message_id: String,
 }
 
 /// `commands.complete` request.

@@ -39,6 +39,8 @@ pub enum DurableFrame {
     PickerApproval(PickerApproval),
     /// A yes/no confirmation.
     PickerConfirm(PickerConfirm),
+    /// A picker was answered, expired or was cancelled.
+    PickerClosed(crate::PickerClosed),
     /// The whole channel directory.
     ChannelList(ChannelList),
     /// A channel or thread was created.
@@ -100,6 +102,7 @@ impl From<DurableFrame> for ServerFrame {
             D::PickerClarify(p) => ServerFrame::PickerClarify(p),
             D::PickerApproval(p) => ServerFrame::PickerApproval(p),
             D::PickerConfirm(p) => ServerFrame::PickerConfirm(p),
+            D::PickerClosed(p) => ServerFrame::PickerClosed(p),
             D::ChannelList(p) => ServerFrame::ChannelList(p),
             D::ChannelCreated(p) => ServerFrame::ChannelCreated(p),
             D::ChannelRenamed(p) => ServerFrame::ChannelRenamed(p),
@@ -153,6 +156,7 @@ impl DurableFrame {
             D::PickerClarify(_) => "picker.clarify",
             D::PickerApproval(_) => "picker.approval",
             D::PickerConfirm(_) => "picker.confirm",
+            D::PickerClosed(_) => "picker.closed",
             D::ChannelList(_) => "channel.list",
             D::ChannelCreated(_) => "channel.created",
             D::ChannelRenamed(_) => "channel.renamed",
@@ -186,6 +190,7 @@ mod tests {
             D::PickerClarify(PickerClarify::default()),
             D::PickerApproval(PickerApproval::default()),
             D::PickerConfirm(PickerConfirm::default()),
+            D::PickerClosed(crate::PickerClosed::default()),
             D::ChannelList(ChannelList::default()),
             D::ChannelCreated(ChannelCreated::default()),
             D::ChannelRenamed(ChannelRenamed::default()),

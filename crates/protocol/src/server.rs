@@ -45,6 +45,8 @@ frame_enum! {
         PickerApproval(PickerApproval) = "picker.approval",
         /// A yes/no confirmation.
         PickerConfirm(PickerConfirm) = "picker.confirm",
+        /// A picker was answered, expired or was cancelled. An Iris extension.
+        PickerClosed(crate::PickerClosed) = "picker.closed",
         /// The whole channel directory.
         ChannelList(ChannelList) = "channel.list",
         /// A channel or thread was created.
@@ -303,6 +305,9 @@ pub struct Message {
     /// A user message that steered a running turn (additive).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub steering: bool,
+    /// The turn's steps in order (final assistant and cron messages; additive).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<crate::Step>,
 }
 
 /// `message.start`.
@@ -355,6 +360,9 @@ pub struct MessageStop {
     /// How the turn ended (additive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<crate::TurnEnd>,
+    /// The turn's steps in order (additive).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<crate::Step>,
 }
 
 /// `message.deleted`.
@@ -506,9 +514,13 @@ pub struct PickerClarify {
     pub picker_id: String,
     /// The question.
     pub title: String,
-    /// Suggested answers; free text is accepted too.
+    /// Suggested answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<Choice>,
+    /// Whether a typed answer is accepted besides the choices (additive; absent: only the
+    /// choices).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub free_text: bool,
 }
 
 /// `picker.approval`.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::ClientCaps;
 use crate::server::{MediaInfo, Message, Role, Runtime};
-use crate::transcript::TurnEnd;
+use crate::transcript::{Step, TurnEnd};
 
 /// The fields of a message kept in the store's `extra` column.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -27,6 +27,8 @@ struct MessageExtra {
     ended: Option<TurnEnd>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     steering: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    steps: Vec<Step>,
 }
 
 impl Message {
@@ -41,6 +43,7 @@ impl Message {
             runtime: self.runtime.clone(),
             ended: self.ended,
             steering: self.steering,
+            steps: self.steps.clone(),
         };
         serde_json::to_string(&extra).unwrap_or_else(|_| "{}".into())
     }
@@ -62,7 +65,20 @@ impl Message {
             runtime: extra.runtime,
             ended: extra.ended,
             steering: extra.steering,
+            steps: extra.steps,
         }
+    }
+}
+
+impl Step {
+    /// A running turn's steps as the JSON text its checkpoint keeps.
+    pub fn list_to_stored(steps: &[Step]) -> String {
+        serde_json::to_string(steps).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// Checkpointed steps from their JSON text; unreadable text means none.
+    pub fn list_from_stored(text: &str) -> Vec<Step> {
+        serde_json::from_str(text).unwrap_or_default()
     }
 }
 
@@ -95,6 +111,17 @@ mod tests {
             ts: 5,
             ended: Some(TurnEnd::Stopped),
             steering: true,
+            steps: vec![
+                Step::Commentary {
+                    text: "first".into(),
+                },
+                Step::Tool(crate::ToolStep {
+                    index: 0,
+                    name: "terminal".into(),
+                    ok: Some(true),
+                    ..Default::default()
+                }),
+            ],
             ..Message::default()
         };
         let back = Message::from_stored(
@@ -105,6 +132,11 @@ mod tests {
             &m.extra_json(),
         );
         assert_eq!(back, m);
+        assert_eq!(
+            Step::list_from_stored(&Step::list_to_stored(&m.steps)),
+            m.steps
+        );
+        assert_eq!(Step::list_from_stored("{oops"), []);
         let bad = Message::from_stored("m".into(), "nobody", "t".into(), 1, "{oops");
         assert_eq!((bad.role, bad.model), (Role::System, None));
     }

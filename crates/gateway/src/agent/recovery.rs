@@ -6,13 +6,15 @@
 //! left over is closed with `message.stop` (when a bubble was open), a system message and
 //! `agent.idle`, so no device shows a turn that runs forever.
 //!
-//! While an answer streams, its text is checkpointed now and then ([`checkpoint`], under a meta
-//! key of its own, dropped when the turn closes); a turn closed here keeps the last checkpointed
-//! text, marked `cut_off`, rather than an empty bubble.
+//! While an answer streams, its text and steps are checkpointed now and then ([`checkpoint`],
+//! under meta keys of their own, dropped when the turn closes); a turn closed here keeps the last
+//! checkpointed text and steps, marked `cut_off`, rather than an empty bubble.
 
 use std::collections::BTreeMap;
 
-use iris_protocol::{DurableFrame, Message, MessageStop, Role, TurnEnd};
+use iris_protocol::{
+    DurableFrame, Message, MessageStop, PickerClosed, PickerOutcome, Role, Step, TurnEnd,
+};
 use iris_store::{Store, StoreError, WriteTx};
 use serde::{Deserialize, Serialize};
 
@@ -45,14 +47,20 @@ fn text_key(message_id: &str) -> String {
     format!("turn_text/{message_id}")
 }
 
-/// Keeps the text streamed so far of a lane's running answer, so that a crash of the gateway does
-/// not lose it. Checkpoints are written off the streaming path and may land after the turn was
-/// closed: then nothing is written.
+/// The meta key of a running answer's checkpointed steps.
+fn steps_key(message_id: &str) -> String {
+    format!("turn_steps/{message_id}")
+}
+
+/// Keeps the text streamed so far of a lane's running answer and its steps (as stored JSON), so
+/// that a crash of the gateway does not lose them. Checkpoints are written off the streaming path
+/// and may land after the turn was closed: then nothing is written.
 pub fn checkpoint(
     tx: &mut WriteTx<'_>,
     lane: &Lane,
     message_id: &str,
     text: &str,
+    steps: &str,
 ) -> Result<(), StoreError> {
     let turns = load(tx)?;
     let open = turns
@@ -60,6 +68,7 @@ pub fn checkpoint(
         .is_some_and(|t| t.message_id.as_deref() == Some(message_id) && !t.answered);
     if open {
         tx.set_meta(&text_key(message_id), text)?;
+        tx.set_meta(&steps_key(message_id), steps)?;
     }
     Ok(())
 }
@@ -67,7 +76,10 @@ pub fn checkpoint(
 /// Drops the checkpointed text of a turn that is closed.
 fn drop_text(tx: &mut WriteTx<'_>, turn: Option<&OpenTurn>) -> Result<(), StoreError> {
     match turn.and_then(|t| t.message_id.as_deref()) {
-        Some(id) => tx.delete_meta(&text_key(id)),
+        Some(id) => {
+            tx.delete_meta(&text_key(id))?;
+            tx.delete_meta(&steps_key(id))
+        }
         None => Ok(()),
     }
 }
@@ -161,9 +173,12 @@ fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
         chat_id: turn.chat_id.clone(),
         thread_id: turn.thread_id.clone(),
     };
-    let text = match &turn.message_id {
-        Some(id) => tx.get_meta(&text_key(id))?.unwrap_or_default(),
-        None => String::new(),
+    let (text, mut steps) = match &turn.message_id {
+        Some(id) => (
+            tx.get_meta(&text_key(id))?.unwrap_or_default(),
+            Step::list_from_stored(&tx.get_meta(&steps_key(id))?.unwrap_or_default()),
+        ),
+        None => Default::default(),
     };
     drop_text(tx, Some(turn))?;
     // The lane may have been deleted since.
@@ -172,6 +187,20 @@ fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
     }
     let header = lane.header();
     if !turn.answered {
+        // Pickers still open died with the gateway: every device is told, and the answer says so.
+        for step in &mut steps {
+            if let Step::Picker(p) = step {
+                if p.outcome.is_none() {
+                    p.outcome = Some(PickerOutcome::Cancelled);
+                    let closed = DurableFrame::PickerClosed(PickerClosed {
+                        picker_id: p.picker_id.clone(),
+                        outcome: PickerOutcome::Cancelled,
+                        ..PickerClosed::default()
+                    });
+                    outbox::append(tx, &header, closed, None, &Origin::none())?;
+                }
+            }
+        }
         if let Some(id) = &turn.message_id {
             // The answer keeps the text last checkpointed while it streamed, so that history,
             // the outbox and what devices saw agree as far as the crash allows.
@@ -181,6 +210,7 @@ fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
                 text: text.clone(),
                 ts: now_ms(),
                 ended: Some(TurnEnd::CutOff),
+                steps: steps.clone(),
                 ..Message::default()
             };
             tx.upsert_message(&outbox::to_stored(
@@ -192,6 +222,7 @@ fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
                 message_id: id.clone(),
                 final_text: text,
                 ended: Some(TurnEnd::CutOff),
+                steps,
                 ..MessageStop::default()
             });
             outbox::append(tx, &header, stop, Some(id), &Origin::none())?;

@@ -25,13 +25,14 @@ use iris_acp::{
 };
 use iris_protocol::{
     AgentBusy, BusyReason, Commentary, DurableFrame, EphemeralFrame, MediaInfo, Message,
-    MessageStart, MessageStop, MessageUpdate, Role, Runtime, ToolEnd, ToolProgress, ToolStart,
-    TurnEnd,
+    MessageStart, MessageStop, MessageUpdate, PickerClosed, Role, Runtime, ToolEnd, ToolProgress,
+    ToolStart, TurnEnd,
 };
 
 use super::tools;
 use crate::ids::{new_id, now_ms};
 use crate::media::agent::{self as media_agent, AgentFile};
+use steps::Steps;
 
 /// What the turn wants sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,6 +114,10 @@ pub struct TurnMapper {
     /// Stored files of the answer, and their content hashes.
     media: Vec<MediaInfo>,
     media_shas: HashSet<String>,
+    /// The turn's steps, for its answer.
+    steps: Steps,
+    /// The user message the turn answers.
+    reply_to: Option<String>,
 }
 
 use crate::text::tail;
@@ -170,7 +175,14 @@ impl TurnMapper {
             files: Vec::new(),
             media: Vec::new(),
             media_shas: HashSet::new(),
+            steps: Steps::default(),
+            reply_to: None,
         }
+    }
+
+    /// The turn answers this user message: its answer's `reply_to`.
+    pub fn answering(&mut self, message_id: &str) {
+        self.reply_to = Some(message_id.to_owned()).filter(|id| !id.is_empty());
     }
 
     /// Takes the files seen since the last call, for the lane to store.
@@ -293,13 +305,15 @@ impl TurnMapper {
                     started: now,
                     open: true,
                 });
-                out.push(Out::Durable(DurableFrame::ToolStart(ToolStart {
+                let start = ToolStart {
                     index,
                     emoji: tools::emoji(&name).map(str::to_owned),
                     preview: preview(detail, call.raw_input.as_ref()),
                     args: call.raw_input.clone(),
                     name,
-                })));
+                };
+                self.steps.tool_start(&start);
+                out.push(Out::Durable(DurableFrame::ToolStart(start)));
                 if was_idle {
                     out.push(Out::Durable(DurableFrame::AgentBusy(AgentBusy {
                         reason: BusyReason::Tool,
@@ -330,6 +344,7 @@ impl TurnMapper {
                     };
                     text.push_str(&format!("\n{mark} {}", e.content));
                 }
+                self.steps.plan(&text);
                 out.push(Out::Durable(DurableFrame::Commentary(Commentary {
                     message_id: id,
                     text,
@@ -358,6 +373,7 @@ impl TurnMapper {
         }
         let (text, paths) = media_agent::split_media_lines(&std::mem::take(&mut self.text));
         self.files.extend(paths.into_iter().map(AgentFile::Path));
+        self.steps.commentary(&text);
         out.push(Out::Durable(DurableFrame::Commentary(Commentary {
             message_id: new_id("m_"),
             text,
@@ -396,13 +412,15 @@ impl TurnMapper {
         match update.status {
             Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) => {
                 tool.open = false;
-                out.push(Out::Durable(DurableFrame::ToolEnd(ToolEnd {
+                let end = ToolEnd {
                     index: tool.index,
                     name: tool.name.clone(),
                     ok: status == ToolCallStatus::Completed,
                     duration: Some(round_secs(now.duration_since(tool.started))),
                     output_preview: output.map(|o| tail(&o, 500)),
-                })));
+                };
+                self.steps.tool_end(&end);
+                out.push(Out::Durable(DurableFrame::ToolEnd(end)));
                 if !self.tool_open() {
                     out.push(Out::Durable(DurableFrame::AgentBusy(AgentBusy {
                         reason: BusyReason::Processing,
@@ -476,14 +494,17 @@ impl TurnMapper {
             tool.open = false;
             // An agent may never report the end of a call (Hermes' write_file); a turn that ended
             // normally ran it.
-            out.push(Out::Durable(DurableFrame::ToolEnd(ToolEnd {
+            let end = ToolEnd {
                 index: tool.index,
                 name: tool.name.clone(),
                 ok: !ending.cancelled && !ending.failed,
                 duration: Some(round_secs(now.duration_since(tool.started))),
                 output_preview: None,
-            })));
+            };
+            self.steps.tool_end(&end);
+            out.push(Out::Durable(DurableFrame::ToolEnd(end)));
         }
+        let steps = self.steps.to_vec();
         let reasoning = (self.cfg.show_reasoning && !self.reasoning.trim().is_empty())
             .then(|| self.reasoning.clone());
         let model = self.cfg.model.as_deref().map(bare_model);
@@ -498,6 +519,7 @@ impl TurnMapper {
             && self.text.is_empty()
             && reasoning.is_none()
             && self.media.is_empty()
+            && steps.is_empty()
         {
             return out;
         }
@@ -513,6 +535,8 @@ impl TurnMapper {
             ts: now_ms(),
             runtime: Some(runtime.clone()),
             ended: Some(ending.end()),
+            steps: steps.clone(),
+            reply_to: self.reply_to.clone(),
             ..Message::default()
         };
         let frame = if self.bubble_started {
@@ -525,6 +549,7 @@ impl TurnMapper {
                 runtime: Some(runtime),
                 media: self.media,
                 ended: Some(ending.end()),
+                steps,
             })
         } else {
             DurableFrame::Message(message.clone())
@@ -548,5 +573,29 @@ fn round_secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
+/// The agent's pickers during a turn become steps of its answer.
+impl TurnMapper {
+    /// The agent opened a picker (`approval` or `clarify`) in this turn.
+    pub fn picker_opened(&mut self, picker_id: &str, picker: &str, title: &str) {
+        self.steps.picker_opened(picker_id, picker, title);
+    }
+
+    /// A picker of this turn closed; `label` is the chosen choice's label.
+    pub fn picker_closed(&mut self, closed: &PickerClosed, label: Option<String>) {
+        self.steps.picker_closed(closed, label);
+    }
+
+    /// The turn's steps so far, and how many changes they have had (for checkpoints).
+    pub fn steps(&self) -> (Vec<iris_protocol::Step>, u64) {
+        (self.steps.to_vec(), self.steps.revision())
+    }
+
+    /// How many changes the turn's steps have had.
+    pub fn steps_revision(&self) -> u64 {
+        self.steps.revision()
+    }
+}
+
+mod steps;
 #[cfg(test)]
 mod tests;

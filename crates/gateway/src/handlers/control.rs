@@ -1,10 +1,12 @@
-//! Control of the agent's turns: stop, steer, answering pickers, and the command catalog.
+//! Control of the agent's turns: stop, steer, retry, answering pickers, and the command catalog.
 
-use iris_protocol::{Ack, Header, PickerSelect, ServerFrame};
+use iris_protocol::{Ack, Header, MessageRetry, PickerSelect, Role, ServerFrame};
 use tokio::sync::oneshot;
 
 use super::context::{resolve_lane, Context};
-use crate::agent::lane::LaneCmd;
+use crate::agent::lane::{LaneCmd, PromptJob};
+use crate::command::Command;
+use crate::outbox::{from_stored, Origin};
 use crate::wire::{Reply, Result, WireError};
 
 /// Largest accepted steering text, in bytes (as for a message).
@@ -36,7 +38,7 @@ pub(super) async fn steer(ctx: &Context, header: &Header, text: String) -> Resul
     }
 }
 
-pub(super) async fn picker_select(ctx: &Context, req: PickerSelect) -> Result<Reply> {
+pub(super) async fn picker_select(ctx: &Context, device: &str, req: PickerSelect) -> Result<Reply> {
     let Some(lane) = ctx.agents.picker_lane(&req.picker_id) else {
         return Err(WireError::not_found("picker unknown or expired"));
     };
@@ -46,6 +48,7 @@ pub(super) async fn picker_select(ctx: &Context, req: PickerSelect) -> Result<Re
         LaneCmd::Picker {
             picker_id: req.picker_id,
             value: req.value,
+            device: Some(device.to_owned()),
             reply: tx,
         },
     )?;
@@ -56,6 +59,57 @@ pub(super) async fn picker_select(ctx: &Context, req: PickerSelect) -> Result<Re
         )),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(WireError::not_found("picker unknown or expired")),
+    }
+}
+
+/// `message.retry`: the lane's user message runs again as a new turn, with its attachments
+/// (those not expired since). Refused for an unknown id or one of another lane (`not_found`), a
+/// message that is not a user's prompt (`bad_request`), and while the lane runs a turn
+/// (`rate_limited`: retry when it has ended).
+pub(super) async fn retry(
+    ctx: &Context,
+    header: &Header,
+    req: MessageRetry,
+    origin: &Origin,
+) -> Result<Reply> {
+    let lane = resolve_lane(ctx, header).await?;
+    let row = ctx
+        .shared
+        .store
+        .get_message(&req.message_id)
+        .await?
+        .filter(|m| m.chat_id == lane.chat_id && m.thread_id == lane.thread_id)
+        .ok_or_else(|| WireError::not_found("message_id unknown in this lane"))?;
+    let message = from_stored(&row);
+    if message.role != Role::User {
+        return Err(WireError::bad_request("only a user message can be retried"));
+    }
+    if Command::parse(&message.text).is_some() {
+        return Err(WireError::bad_request(
+            "a gateway command cannot be retried",
+        ));
+    }
+    let mut attachments = Vec::new();
+    for m in &message.media {
+        if let Some(row) = ctx.media.get(&m.media_id).await? {
+            attachments.push(row);
+        }
+    }
+    let slot = Some(ctx.agents.reserve(&lane)?);
+    let (tx, rx) = oneshot::channel();
+    let job = PromptJob {
+        text: message.text,
+        blocks: ctx.media.prompt_links(&attachments),
+        origin_conn: origin.conn,
+        message_id: message.message_id,
+        slot,
+        retry: Some(tx),
+    };
+    ctx.agents.send(&lane, LaneCmd::Prompt(job))?;
+    match rx.await {
+        Ok(Ok(())) => Ok(Reply::ack(header)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(WireError::not_found("no agent runs in this chat")),
     }
 }
 

@@ -107,6 +107,7 @@ pub(super) async fn send(
                 origin_conn: origin.conn,
                 message_id,
                 slot,
+                retry: None,
             })
         }
     };

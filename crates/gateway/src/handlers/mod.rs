@@ -48,9 +48,10 @@ pub async fn handle(
         ClientFrame::ReadReceipt(req) => {
             messages::read_receipt(ctx, device, header, req, origin).await
         }
+        ClientFrame::MessageRetry(req) => control::retry(ctx, header, req, origin).await,
         ClientFrame::AgentStop(_) => control::stop(ctx, header).await,
         ClientFrame::AgentSteer(req) => control::steer(ctx, header, req.text).await,
-        ClientFrame::PickerSelect(req) => control::picker_select(ctx, req).await,
+        ClientFrame::PickerSelect(req) => control::picker_select(ctx, device, req).await,
         ClientFrame::CommandsCatalog(_) => Ok(control::catalog(ctx)),
         ClientFrame::CommandsComplete(req) => Ok(control::complete(ctx, &req.prefix)),
         ClientFrame::ChannelCreate(req) => channels::create(ctx, req, origin).await,

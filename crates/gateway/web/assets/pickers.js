@@ -1,10 +1,13 @@
 // Pickers: the agent's questions that wait for an answer (approval, clarify, model, choice and
 // confirm frames). Each one gets a card in its lane and is shown in the `#picker` dialog, one at
-// a time, until it is answered here, answered on another device, or made stale by the lane
-// moving on (`closeStalePickers`). Answers go to the gateway as `picker.select`.
+// a time, until it is answered here, or closed by the gateway (`picker.closed`: answered on
+// another device, expired or cancelled), or made stale by the lane moving on
+// (`closeStalePickers`, for gateways that do not send `picker.closed`). Answers go to the gateway
+// as `picker.select`; a clarify question takes a typed answer only when it says `free_text`.
 
 import { RequestError } from './conn.js';
-import { $, app, laneOf, laneTitle } from './state.js';
+import { $, app, laneOf, laneTitle, store } from './state.js';
+import { pickerOutcomeText } from './steps.js';
 import { appendToLane } from './transcript.js';
 import { toast } from './ui.js';
 import { h } from './util.js';
@@ -23,6 +26,10 @@ export function initPickers() {
 /** A `picker.*` frame: a card in its lane, and the dialog when no other picker is shown. */
 export function onPicker(frame) {
   const p = frame.payload;
+  if (frame.type === 'picker.closed') {
+    onPickerClosed(p);
+    return;
+  }
   if (app.pickers.has(p.picker_id)) return;
   const lane = laneOf(frame);
   const entry = { frame, lane, state: 'open' };
@@ -42,6 +49,18 @@ export function closeStalePickers(lane, types) {
   for (const [id, entry] of app.pickers) {
     if (entry.lane === lane && !entry.answering && types.includes(entry.frame.type)) settlePicker(id, 'answered elsewhere');
   }
+}
+
+/** `picker.closed`: the gateway closed a picker; a card still open here settles with the outcome. */
+function onPickerClosed(p) {
+  const entry = app.pickers.get(p.picker_id);
+  if (!entry || entry.answering) return;
+  const choices = entry.frame.payload.choices || [];
+  const choice = choices.find((c) => c.value === p.value);
+  const mine = !!p.by_device && p.by_device === store.getItem('iris.device_id');
+  settlePicker(p.picker_id, pickerOutcomeText(p.outcome, {
+    label: choice && choice.label, value: p.value, byDevice: p.by_device, mine,
+  }));
 }
 
 function settlePicker(id, how) {
@@ -116,9 +135,12 @@ function pickerBody(id, frame) {
     case 'picker.clarify': {
       content.push(h('h2', { id: 'picker-title' }, p.title || 'The agent asks'));
       if (p.choices && p.choices.length) content.push(choiceButtons(p.choices));
-      const input = h('input', { type: 'text', 'aria-label': 'Your answer', placeholder: 'Or type an answer' });
-      content.push(h('form', { class: 'free', onsubmit: (ev) => { ev.preventDefault(); if (input.value.trim()) answerPicker(id, input.value.trim()); } },
-        input, h('button', { type: 'submit', class: 'primary' }, 'Answer')));
+      // A typed answer only where the agent takes one; otherwise only its choices.
+      if (p.free_text) {
+        const input = h('input', { type: 'text', 'aria-label': 'Your answer', placeholder: 'Or type an answer' });
+        content.push(h('form', { class: 'free', onsubmit: (ev) => { ev.preventDefault(); if (input.value.trim()) answerPicker(id, input.value.trim()); } },
+          input, h('button', { type: 'submit', class: 'primary' }, 'Answer')));
+      }
       break;
     }
     case 'picker.model': {

@@ -1,13 +1,15 @@
 // The transcript: the lane being shown in `#log` and everything drawn into lanes. It owns
 // switching lanes (`showLane`) and the top-bar title, history pages and scroll-up pagination,
-// message bubbles (text, reasoning, media, the meta line and its actions), streaming answers,
-// commentary, tool cards, the busy line above the composer, read receipts in both directions
-// and deletions. What it needs from other views comes in through `initTranscript` callbacks:
+// message bubbles (text, reasoning, media, the meta line and its actions, Retry of an answer
+// that did not complete), streaming answers, commentary and tool cards (drawn by steps.js, live
+// and from an answer's `steps` in history), the busy line above the composer, read receipts in
+// both directions and deletions. What it needs from other views comes in through `initTranscript` callbacks:
 // redrawing the chat list, updating the composer, and closing pickers a lane has moved past.
 
 import { markdown } from './markdown.js';
 import { icon } from './icons.js';
 import { $, app, currentLane, findMessage, laneOf, laneTitle, store } from './state.js';
+import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
 
@@ -81,6 +83,11 @@ export function loadHistory(lane, older = false) {
       const frag = document.createDocumentFragment();
       for (const m of messages) {
         if (lane.items.has(m.message_id)) continue;
+        // The turn's cards above its answer, as they were shown live.
+        for (const [key, card] of stepCards(m.message_id, m.steps, store.getItem('iris.device_id'))) {
+          lane.items.set(key, card);
+          frag.append(card);
+        }
         const el = messageEl(lane, m);
         lane.items.set(m.message_id, el);
         frag.append(el);
@@ -170,6 +177,8 @@ function fillMessage(el, lane, m, opts = {}) {
   parts.push(meta);
   el.replaceChildren(...parts);
   el.dataset.text = m.text || '';
+  if (m.ended) el.dataset.ended = m.ended;
+  if (m.reply_to) el.dataset.replyTo = m.reply_to;
 }
 
 /** A complete message: replaces the bubble with its id (in any lane) or adds one. */
@@ -236,11 +245,22 @@ function messageMenu(ev, lane, el) {
   ev.stopPropagation();
   const items = [];
   if (el.dataset.text) items.push(['Copy text', () => navigator.clipboard && navigator.clipboard.writeText(el.dataset.text)]);
+  const prompt = ENDINGS[el.dataset.ended] && promptOf(lane, el);
+  if (prompt) items.push(['Retry', () => request('message.retry', { message_id: prompt }, lane)]);
   items.push(['Delete', async () => {
     const ok = await confirmDialog('Delete this message?', 'It is deleted on every device and cannot be recovered.', 'Delete');
     if (ok) request('message.delete', { message_ids: [el.dataset.id] }, lane);
   }]);
   popupMenu(ev.currentTarget, items);
+}
+
+/** The user message an answer answered: its `reply_to`, else the nearest user message above it. */
+function promptOf(lane, el) {
+  if (el.dataset.replyTo) return el.dataset.replyTo;
+  const users = [...lane.el.querySelectorAll('.msg.role-user')];
+  const above = users.filter((u) => u.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING);
+  const last = above.pop();
+  return last ? last.dataset.id : null;
 }
 
 export function onDeleted(frame) {
@@ -292,12 +312,11 @@ export function onCommentary(frame) {
   const lane = laneOf(frame);
   const p = frame.payload;
   const existing = lane.items.get(p.message_id);
-  const body = h('div', { class: 'md' }, markdown(p.text));
   if (existing) {
-    existing.replaceChildren(body);
+    existing.replaceChildren(h('div', { class: 'md' }, markdown(p.text)));
     return;
   }
-  appendToLane(lane, p.message_id, h('div', { class: 'commentary', dataset: { id: p.message_id } }, body), frame);
+  appendToLane(lane, p.message_id, commentaryCard(p.message_id, p.text), frame);
 }
 
 /** `agent.busy` and `agent.idle`: a turn starts, changes phase or ends. */
@@ -336,11 +355,7 @@ export function onTool(frame) {
   let card = lane.items.get(key);
   if (frame.type === 'tool.start' || !card) {
     if (card && frame.type === 'tool.start') return;
-    card = h('details', { class: 'tool running', dataset: { id: key, tool: p.name } });
-    card.summary = h('summary', {});
-    card.body = h('div', { class: 'tool-body' });
-    card.append(card.summary, card.body);
-    card.data = { name: p.name, emoji: p.emoji, preview: p.preview, args: p.args };
+    card = toolCard(key, { name: p.name, emoji: p.emoji, preview: p.preview, args: p.args });
     appendToLane(lane, key, card, frame);
   }
   const d = card.data;
@@ -349,28 +364,8 @@ export function onTool(frame) {
     d.ok = p.ok;
     d.duration = p.duration;
     d.output = p.output_preview;
-    card.classList.remove('running');
-    card.classList.add(p.ok ? 'ok' : 'failed');
   }
   fillToolCard(card);
-}
-
-function fillToolCard(card) {
-  const d = card.data;
-  const state = d.ok === undefined ? h('span', { class: 'tool-state', 'aria-label': 'running' }, icon('hourglass'))
-    : h('span', { class: 'tool-state', 'aria-label': d.ok ? 'succeeded' : 'failed' }, icon(d.ok ? 'check' : 'x'));
-  card.summary.replaceChildren(...[
-    h('span', { class: 'tool-emoji', 'aria-hidden': 'true' }, icon('wrench')),
-    h('span', { class: 'tool-name' }, d.name),
-    d.preview ? h('code', { class: 'tool-preview' }, d.preview) : null,
-    Number.isFinite(d.duration) ? h('span', { class: 'tool-dur' }, `${d.duration.toFixed(1)} s`) : null,
-    state,
-  ].filter(Boolean));
-  const body = [];
-  if (d.args !== undefined && d.args !== null && app.settings.tools) body.push(h('div', { class: 'tool-label' }, 'Arguments'), h('pre', {}, JSON.stringify(d.args, null, 2)));
-  if (d.note && d.ok === undefined) body.push(h('div', { class: 'tool-note' }, d.note));
-  if (d.output) body.push(h('div', { class: 'tool-label' }, 'Output'), h('pre', {}, d.output));
-  card.body.replaceChildren(...body);
 }
 
 export function renderBusy() {

@@ -129,6 +129,56 @@ describe('Iris Web', { timeout: 240000 }, () => {
     assert.deepEqual(pageErrors(page), []);
   });
 
+  test('a reload shows the same cards as the live turn, and a stopped answer offers Retry', { timeout: 90000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(DESKTOP);
+    await openSignedIn(page, gw.url);
+    // Every item of the lane as a person reads it, in order.
+    const transcript = () => page.evaluate(() => [...document.querySelectorAll('#log .lane > *')].map((el) => {
+      if (el.matches('.msg')) {
+        const ended = el.querySelector('.ended');
+        return `${el.dataset.role}: ${el.querySelector('.body').textContent.trim()}${ended ? ` [${ended.textContent}]` : ''}`;
+      }
+      if (el.matches('details.tool')) return `${el.className}: ${el.querySelector('summary').textContent}`;
+      if (el.matches('.commentary')) return `commentary: ${el.textContent.trim()}`;
+      if (el.matches('.picker-card')) return `picker: ${el.textContent}`;
+      return `other: ${el.className}`;
+    }));
+
+    await send(page, 'plan tool approve slow');
+    const dialog = page.locator('dialog#picker[open]');
+    await dialog.getByRole('button', { name: 'Allow once' }).click();
+    await page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' }).waitFor();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    const stopped = page.locator('.msg.role-assistant:not(.streaming)', { has: page.locator('.ended-stopped') });
+    await stopped.waitFor();
+    await page.locator('#busy').waitFor({ state: 'hidden' });
+    const live = await transcript();
+    assert.deepEqual(live.filter((l) => !l.startsWith('user') && !l.startsWith('assistant')).map((l) => l.split(':')[0]), [
+      'commentary', 'commentary', 'tool ok', 'commentary', 'tool ok', 'picker',
+    ], live.join('\n'));
+    assert.match(live[1], /Plan:/);
+    assert.match(live.at(-2), /Approval requested: .*— you chose Allow once/);
+
+    await page.reload();
+    await waitOnline(page);
+    await stopped.waitFor();
+    assert.deepEqual(await transcript(), live, 'the reloaded page shows what the live one did');
+    await shot(page, 'reloaded-turn-desktop');
+
+    // Retry from the stopped answer's menu runs the prompt again as a new turn.
+    await stopped.locator('.msg-more').click();
+    await page.getByRole('menuitem', { name: 'Retry' }).click();
+    await dialog.getByRole('button', { name: 'Allow once' }).click();
+    await assistant(page, 'Echo: plan tool approve slow').waitFor();
+    assert.equal(await page.locator('.msg.role-user').count(), 1, 'a retry adds no user message');
+    // A completed answer offers no Retry.
+    await assistant(page, 'Echo: plan tool approve slow').locator('.msg-more').click();
+    await page.getByRole('menuitem', { name: 'Delete' }).waitFor();
+    assert.equal(await page.getByRole('menuitem', { name: 'Retry' }).count(), 0);
+    assert.deepEqual(pageErrors(page), []);
+  });
+
   test('agent text is shown as text: no markup from it ever reaches the page', { timeout: 60000 }, async () => {
     const gw = await gateway();
     const { page } = await device(DESKTOP);

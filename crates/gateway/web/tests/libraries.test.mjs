@@ -171,8 +171,10 @@ describe('vendored libraries', { timeout: 240000 }, () => {
         assert.ok(box && box.width >= 16 && box.height >= 16, `${label}: a visible icon (${JSON.stringify(box)})`);
         assert.equal((await b.textContent()).trim(), '', `${label}: no glyph text`);
       }
-      await send(page, 'tool please');
-      const card = page.locator('.tool.ok');
+      await send(page, `tool please (${name})`);
+      // This turn's card: the gateway is shared, and history shows earlier turns' cards too.
+      const asked = page.locator('.msg.role-user', { hasText: `tool please (${name})` });
+      const card = asked.locator('xpath=following-sibling::details[contains(concat(" ", @class, " "), " ok ")][1]');
       await card.waitFor();
       assert.equal(await card.locator('.tool-emoji svg.icon-wrench').count(), 1);
       assert.equal(await card.locator('.tool-state svg.icon-check').count(), 1);

@@ -2,8 +2,10 @@
 //! crash of the gateway keeps what devices already saw (see `agent::recovery`).
 //!
 //! A checkpoint is due when the text changed and a second has passed since the last one, or 4 KiB
-//! of new text arrived. It is written by a task of its own, never awaited by the turn, and at most
-//! one is in flight per lane: a due checkpoint waits while the previous one is being written.
+//! of new text arrived, or the turn's steps changed (a beat, a tool call, the plan, a picker: rare
+//! next to text). It holds the text and the steps, is written by a task of its own, never awaited
+//! by the turn, and at most one is in flight per lane: a due checkpoint waits while the previous
+//! one is being written.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,6 +28,8 @@ pub(super) struct Checkpoints {
     last: Option<Instant>,
     /// Length of the text last checkpointed.
     saved_len: usize,
+    /// Revision of the steps last checkpointed.
+    saved_steps: u64,
     /// A checkpoint is being written.
     in_flight: Arc<AtomicBool>,
 }
@@ -35,13 +39,16 @@ impl Checkpoints {
     /// since the last one.
     pub(super) fn next_due(&self, mapper: &TurnMapper, now: Instant) -> Option<Instant> {
         let len = mapper.text().len();
-        if len == self.saved_len {
+        let steps_changed = mapper.steps_revision() != self.saved_steps;
+        if len == self.saved_len && !steps_changed {
             return None;
         }
         // While a checkpoint is being written, the next one waits its interval whatever the size.
         let busy = self.in_flight.load(Ordering::Acquire);
         let at = match self.last {
-            Some(last) if busy || len < self.saved_len + BYTES => (last + INTERVAL).max(now),
+            Some(last) if busy || (len < self.saved_len + BYTES && !steps_changed) => {
+                (last + INTERVAL).max(now)
+            }
             _ => now,
         };
         Some(at)
@@ -64,9 +71,12 @@ impl LaneActor {
             return;
         }
         let text = mapper.text();
+        let (steps, revision) = mapper.steps();
         self.checkpoints.last = Some(now);
         self.checkpoints.saved_len = text.len();
+        self.checkpoints.saved_steps = revision;
         let text = media_agent::split_media_lines(text).0;
+        let steps = iris_protocol::Step::list_to_stored(&steps);
         let in_flight = self.checkpoints.in_flight.clone();
         in_flight.store(true, Ordering::Release);
         let store = self.bridge.shared.store.clone();
@@ -74,7 +84,7 @@ impl LaneActor {
         let id = mapper.message_id().to_owned();
         tokio::spawn(async move {
             let result = store
-                .write(move |tx| recovery::checkpoint(tx, &lane, &id, &text))
+                .write(move |tx| recovery::checkpoint(tx, &lane, &id, &text, &steps))
                 .await;
             in_flight.store(false, Ordering::Release);
             if let Err(e) = result {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iris_acp::{AcpError, ContentBlock, PromptResponse, SessionUpdate, StopReason};
-use iris_protocol::BusyReason;
+use iris_protocol::{BusyReason, PickerOutcome};
 use tokio::sync::mpsc;
 use tokio::time::Instant as TokioInstant;
 
@@ -113,6 +113,7 @@ impl LaneActor {
         let prompt = async move { client.prompt(&sid, blocks).await };
         tokio::pin!(prompt);
         let result: Option<Result<PromptResponse, AcpError>> = loop {
+            self.flush_closed(Some(&mut *mapper)).await;
             let flush_at = if run.live() {
                 mapper.next_flush().map(TokioInstant::from_std)
             } else {
@@ -209,7 +210,7 @@ impl LaneActor {
             LaneEvent::Permission(request, responder) => {
                 if !run.live() || run.stopping.since.is_some() {
                     responder.cancel();
-                } else if let Some(id) = self.open_permission(request, responder).await {
+                } else if let Some(id) = self.open_permission(request, responder, mapper).await {
                     run.turn_pickers.push(id);
                 }
             }
@@ -250,7 +251,11 @@ impl LaneActor {
                     "a scheduled job is running in this lane; stop it or wait for it",
                 )));
             }
-            LaneCmd::Prompt(p) => self.queue.push_back(Job::Prompt(p)),
+            LaneCmd::Prompt(mut p) => {
+                if !p.refuse_retry() {
+                    self.queue.push_back(Job::Prompt(p))
+                }
+            }
             LaneCmd::Command(c) if c.command == Command::Stop => {
                 self.read_receipt(c.origin_conn, &c.message_id);
                 self.cancel_run(run);
@@ -263,9 +268,10 @@ impl LaneActor {
             LaneCmd::Picker {
                 picker_id,
                 value,
+                device,
                 reply,
             } => {
-                let result = self.answer_picker(&picker_id, &value).await;
+                let result = self.answer_picker(&picker_id, &value, device).await;
                 if run.live() && result.is_ok() && !self.waiting_for_user() {
                     let reason = if mapper.tool_open() {
                         BusyReason::Tool
@@ -309,9 +315,11 @@ impl LaneActor {
         for id in &run.turn_pickers {
             if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(id) {
                 responder.cancel();
+                self.picker_closed(id, PickerOutcome::Cancelled, None, None);
             }
             self.bridge.forget_pickers(std::iter::once(id));
         }
+        self.flush_closed(Some(&mut *mapper)).await;
         let cancelled = run.stopping.since.is_some();
         let ended = match result {
             Some(Ok(resp)) => {

@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iris_acp::{ContentBlock, PermissionResponder, SessionModelState, SessionUpdate};
-use iris_protocol::{AgentBusy, BusyReason, DurableFrame, EphemeralFrame, Header, Message};
+use iris_protocol::{
+    AgentBusy, BusyReason, Choice, DurableFrame, EphemeralFrame, Header, Message, PickerClosed,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant as TokioInstant;
 use tokio_util::sync::CancellationToken;
@@ -52,6 +54,30 @@ pub struct PromptJob {
     pub message_id: String,
     /// Its place in the lane's queue (none for steering text run as a turn).
     pub slot: Option<Slot>,
+    /// For a retry (`message.retry`): told whether the lane took it. A lane that is running a
+    /// turn refuses a retry instead of queueing it.
+    pub retry: Option<oneshot::Sender<Result<(), WireError>>>,
+}
+
+impl PromptJob {
+    /// A retry is taken by an idle lane: it runs next.
+    fn take_retry(&mut self) {
+        if let Some(reply) = self.retry.take() {
+            let _ = reply.send(Ok(()));
+        }
+    }
+
+    /// A retry is refused by a lane that is running a turn; returns whether it was one.
+    fn refuse_retry(&mut self) -> bool {
+        let Some(reply) = self.retry.take() else {
+            return false;
+        };
+        let _ = reply.send(Err(WireError::new(
+            iris_protocol::ErrorCode::RateLimited,
+            "a turn is running in this chat; retry when it has ended",
+        )));
+        true
+    }
 }
 
 /// A gateway command for the lane.
@@ -84,6 +110,8 @@ pub enum LaneCmd {
         picker_id: String,
         /// The chosen value.
         value: String,
+        /// The device that answered.
+        device: Option<String>,
         /// The result.
         reply: oneshot::Sender<Result<(), WireError>>,
     },
@@ -111,7 +139,8 @@ struct Steering {
 enum Pending {
     Approval {
         responder: PermissionResponder,
-        options: Vec<String>,
+        /// The agent's options: the values a device may answer with, and their labels.
+        options: Vec<Choice>,
         deadline: Instant,
     },
     Model {
@@ -144,6 +173,8 @@ pub(super) struct LaneActor {
     deleted: Arc<AtomicBool>,
     /// Checkpoints of the running answer's text.
     checkpoints: checkpoint::Checkpoints,
+    /// Pickers closed since the last [`LaneActor::flush_closed`], with the chosen label.
+    closed: Vec<(PickerClosed, Option<String>)>,
 }
 
 impl LaneActor {
@@ -170,6 +201,7 @@ impl LaneActor {
             close,
             deleted,
             checkpoints: checkpoint::Checkpoints::default(),
+            closed: Vec::new(),
         }
     }
 
@@ -210,6 +242,7 @@ impl LaneActor {
                 Some(ev) = self.ev_rx.recv() => self.idle_event(ev).await,
                 _ = sleep_until(expiry) => self.expire_pickers().await,
             }
+            self.flush_closed(None).await;
         }
         if let Some(s) = &self.session {
             self.host().remove_route(&s.id);
@@ -219,7 +252,10 @@ impl LaneActor {
 
     async fn idle_cmd(&mut self, cmd: LaneCmd) {
         match cmd {
-            LaneCmd::Prompt(p) => self.queue.push_back(Job::Prompt(p)),
+            LaneCmd::Prompt(mut p) => {
+                p.take_retry();
+                self.queue.push_back(Job::Prompt(p))
+            }
             LaneCmd::Command(c) => self.queue.push_back(Job::Command(c)),
             LaneCmd::Cron(c) => self.queue.push_back(Job::Cron(c)),
             LaneCmd::Stop(reply) => {
@@ -231,9 +267,10 @@ impl LaneActor {
             LaneCmd::Picker {
                 picker_id,
                 value,
+                device,
                 reply,
             } => {
-                let result = self.answer_picker(&picker_id, &value).await;
+                let result = self.answer_picker(&picker_id, &value, device).await;
                 let _ = reply.send(result);
             }
             LaneCmd::Prepare(done) => {

@@ -1,14 +1,20 @@
 //! The lane's pickers: the agent's permission requests and clarify questions (approvals, with
 //! a deadline), and the gateway's own model and reasoning choices.
+//!
+//! However a picker closes (answered on any device, expired, or cancelled with its turn), every
+//! device is told with a durable `picker.closed`, and an agent's picker becomes a step of the
+//! turn's answer with its outcome.
 
 use std::time::Instant;
 
 use iris_acp::{PermissionResponder, RequestPermissionRequest};
 use iris_protocol::{
     AgentBusy, BusyReason, Choice, DurableFrame, Notification, PickerApproval, PickerClarify,
+    PickerClosed, PickerOutcome,
 };
 use tokio::time::Instant as TokioInstant;
 
+use super::super::turn::TurnMapper;
 use super::{LaneActor, Pending};
 use crate::ids::{new_id, now_ms};
 use crate::text::tail;
@@ -38,9 +44,46 @@ impl LaneActor {
                 responder.cancel();
             }
             self.bridge.forget_pickers(std::iter::once(&id));
+            self.picker_closed(&id, PickerOutcome::Expired, None, None);
             self.system("The approval request expired without an answer and was cancelled.")
                 .await;
         }
+    }
+
+    /// Notes that a picker closed; [`LaneActor::flush_closed`] tells the devices.
+    pub(super) fn picker_closed(
+        &mut self,
+        picker_id: &str,
+        outcome: PickerOutcome,
+        answer: Option<&Choice>,
+        by_device: Option<String>,
+    ) {
+        let closed = PickerClosed {
+            picker_id: picker_id.to_owned(),
+            outcome,
+            value: answer.map(|c| c.value.clone()),
+            by_device,
+        };
+        self.closed.push((closed, answer.map(|c| c.label.clone())));
+    }
+
+    /// Sends `picker.closed` for the pickers closed since the last call (one transaction), and
+    /// records their outcomes in the running turn's steps.
+    pub(super) async fn flush_closed(&mut self, mapper: Option<&mut TurnMapper>) {
+        if self.closed.is_empty() {
+            return;
+        }
+        let closed = std::mem::take(&mut self.closed);
+        if let Some(mapper) = mapper {
+            for (c, label) in &closed {
+                mapper.picker_closed(c, label.clone());
+            }
+        }
+        let frames = closed
+            .into_iter()
+            .map(|(c, _)| DurableFrame::PickerClosed(c))
+            .collect();
+        self.durable(frames, None, None).await;
     }
 
     pub(super) fn register_picker(&mut self, pending: Pending) -> String {
@@ -54,12 +97,8 @@ impl LaneActor {
         &mut self,
         request: RequestPermissionRequest,
         responder: PermissionResponder,
+        mapper: &mut TurnMapper,
     ) -> Option<String> {
-        let options: Vec<String> = request
-            .options
-            .iter()
-            .map(|o| o.option_id.clone())
-            .collect();
         let choices: Vec<Choice> = request
             .options
             .iter()
@@ -73,7 +112,7 @@ impl LaneActor {
         let question = request.clarify_question().map(str::to_owned);
         let id = self.register_picker(Pending::Approval {
             responder,
-            options,
+            options: choices.clone(),
             deadline,
         });
         let (frame, kind, title) = match question {
@@ -82,6 +121,8 @@ impl LaneActor {
                     picker_id: id.clone(),
                     title: q.clone(),
                     choices,
+                    // The agent takes only one of its options (a permission request's answer).
+                    free_text: false,
                 }),
                 "clarify",
                 q,
@@ -116,6 +157,7 @@ impl LaneActor {
                 )
             }
         };
+        mapper.picker_opened(&id, kind, &title);
         let note = DurableFrame::Notification(Notification {
             kind: kind.into(),
             title: if kind == "clarify" {
@@ -145,6 +187,7 @@ impl LaneActor {
         &mut self,
         picker_id: &str,
         value: &str,
+        device: Option<String>,
     ) -> Result<(), WireError> {
         let Some(pending) = self.pickers.remove(picker_id) else {
             return Err(WireError::not_found("picker unknown or expired"));
@@ -157,7 +200,7 @@ impl LaneActor {
                 options,
                 deadline,
             } => {
-                if !options.iter().any(|o| o == value) {
+                let Some(choice) = options.iter().find(|o| o.value == value).cloned() else {
                     self.pickers.insert(
                         picker_id.to_owned(),
                         Pending::Approval {
@@ -170,8 +213,9 @@ impl LaneActor {
                     return Err(WireError::bad_request(
                         "value is not one of the picker's choices",
                     ));
-                }
+                };
                 responder.select(value);
+                self.picker_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
                 Ok(())
             }
             Pending::Model { models } => {
@@ -185,14 +229,31 @@ impl LaneActor {
                     ));
                 };
                 self.set_model(&model).await;
+                let choice = Choice {
+                    value: value.to_owned(),
+                    label: model,
+                    is_current: true,
+                };
+                self.picker_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
                 Ok(())
             }
             Pending::Reasoning => match value {
                 "show" | "hide" => {
                     self.set_reasoning(value == "show").await;
+                    let choice = Choice {
+                        value: value.to_owned(),
+                        label: value.to_owned(),
+                        is_current: true,
+                    };
+                    self.picker_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
                     Ok(())
                 }
-                _ => Err(WireError::bad_request("value must be show or hide")),
+                _ => {
+                    self.pickers
+                        .insert(picker_id.to_owned(), Pending::Reasoning);
+                    self.bridge.remember_picker(picker_id, &self.lane);
+                    Err(WireError::bad_request("value must be show or hide"))
+                }
             },
         }
     }

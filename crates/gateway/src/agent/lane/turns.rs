@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use iris_acp::ContentBlock;
-use iris_protocol::{BusyReason, DurableFrame, Message, Role};
+use iris_protocol::{BusyReason, DurableFrame, Message, PickerOutcome, Role};
 use tokio::sync::mpsc;
 
 use super::super::host::Instance;
@@ -46,6 +46,7 @@ impl LaneActor {
             show_reasoning: self.show_reasoning,
             update_interval: self.bridge.settings.update_interval,
         });
+        mapper.answering(&job.message_id);
         let turn_id = mapper.message_id().to_owned();
         // A message of attachments only has no text block.
         let mut blocks = match job.text.is_empty() && !job.blocks.is_empty() {
@@ -134,6 +135,7 @@ impl LaneActor {
         for id in turn_pickers {
             if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(id) {
                 responder.cancel();
+                self.picker_closed(id, PickerOutcome::Cancelled, None, None);
             }
         }
     }
@@ -216,5 +218,6 @@ fn steer_job(text: String) -> PromptJob {
         origin_conn: 0,
         message_id: String::new(),
         slot: None,
+        retry: None,
     }
 }

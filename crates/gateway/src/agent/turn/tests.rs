@@ -174,7 +174,7 @@ fn open_tools_are_closed_at_the_end_and_reasoning_and_usage_are_kept() {
 }
 
 #[test]
-fn a_plan_is_a_checklist_and_a_silent_turn_has_no_final_frame() {
+fn a_plan_is_a_checklist_kept_as_a_step_and_a_silent_turn_has_no_final_frame() {
     let mut m = mapper();
     let out = m.on_update(
         &update(json!({"sessionUpdate": "plan", "entries": [
@@ -188,7 +188,20 @@ fn a_plan_is_a_checklist_and_a_silent_turn_has_no_final_frame() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(m.finish(&Ending::default(), Instant::now()).is_empty());
+    // A turn that only showed a plan keeps it in a message of its own.
+    let out = m.finish(&Ending::default(), Instant::now());
+    match &out[..] {
+        [Out::Final(DurableFrame::Message(msg), _)] => assert_eq!(
+            msg.steps,
+            [iris_protocol::Step::Plan {
+                text: "Plan:\n☑ Say hi\n☐ Say bye".into()
+            }]
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(mapper()
+        .finish(&Ending::default(), Instant::now())
+        .is_empty());
 }
 
 #[test]
