@@ -191,6 +191,11 @@ ALTER TABLE devices ADD COLUMN webpush_endpoint TEXT;
 ALTER TABLE devices ADD COLUMN webpush_p256dh TEXT;
 ALTER TABLE devices ADD COLUMN webpush_auth TEXT;
 "#,
+    // 6: the agent a channel talks to (NULL: the gateway's default agent); threads use their
+    // channel's.
+    r#"
+ALTER TABLE channels ADD COLUMN agent TEXT;
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.

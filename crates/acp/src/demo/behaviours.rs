@@ -105,6 +105,31 @@ impl Turn<'_> {
         Ok(Flow::Done)
     }
 
+    /// `environment`: what of the environment reached the agent, for tests of what a gateway
+    /// passes on. Values of `IRIS_*` variables are never said.
+    pub(super) fn environment(&mut self) -> Step {
+        let mut seen: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, v)| {
+                let k = k.to_string_lossy().into_owned();
+                if k.starts_with("IRIS_") {
+                    Some(k)
+                } else if k.starts_with("DEMO_") {
+                    Some(format!("{k}={}", v.to_string_lossy()))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        seen.sort();
+        let list = if seen.is_empty() {
+            "none".to_owned()
+        } else {
+            seen.join(" ")
+        };
+        self.say(&format!("Environment: {list}"));
+        Ok(Flow::Done)
+    }
+
     /// `think`: thought chunks.
     pub(super) fn think(&mut self) -> Step {
         for part in ["Thinking about ", "what you said", "…"] {

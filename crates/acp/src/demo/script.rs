@@ -38,6 +38,7 @@ enum Behaviour {
     SlashCommand,
     Bench,
     Silent,
+    Environment,
     Think,
     Plan,
     Tool,
@@ -129,6 +130,11 @@ const SCRIPT: &[Rule] = &[
         Behaviour::Silent,
         "answers exactly `[SILENT] nothing to report` (the marker of a scheduled job with \
          nothing to say); ends the turn",
+    ),
+    keyword(
+        &["environment"],
+        Behaviour::Environment,
+        "answers `Environment: ` and, sorted, the names of its `IRIS_*` variables and `NAME=value` of its `DEMO_*` ones (`none` without any); ends the turn",
     ),
     keyword(
         &["think"],
@@ -325,6 +331,7 @@ impl Turn<'_> {
             Behaviour::SlashCommand => self.slash_command(prompt),
             Behaviour::Bench => self.bench(prompt).await,
             Behaviour::Silent => self.silent(),
+            Behaviour::Environment => self.environment(),
             Behaviour::Think => self.think(),
             Behaviour::Plan => self.plan(),
             Behaviour::Tool => self.tool(),

@@ -39,7 +39,52 @@ impl LaneActor {
             }
             Command::Title(title) => self.user_title(&title).await,
             Command::Model(wanted) => self.model(wanted).await,
+            Command::Agent(Some(name)) => self.switch_agent(name),
+            Command::Agent(None) => self.agent_picker().await,
         }
+    }
+
+    /// `/agent` without a name: the agents this channel can talk to, its own marked.
+    async fn agent_picker(&mut self) {
+        let names = crate::agent::Agents::of(self.bridge.clone()).names();
+        let current = self.host().name.clone();
+        let choices = names
+            .iter()
+            .map(|n| Choice {
+                value: n.clone(),
+                label: n.clone(),
+                is_current: *n == current,
+            })
+            .collect();
+        let id = self.register_picker(Pending::Agent { names });
+        let frame = DurableFrame::PickerChoice(PickerChoice {
+            picker_id: id,
+            title: "Agent".into(),
+            choices,
+        });
+        self.durable(vec![frame], None, None).await;
+    }
+
+    /// Moves this lane's channel to another agent. Runs beside the actor: the switch ends this
+    /// lane's actor (and its threads'), and waits for it.
+    pub(super) fn switch_agent(&self, name: String) {
+        let agents = crate::agent::Agents::of(self.bridge.clone());
+        let lane = self.lane.clone();
+        tokio::spawn(async move {
+            let origin = crate::outbox::Origin::none();
+            if let Err(e) = agents.switch_channel(&lane.chat_id, &name, &origin).await {
+                let text = format!("The agent was not changed: {}", e.message);
+                let message = crate::outbox::system_message(text);
+                let result = agents
+                    .shared()
+                    .store
+                    .write(move |tx| crate::outbox::post(tx, &lane, message, &origin))
+                    .await;
+                if let Err(e) = result {
+                    tracing::warn!(error = %e, "could not store a system message");
+                }
+            }
+        });
     }
 
     pub(super) async fn new_session(&mut self) {
@@ -128,11 +173,26 @@ impl LaneActor {
             .map(|s| s.id.as_str())
             .or(self.stored_session.as_deref())
             .unwrap_or("none yet");
+        let agents: Vec<String> = self
+            .bridge
+            .reports()
+            .into_iter()
+            .map(|a| {
+                let default = if a.name == self.bridge.default_host().name {
+                    "default, "
+                } else {
+                    ""
+                };
+                let state = if a.running { "running" } else { "not running" };
+                format!("{} ({default}{state}, {} restarts)", a.name, a.restarts)
+            })
+            .collect();
         format!(
-            "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}",
+            "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}\nAgents: {}",
             if self.show_reasoning { "shown" } else { "hidden" },
             self.queue.len(),
-            self.bridge.settings.cwd_display,
+            crate::config::home_relative(&self.host().cwd),
+            agents.join(", "),
         )
     }
 
@@ -176,7 +236,7 @@ impl LaneActor {
     }
 
     pub(super) async fn set_model(&mut self, model_id: &str) {
-        let host = self.bridge.host.clone();
+        let host = self.host.clone();
         let Some(session) = self.session.as_mut() else {
             self.system("The agent is not running; send a message first.")
                 .await;

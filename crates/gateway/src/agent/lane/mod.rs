@@ -118,6 +118,9 @@ enum Pending {
         models: Vec<String>,
     },
     Reasoning,
+    Agent {
+        names: Vec<String>,
+    },
 }
 
 struct Session {
@@ -128,6 +131,8 @@ struct Session {
 
 pub(super) struct LaneActor {
     bridge: Arc<Bridge>,
+    /// The agent of the lane's channel (read when the actor starts).
+    host: Arc<AgentHost>,
     lane: Lane,
     rx: mpsc::Receiver<LaneCmd>,
     ev_tx: mpsc::UnboundedSender<LaneEvent>,
@@ -156,6 +161,7 @@ impl LaneActor {
     ) -> Self {
         let (ev_tx, ev_rx) = mpsc::unbounded_channel();
         LaneActor {
+            host: bridge.host(None).clone(),
             bridge,
             lane,
             rx,
@@ -174,10 +180,23 @@ impl LaneActor {
     }
 
     fn host(&self) -> &Arc<AgentHost> {
-        &self.bridge.host
+        &self.host
     }
 
     pub(super) async fn run(mut self) {
+        match self
+            .bridge
+            .shared
+            .store
+            .get_channel(self.lane.row_id())
+            .await
+        {
+            Ok(Some(row)) => self.host = self.bridge.host(row.agent.as_deref()).clone(),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the lane's agent; the default answers")
+            }
+        }
         self.stored_session = self
             .bridge
             .shared

@@ -112,7 +112,7 @@ impl LaneActor {
             message_id: new_id("m_"),
             role: Role::Cron,
             model,
-            cwd: self.bridge.settings.cwd_display.clone(),
+            cwd: crate::config::home_relative(&self.host().cwd),
             show_reasoning: self.show_reasoning,
             update_interval: self.bridge.settings.update_interval,
         });
@@ -147,7 +147,7 @@ impl LaneActor {
             }
         };
         if timed_out {
-            let secs = self.bridge.settings.turn_idle_timeout.as_secs();
+            let secs = self.host().timeouts.turn_idle.as_secs();
             return Some(Outcome::Failed(format!(
                 "the agent sent nothing for {secs} s, so the run was cancelled"
             )));
