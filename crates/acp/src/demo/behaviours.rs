@@ -130,6 +130,39 @@ impl Turn<'_> {
         Ok(Flow::Done)
     }
 
+    /// `sessions`: how many sessions are open, resumed and loaded.
+    pub(super) fn sessions(&mut self) -> Step {
+        let summary = self.demo.state().sessions_summary();
+        self.say(&summary);
+        Ok(Flow::Done)
+    }
+
+    /// `future`: what an agent of a newer ACP version might send.
+    pub(super) fn future(&mut self) -> Step {
+        self.update(SessionUpdate::Unknown(serde_json::json!({
+            "sessionUpdate": "future_update",
+            "detail": {"kind": "teleport", "progress": 0.5},
+        })));
+        let chunk = serde_json::json!({
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "Future-proof. "},
+            "futureField": {"x": 1},
+        });
+        self.demo.send_raw_update(self.session_id, chunk);
+        self.said.push_str("Future-proof. ");
+        Ok(Flow::Next)
+    }
+
+    /// `cost`: a `usage_update` that reports what the session cost.
+    pub(super) fn cost(&mut self) -> Step {
+        self.update(SessionUpdate::UsageUpdate(UsageUpdate {
+            size: Some(65536),
+            used: Some(1200),
+            cost: Some(serde_json::json!({"amount": 0.0125, "currency": "USD"})),
+        }));
+        Ok(Flow::Next)
+    }
+
     /// `think`: thought chunks.
     pub(super) fn think(&mut self) -> Step {
         for part in ["Thinking about ", "what you said", "…"] {

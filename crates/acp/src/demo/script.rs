@@ -39,6 +39,9 @@ enum Behaviour {
     Bench,
     Silent,
     Environment,
+    Sessions,
+    Future,
+    Cost,
     Think,
     Plan,
     Tool,
@@ -135,6 +138,23 @@ const SCRIPT: &[Rule] = &[
         &["environment"],
         Behaviour::Environment,
         "answers `Environment: ` and, sorted, the names of its `IRIS_*` variables and `NAME=value` of its `DEMO_*` ones (`none` without any); ends the turn",
+    ),
+    keyword(
+        &["sessions"],
+        Behaviour::Sessions,
+        "answers `Open sessions: <n>, resumed: <r>, loaded: <l>` (sessions open now; reopened by \
+         `session/resume` and `session/load` since the demo started); ends the turn",
+    ),
+    keyword(
+        &["future"],
+        Behaviour::Future,
+        "updates from a newer ACP version: a `session/update` of an unknown type \
+         (`future_update`), then an `agent_message_chunk` \"Future-proof. \" with an unknown field",
+    ),
+    keyword(
+        &["cost"],
+        Behaviour::Cost,
+        "a `usage_update` with `cost {amount: 0.0125, currency: \"USD\"}`",
     ),
     keyword(
         &["think"],
@@ -332,6 +352,9 @@ impl Turn<'_> {
             Behaviour::Bench => self.bench(prompt).await,
             Behaviour::Silent => self.silent(),
             Behaviour::Environment => self.environment(),
+            Behaviour::Sessions => self.sessions(),
+            Behaviour::Future => self.future(),
+            Behaviour::Cost => self.cost(),
             Behaviour::Think => self.think(),
             Behaviour::Plan => self.plan(),
             Behaviour::Tool => self.tool(),

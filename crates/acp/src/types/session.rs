@@ -123,6 +123,14 @@ pub struct SetSessionModeRequest {
     pub mode_id: String,
 }
 
+/// `session/close` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseSessionRequest {
+    /// The session to end.
+    pub session_id: String,
+}
+
 /// `session/cancel` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -72,6 +72,7 @@ struct LaneHandle {
     tx: mpsc::Sender<LaneCmd>,
     task: JoinHandle<()>,
     deleted: Arc<AtomicBool>,
+    forget: Arc<AtomicBool>,
     close: CancellationToken,
 }
 
@@ -215,12 +216,14 @@ impl Agents {
         // Reserved turns never fill the mailbox: it has room for all of them and the controls.
         let (tx, rx) = mpsc::channel(LANE_QUEUE + LANE_CONTROL);
         let deleted = Arc::new(AtomicBool::new(false));
+        let forget = Arc::new(AtomicBool::new(false));
         let close = CancellationToken::new();
         let actor = LaneActor::new(
             self.bridge.clone(),
             lane.clone(),
             rx,
             deleted.clone(),
+            forget.clone(),
             close.clone(),
         );
         let task = tokio::spawn(actor.run());
@@ -232,6 +235,7 @@ impl Agents {
                 tx,
                 task,
                 deleted,
+                forget,
                 close,
             },
         );
@@ -379,7 +383,7 @@ impl Agents {
     /// Ends the actors of lanes whose agent changed: a running turn is cancelled and closed;
     /// the next command starts an actor on the new agent.
     pub async fn reset_lanes(&self, pred: impl Fn(&Lane) -> bool) {
-        self.close_lanes(pred, false).await
+        self.close_lanes(pred, false, true).await
     }
 
     /// Silences the lanes about to be deleted, so that nothing more is sent for them; returns
@@ -399,10 +403,12 @@ impl Agents {
     /// Ends the actors of deleted lanes and waits for them. A turn still running there is
     /// cancelled and leaves no frames: the lane no longer exists.
     pub async fn delete_lanes(&self, pred: impl Fn(&Lane) -> bool) {
-        self.close_lanes(pred, true).await
+        self.close_lanes(pred, true, true).await
     }
 
-    async fn close_lanes(&self, pred: impl Fn(&Lane) -> bool, deleted: bool) {
+    /// Ends the actors of the lanes `pred` picks: `deleted` silences them, `forget` has them
+    /// close their agent sessions (which nothing will use again).
+    async fn close_lanes(&self, pred: impl Fn(&Lane) -> bool, deleted: bool, forget: bool) {
         let closing: Vec<JoinHandle<()>> = {
             let mut lanes = self.bridge.lanes.lock().expect("lanes lock");
             let keys: Vec<Lane> = lanes.keys().filter(|l| pred(l)).cloned().collect();
@@ -414,6 +420,7 @@ impl Agents {
                 .filter_map(|k| lanes.remove(&k))
                 .map(|h| {
                     h.deleted.store(deleted, Ordering::SeqCst);
+                    h.forget.store(forget, Ordering::SeqCst);
                     h.close.cancel();
                     h.task
                 })
@@ -427,7 +434,7 @@ impl Agents {
     /// Ends every lane (running turns are cancelled and closed with `message.stop`), then the
     /// agent process.
     pub async fn shutdown(&self) {
-        self.close_lanes(|_| true, false).await;
+        self.close_lanes(|_| true, false, false).await;
         for host in &self.bridge.hosts {
             host.shutdown().await;
         }

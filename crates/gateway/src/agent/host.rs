@@ -63,6 +63,23 @@ impl Instance {
         }
     }
 
+    /// Ends a session the gateway no longer needs with `session/close`, where the agent
+    /// advertises it; a failure or a slow answer is only logged (the session then lives on in
+    /// the agent until it exits).
+    pub async fn close_session(&self, session_id: &str) {
+        if !self.caps.session_capability("close") {
+            return;
+        }
+        match tokio::time::timeout(CLOSE_TIMEOUT, self.client.close_session(session_id)).await {
+            Ok(Ok(())) => tracing::debug!(session = session_id, "agent session closed"),
+            Ok(Err(e)) => tracing::info!(session = session_id, error = %e, "session/close failed"),
+            Err(_) => tracing::info!(
+                session = session_id,
+                "session/close was not answered in time"
+            ),
+        }
+    }
+
     /// Tokens used since the previous call, from the agent's cumulative count.
     pub fn usage_delta(&self, total: u64) -> u64 {
         let mut last = self.usage_total.lock().expect("usage lock");
@@ -115,6 +132,9 @@ pub struct AgentHost {
 /// How long an agent has at shutdown to exit after its input ends, and again after SIGTERM,
 /// before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Time an agent has to answer `session/close`.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Longest wait between restart attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -173,6 +193,15 @@ impl AgentHost {
             .expect("commands lock")
             .iter()
             .any(|c| c.name == name)
+    }
+
+    /// The running process, if there is one (none is started).
+    pub async fn running(&self) -> Option<Arc<Instance>> {
+        let st = self.state.lock().await;
+        st.current
+            .as_ref()
+            .filter(|c| !c.client.connection().is_closed())
+            .cloned()
     }
 
     /// The running process, starting one if needed (after a backoff when the last one failed).

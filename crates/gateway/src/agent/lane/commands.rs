@@ -90,6 +90,7 @@ impl LaneActor {
     pub(super) async fn new_session(&mut self) {
         if let Some(old) = self.session.take() {
             self.host().remove_route(&old.id);
+            self.close_session(&old).await;
         }
         self.set_stored_session(None).await;
         match self.ensure_session().await {

@@ -147,6 +147,9 @@ pub(super) struct LaneActor {
     close: CancellationToken,
     /// Set when the lane's channel was deleted: nothing more is written for it.
     deleted: Arc<AtomicBool>,
+    /// Set when the lane's session is forgotten as the actor ends (its channel moved to another
+    /// agent): the session is closed on the agent.
+    forget: Arc<AtomicBool>,
     /// Checkpoints of the running answer's text.
     checkpoints: checkpoint::Checkpoints,
 }
@@ -157,6 +160,7 @@ impl LaneActor {
         lane: Lane,
         rx: mpsc::Receiver<LaneCmd>,
         deleted: Arc<AtomicBool>,
+        forget: Arc<AtomicBool>,
         close: CancellationToken,
     ) -> Self {
         let (ev_tx, ev_rx) = mpsc::unbounded_channel();
@@ -175,6 +179,7 @@ impl LaneActor {
             closing: false,
             close,
             deleted,
+            forget,
             checkpoints: checkpoint::Checkpoints::default(),
         }
     }
@@ -232,6 +237,11 @@ impl LaneActor {
         }
         if let Some(s) = &self.session {
             self.host().remove_route(&s.id);
+            // A deleted lane's session, or one the lane forgot (its channel moved to another
+            // agent), is never used again.
+            if self.is_deleted() || self.forget.load(Ordering::SeqCst) {
+                self.close_session(s).await;
+            }
         }
         self.bridge.forget_pickers(self.pickers.keys());
     }

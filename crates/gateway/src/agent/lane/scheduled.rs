@@ -67,6 +67,8 @@ impl LaneActor {
             .cron_prompt(&instance, &session.session_id, model, prompt, &mut rx)
             .await;
         self.host().remove_route(&session.session_id);
+        // The run's session is never used again.
+        instance.close_session(&session.session_id).await;
         outcome
     }
 

@@ -22,10 +22,17 @@ impl LaneActor {
         }
         let cwd = self.host().cwd.clone();
         if let Some(id) = self.stored_session.clone() {
-            if instance.caps.load_session {
+            // `session/resume` reopens without replaying the history; else `session/load`.
+            let resume = instance.caps.session_capability("resume");
+            if resume || instance.caps.load_session {
                 self.host()
                     .add_route(&id, instance.generation, self.ev_tx.clone());
-                match instance.client.load_session(&id, &cwd).await {
+                let reopened = if resume {
+                    instance.client.resume_session(&id, &cwd).await
+                } else {
+                    instance.client.load_session(&id, &cwd).await
+                };
+                match reopened {
                     Ok(resp) => {
                         // The agent replays the session's history before answering; drop it.
                         instance.fence().await;
@@ -39,7 +46,7 @@ impl LaneActor {
                     }
                     Err(e) => {
                         self.host().remove_route(&id);
-                        tracing::warn!(error = %e, "session/load failed; starting a fresh session");
+                        tracing::warn!(error = %e, resume, "reopening the session failed; starting a fresh session");
                     }
                 }
             }
@@ -62,6 +69,16 @@ impl LaneActor {
             self.system("The agent restarted and could not restore this conversation; it continues in a fresh session.").await;
         }
         Ok(instance)
+    }
+
+    /// Ends a session of this lane on the agent (`session/close`, where advertised), when the
+    /// process that holds it still runs.
+    pub(super) async fn close_session(&self, session: &Session) {
+        if let Some(instance) = self.host().running().await {
+            if instance.generation == session.generation {
+                instance.close_session(&session.id).await;
+            }
+        }
     }
 
     pub(super) async fn drain_replay(&mut self) {
