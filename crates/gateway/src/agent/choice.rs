@@ -39,7 +39,7 @@ To use Hermes: `pip install 'hermes-agent[acp]'`, then restart the gateway with 
 /// given) `hermes acp` if `hermes` is on PATH, else the demo agent with a notice.
 pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, String> {
     let demo = |notice: Option<String>| -> Result<AgentChoice, String> {
-        let exe = std::env::current_exe()
+        let exe = crate::config::gateway_program()
             .map_err(|e| format!("cannot find this program to run the demo agent: {e}"))?;
         Ok(AgentChoice {
             name: DEMO_NAME.into(),

@@ -503,17 +503,19 @@ fn host_name() -> Option<String> {
 
 /// The `iris-gateway` binary next to the running test or program, quoted for a command line.
 fn demo_agent_program() -> String {
-    let exe = std::env::current_exe().unwrap_or_default();
-    // Test binaries live in target/<profile>/deps; the gateway binary one level up.
-    let dir = exe.parent().map(|d| {
-        if d.ends_with("deps") {
-            d.parent().unwrap_or(d)
-        } else {
-            d
+    format!("'{}'", gateway_program().unwrap_or_default().display())
+}
+
+/// The `iris-gateway` binary: this program, or, in a test binary (which lives in
+/// `target/<profile>/deps`), the gateway binary one level up.
+pub fn gateway_program() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    match exe.parent() {
+        Some(deps) if deps.ends_with("deps") => {
+            Ok(deps.parent().unwrap_or(deps).join("iris-gateway"))
         }
-    });
-    let bin = dir.map(|d| d.join("iris-gateway")).unwrap_or_default();
-    format!("'{}'", bin.display())
+        _ => Ok(exe),
+    }
 }
 
 /// The user's home directory.
