@@ -418,3 +418,26 @@ async fn the_agent_flag_alone_is_one_agent_named_after_its_program_and_demo_stay
     assert_eq!(gw.agents.names(), ["alpha", "demo"]);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_switch_lets_the_running_turn_finish_and_runs_waiting_messages_on_the_new_agent() {
+    let gw = two_agents().await;
+    let (mut a, _) = gw.connect("phone").await;
+    send(&mut a, default_lane(), "slow please", false).await;
+    send(&mut a, default_lane(), "/agent beta", false).await;
+    send(&mut a, default_lane(), "environment", false).await;
+    let first = idle_in(&mut a, "default").await;
+    assert!(
+        final_text(&first).contains("Echo: slow please"),
+        "the turn finished on alpha"
+    );
+    let second = idle_in(&mut a, "default").await;
+    let notes = system_texts(&second).join("\n");
+    assert!(notes.contains("now talks to beta"), "{notes}");
+    let who = final_text(&second);
+    assert!(
+        who.contains("DEMO_WHO=beta"),
+        "the waiting message ran on beta: {who}"
+    );
+    gw.stop().await;
+}

@@ -3,7 +3,7 @@
 //! to, and ends actors when their lanes are deleted or the gateway stops.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,6 +25,9 @@ use crate::wire::WireError;
 /// Turns and gateway commands a lane holds, running or waiting, before further messages for it
 /// are refused with `rate_limited` (and not stored). A person queues far fewer while a turn runs.
 pub const LANE_QUEUE: usize = 32;
+
+/// How long a channel's agent switch waits for each idle lane to follow it.
+const FOLLOW_WAIT: Duration = Duration::from_secs(10);
 
 /// Requests that act on a lane at once (stop, steer, picker answers) its mailbox holds beyond
 /// its queued turns; more are refused with `rate_limited`.
@@ -72,7 +75,6 @@ struct LaneHandle {
     tx: mpsc::Sender<LaneCmd>,
     task: JoinHandle<()>,
     deleted: Arc<AtomicBool>,
-    forget: Arc<AtomicBool>,
     close: CancellationToken,
 }
 
@@ -94,6 +96,9 @@ pub(crate) struct Bridge {
     pickers: Mutex<HashMap<String, Lane>>,
     notice: Mutex<Option<String>>,
     warmed: watch::Sender<bool>,
+    /// Raised whenever a channel changes its agent: a lane actor that sees it move re-reads its
+    /// channel's agent before its next job.
+    pub(crate) agent_epoch: AtomicU64,
 }
 
 /// The agent bridge's handle; cheap to clone.
@@ -157,6 +162,7 @@ impl Agents {
                 pickers: Mutex::default(),
                 notice: Mutex::new(notice),
                 warmed: watch::channel(false).0,
+                agent_epoch: AtomicU64::new(0),
             }),
         }
     }
@@ -216,14 +222,12 @@ impl Agents {
         // Reserved turns never fill the mailbox: it has room for all of them and the controls.
         let (tx, rx) = mpsc::channel(LANE_QUEUE + LANE_CONTROL);
         let deleted = Arc::new(AtomicBool::new(false));
-        let forget = Arc::new(AtomicBool::new(false));
         let close = CancellationToken::new();
         let actor = LaneActor::new(
             self.bridge.clone(),
             lane.clone(),
             rx,
             deleted.clone(),
-            forget.clone(),
             close.clone(),
         );
         let task = tokio::spawn(actor.run());
@@ -235,7 +239,6 @@ impl Agents {
                 tx,
                 task,
                 deleted,
-                forget,
                 close,
             },
         );
@@ -259,7 +262,7 @@ impl Agents {
                 );
                 tokio::spawn(self.bridge.clone().post_system(lane.clone(), text));
             }
-            LaneCmd::Prepare(done) => drop(done.send(())),
+            LaneCmd::Prepare(done) | LaneCmd::FollowAgent(done) => drop(done.send(())),
             LaneCmd::Prompt(_) | LaneCmd::Cron(_) => {}
         }
     }
@@ -380,10 +383,25 @@ impl Agents {
         self.bridge.reports()
     }
 
-    /// Ends the actors of lanes whose agent changed: a running turn is cancelled and closed;
-    /// the next command starts an actor on the new agent.
-    pub async fn reset_lanes(&self, pred: impl Fn(&Lane) -> bool) {
-        self.close_lanes(pred, false, true).await
+    /// Tells the lanes of a channel whose agent changed to follow it: an idle lane closes its
+    /// session on the old agent and takes the new one now, a busy lane after its running turn
+    /// (before its next job). Waits for the idle ones, each at most [`FOLLOW_WAIT`].
+    pub(crate) async fn follow_agent(&self, chat_id: &str, skip: Option<&Lane>) {
+        self.bridge.agent_epoch.fetch_add(1, Ordering::SeqCst);
+        let lanes: Vec<Lane> = {
+            let lanes = self.bridge.lanes.lock().expect("lanes lock");
+            lanes
+                .keys()
+                .filter(|l| l.chat_id == chat_id && Some(*l) != skip)
+                .cloned()
+                .collect()
+        };
+        for lane in lanes {
+            let (done, followed) = oneshot::channel();
+            if self.send(&lane, LaneCmd::FollowAgent(done)).is_ok() {
+                let _ = tokio::time::timeout(FOLLOW_WAIT, followed).await;
+            }
+        }
     }
 
     /// Silences the lanes about to be deleted, so that nothing more is sent for them; returns
@@ -403,12 +421,12 @@ impl Agents {
     /// Ends the actors of deleted lanes and waits for them. A turn still running there is
     /// cancelled and leaves no frames: the lane no longer exists.
     pub async fn delete_lanes(&self, pred: impl Fn(&Lane) -> bool) {
-        self.close_lanes(pred, true, true).await
+        self.close_lanes(pred, true).await
     }
 
-    /// Ends the actors of the lanes `pred` picks: `deleted` silences them, `forget` has them
-    /// close their agent sessions (which nothing will use again).
-    async fn close_lanes(&self, pred: impl Fn(&Lane) -> bool, deleted: bool, forget: bool) {
+    /// Ends the actors of the lanes `pred` picks; `deleted` silences them (and has them close
+    /// their agent sessions, which nothing will use again).
+    async fn close_lanes(&self, pred: impl Fn(&Lane) -> bool, deleted: bool) {
         let closing: Vec<JoinHandle<()>> = {
             let mut lanes = self.bridge.lanes.lock().expect("lanes lock");
             let keys: Vec<Lane> = lanes.keys().filter(|l| pred(l)).cloned().collect();
@@ -420,7 +438,6 @@ impl Agents {
                 .filter_map(|k| lanes.remove(&k))
                 .map(|h| {
                     h.deleted.store(deleted, Ordering::SeqCst);
-                    h.forget.store(forget, Ordering::SeqCst);
                     h.close.cancel();
                     h.task
                 })
@@ -434,7 +451,7 @@ impl Agents {
     /// Ends every lane (running turns are cancelled and closed with `message.stop`), then the
     /// agent process.
     pub async fn shutdown(&self) {
-        self.close_lanes(|_| true, false, false).await;
+        self.close_lanes(|_| true, false).await;
         for host in &self.bridge.hosts {
             host.shutdown().await;
         }

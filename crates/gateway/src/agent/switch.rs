@@ -1,6 +1,7 @@
 //! Changing a channel's agent (`channel.set_agent`, `/agent NAME`): the channel remembers the new
-//! agent, its lanes forget their agent sessions and their actors end, a system message says so,
-//! and the directory goes out again. The history stays.
+//! agent, its lanes forget their agent sessions, a system message says so, and the directory
+//! goes out again; then the lanes follow (closing their sessions on the old agent). The history
+//! stays, and so do messages waiting in a lane: they run on the new agent.
 
 use iris_protocol::Header;
 use iris_store::StoreError;
@@ -18,6 +19,18 @@ impl Agents {
         chat_id: &str,
         agent: &str,
         origin: &Origin,
+    ) -> Result<(), WireError> {
+        self.switch_channel_from(chat_id, agent, origin, None).await
+    }
+
+    /// [`Agents::switch_channel`], asked by the lane `from` itself (`/agent`): that lane is not
+    /// waited for; it follows before its next job.
+    pub(crate) async fn switch_channel_from(
+        &self,
+        chat_id: &str,
+        agent: &str,
+        origin: &Origin,
+        from: Option<&Lane>,
     ) -> Result<(), WireError> {
         let agent = agent.trim();
         if !self.knows(agent) {
@@ -57,8 +70,7 @@ impl Agents {
             })
             .await?;
         if changed {
-            let chat = chat_id.to_owned();
-            self.reset_lanes(|l| l.chat_id == chat).await;
+            self.follow_agent(chat_id, from).await;
         }
         Ok(())
     }

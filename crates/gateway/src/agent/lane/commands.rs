@@ -39,7 +39,7 @@ impl LaneActor {
             }
             Command::Title(title) => self.user_title(&title).await,
             Command::Model(wanted) => self.model(wanted).await,
-            Command::Agent(Some(name)) => self.switch_agent(name),
+            Command::Agent(Some(name)) => self.switch_agent(&name).await,
             Command::Agent(None) => self.agent_picker().await,
         }
     }
@@ -65,26 +65,19 @@ impl LaneActor {
         self.durable(vec![frame], None, None).await;
     }
 
-    /// Moves this lane's channel to another agent. Runs beside the actor: the switch ends this
-    /// lane's actor (and its threads'), and waits for it.
-    pub(super) fn switch_agent(&self, name: String) {
+    /// Moves this lane's channel to another agent; this lane follows before its next job, the
+    /// channel's other lanes at once (or after their running turns).
+    pub(super) async fn switch_agent(&mut self, name: &str) {
         let agents = crate::agent::Agents::of(self.bridge.clone());
-        let lane = self.lane.clone();
-        tokio::spawn(async move {
-            let origin = crate::outbox::Origin::none();
-            if let Err(e) = agents.switch_channel(&lane.chat_id, &name, &origin).await {
-                let text = format!("The agent was not changed: {}", e.message);
-                let message = crate::outbox::system_message(text);
-                let result = agents
-                    .shared()
-                    .store
-                    .write(move |tx| crate::outbox::post(tx, &lane, message, &origin))
-                    .await;
-                if let Err(e) = result {
-                    tracing::warn!(error = %e, "could not store a system message");
-                }
-            }
-        });
+        let origin = crate::outbox::Origin::none();
+        let chat = self.lane.chat_id.clone();
+        let result = agents
+            .switch_channel_from(&chat, name, &origin, Some(&self.lane))
+            .await;
+        if let Err(e) = result {
+            self.system(format!("The agent was not changed: {}", e.message))
+                .await;
+        }
     }
 
     pub(super) async fn new_session(&mut self) {

@@ -260,6 +260,8 @@ impl LaneActor {
             LaneCmd::Cron(c) => self.queue.push_back(Job::Cron(c)),
             // The session is open: a turn is running in it.
             LaneCmd::Prepare(done) => drop(done.send(())),
+            // The lane follows its channel's new agent before its next job.
+            LaneCmd::FollowAgent(done) => drop(done.send(())),
             LaneCmd::Picker {
                 picker_id,
                 value,

@@ -91,6 +91,9 @@ pub enum LaneCmd {
     Cron(CronRun),
     /// Open (or restore) the lane's agent session ahead of its first turn; answers when done.
     Prepare(oneshot::Sender<()>),
+    /// The lane's channel changed its agent: follow it (when idle; a busy lane follows before
+    /// its next job). Answers when done.
+    FollowAgent(oneshot::Sender<()>),
 }
 
 enum Job {
@@ -147,9 +150,8 @@ pub(super) struct LaneActor {
     close: CancellationToken,
     /// Set when the lane's channel was deleted: nothing more is written for it.
     deleted: Arc<AtomicBool>,
-    /// Set when the lane's session is forgotten as the actor ends (its channel moved to another
-    /// agent): the session is closed on the agent.
-    forget: Arc<AtomicBool>,
+    /// The bridge's agent epoch when the lane last read its channel's agent.
+    epoch: u64,
     /// Checkpoints of the running answer's text.
     checkpoints: checkpoint::Checkpoints,
 }
@@ -160,7 +162,6 @@ impl LaneActor {
         lane: Lane,
         rx: mpsc::Receiver<LaneCmd>,
         deleted: Arc<AtomicBool>,
-        forget: Arc<AtomicBool>,
         close: CancellationToken,
     ) -> Self {
         let (ev_tx, ev_rx) = mpsc::unbounded_channel();
@@ -179,7 +180,7 @@ impl LaneActor {
             closing: false,
             close,
             deleted,
-            forget,
+            epoch: u64::MAX,
             checkpoints: checkpoint::Checkpoints::default(),
         }
     }
@@ -189,19 +190,7 @@ impl LaneActor {
     }
 
     pub(super) async fn run(mut self) {
-        match self
-            .bridge
-            .shared
-            .store
-            .get_channel(self.lane.row_id())
-            .await
-        {
-            Ok(Some(row)) => self.host = self.bridge.host(row.agent.as_deref()).clone(),
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read the lane's agent; the default answers")
-            }
-        }
+        self.follow_agent().await;
         self.stored_session = self
             .bridge
             .shared
@@ -215,6 +204,7 @@ impl LaneActor {
                 break;
             }
             if let Some(job) = self.queue.pop_front() {
+                self.follow_agent().await;
                 match job {
                     Job::Prompt(p) => self.run_turn(p).await,
                     Job::Steer(s) => self.run_steer(s).await,
@@ -237,9 +227,8 @@ impl LaneActor {
         }
         if let Some(s) = &self.session {
             self.host().remove_route(&s.id);
-            // A deleted lane's session, or one the lane forgot (its channel moved to another
-            // agent), is never used again.
-            if self.is_deleted() || self.forget.load(Ordering::SeqCst) {
+            // A deleted lane's session is never used again.
+            if self.is_deleted() {
                 self.close_session(s).await;
             }
         }
@@ -264,6 +253,10 @@ impl LaneActor {
             } => {
                 let result = self.answer_picker(&picker_id, &value).await;
                 let _ = reply.send(result);
+            }
+            LaneCmd::FollowAgent(done) => {
+                self.follow_agent().await;
+                let _ = done.send(());
             }
             LaneCmd::Prepare(done) => {
                 if let Err(e) = self.ensure_session().await {

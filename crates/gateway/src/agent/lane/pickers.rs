@@ -196,7 +196,7 @@ impl LaneActor {
                         "value is not one of the offered agents",
                     ));
                 }
-                self.switch_agent(value.to_owned());
+                self.switch_agent(value).await;
                 Ok(())
             }
             Pending::Reasoning => match value {
