@@ -158,6 +158,16 @@ impl AgentClient {
         decode(method::SESSION_RESUME, value)
     }
 
+    /// `session/list`: the sessions the agent holds (only where it advertises
+    /// `sessionCapabilities.list`); the first page is enough for a count.
+    pub async fn list_sessions(&self) -> Result<ListSessionsResponse, AcpError> {
+        let value = self
+            .connection
+            .request(method::SESSION_LIST, serde_json::json!({}))
+            .await?;
+        decode(method::SESSION_LIST, value)
+    }
+
     /// `session/close`: ends a session the client no longer needs (only where the agent
     /// advertises `sessionCapabilities.close`).
     pub async fn close_session(&self, session_id: &str) -> Result<(), AcpError> {

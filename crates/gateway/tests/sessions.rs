@@ -63,6 +63,11 @@ async fn a_reset_or_deleted_lane_closes_its_agent_session() {
         command(&mut a, "default", "/new").await,
         "Started a new session."
     );
+    let status = command(&mut a, "default", "/status").await;
+    assert!(
+        status.contains("Agent sessions: 1 open"),
+        "/status lists the agent's sessions (session/list): {status}"
+    );
     assert!(
         sessions(&mut a, "default")
             .await

@@ -39,7 +39,8 @@
 //!
 //! A unit test keeps this table equal to the script the demo plays.
 //!
-//! It advertises `sessionCapabilities.close` (`session/close` forgets a session), with
+//! It advertises `sessionCapabilities.close` (`session/close` forgets a session) and `list`
+//! (`session/list` lists the open sessions), with
 //! `DEMO_RESUME=1` also `resume` (`session/resume` reopens a session without replaying it), and a
 //! capability of a newer ACP version (`futureCapability`) that clients must ignore.
 //!

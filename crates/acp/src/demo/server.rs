@@ -110,6 +110,7 @@ impl State {
 fn extra_capabilities() -> serde_json::Map<String, Value> {
     let mut session = serde_json::Map::new();
     session.insert("close".into(), serde_json::json!({}));
+    session.insert("list".into(), serde_json::json!({}));
     if std::env::var("DEMO_RESUME").is_ok_and(|v| v == "1") {
         session.insert("resume".into(), serde_json::json!({}));
     }
@@ -197,6 +198,7 @@ impl Demo {
             method::SESSION_LOAD => self.load_session(params),
             method::SESSION_RESUME => self.resume_session(params),
             method::SESSION_CLOSE => self.close_session(params),
+            method::SESSION_LIST => self.list_sessions(),
             method::SESSION_SET_MODEL => self.set_model(params),
             method::SESSION_SET_MODE => self.set_mode(params),
             method::SESSION_PROMPT => match self.start_turn(params) {
@@ -286,6 +288,18 @@ impl Demo {
             modes: Some(modes_state(&session.mode_id)),
         };
         Ok((to_json(&response), Some((id, vec![available_commands()]))))
+    }
+
+    /// `session/list`: every open session with its working directory.
+    fn list_sessions(&self) -> Handled {
+        let state = self.state();
+        let mut sessions: Vec<Value> = state
+            .sessions
+            .iter()
+            .map(|(id, s)| serde_json::json!({"sessionId": id, "cwd": s.cwd}))
+            .collect();
+        sessions.sort_by(|a, b| a["sessionId"].as_str().cmp(&b["sessionId"].as_str()));
+        Ok((serde_json::json!({"sessions": sessions}), None))
     }
 
     /// `session/close`: forgets the session (a running turn is cancelled).

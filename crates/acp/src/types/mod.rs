@@ -30,6 +30,9 @@ pub mod method {
     /// Client → agent request: end a session and free what it holds (where
     /// `sessionCapabilities.close` is advertised).
     pub const SESSION_CLOSE: &str = "session/close";
+    /// Client → agent request: the sessions the agent holds (where `sessionCapabilities.list`
+    /// is advertised).
+    pub const SESSION_LIST: &str = "session/list";
     /// Client → agent request: run one turn.
     pub const SESSION_PROMPT: &str = "session/prompt";
     /// Client → agent notification: stop the running turn.

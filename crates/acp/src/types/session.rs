@@ -123,6 +123,15 @@ pub struct SetSessionModeRequest {
     pub mode_id: String,
 }
 
+/// `session/list` result (only what Iris reads; the rest is ignored).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListSessionsResponse {
+    /// The sessions, each at least with its `sessionId`.
+    #[serde(default)]
+    pub sessions: Vec<Value>,
+}
+
 /// `session/close` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

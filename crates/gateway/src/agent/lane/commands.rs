@@ -14,7 +14,12 @@ impl LaneActor {
             Command::New => self.new_session().await,
             Command::Stop => self.system("Nothing is running in this chat.").await,
             Command::Status => {
-                let text = self.status_text();
+                let mut text = self.status_text();
+                if let Some(held) = self.agent_sessions().await {
+                    text.push_str(&format!(
+                        "\nAgent sessions: {held} open on this chat's agent"
+                    ));
+                }
                 self.system(text).await;
             }
             Command::Help => {
@@ -150,6 +155,27 @@ impl LaneActor {
                 self.system(format!("Unknown model {wanted:?}. Available: {list}"))
                     .await;
             }
+        }
+    }
+
+    /// How many sessions the lane's agent holds (`session/list`), where it offers that and runs.
+    async fn agent_sessions(&self) -> Option<usize> {
+        let instance = self.host().running().await?;
+        if !instance.caps.session_capability("list") {
+            return None;
+        }
+        let listed = tokio::time::timeout(
+            std::time::Duration::from_secs(3),
+            instance.client.list_sessions(),
+        )
+        .await;
+        match listed {
+            Ok(Ok(list)) => Some(list.sessions.len()),
+            Ok(Err(e)) => {
+                tracing::info!(error = %e, "session/list failed");
+                None
+            }
+            Err(_) => None,
         }
     }
 
