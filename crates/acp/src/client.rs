@@ -136,6 +136,50 @@ impl AgentClient {
         self.connection.notify(method::SESSION_CANCEL, params)
     }
 
+    /// `session/resume`: reopens a session without replaying its history (only where the agent
+    /// advertises `sessionCapabilities.resume`). The answer has the shape of `session/load`'s.
+    pub async fn resume_session(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+    ) -> Result<LoadSessionResponse, AcpError> {
+        let request = LoadSessionRequest {
+            session_id: session_id.into(),
+            cwd: cwd.to_string_lossy().into_owned(),
+            mcp_servers: Vec::new(),
+        };
+        let value = self
+            .connection
+            .request(method::SESSION_RESUME, to_params(&request))
+            .await?;
+        if value.is_null() {
+            return Ok(LoadSessionResponse::default());
+        }
+        decode(method::SESSION_RESUME, value)
+    }
+
+    /// `session/list`: the sessions the agent holds (only where it advertises
+    /// `sessionCapabilities.list`); the first page is enough for a count.
+    pub async fn list_sessions(&self) -> Result<ListSessionsResponse, AcpError> {
+        let value = self
+            .connection
+            .request(method::SESSION_LIST, serde_json::json!({}))
+            .await?;
+        decode(method::SESSION_LIST, value)
+    }
+
+    /// `session/close`: ends a session the client no longer needs (only where the agent
+    /// advertises `sessionCapabilities.close`).
+    pub async fn close_session(&self, session_id: &str) -> Result<(), AcpError> {
+        let params = to_params(&CloseSessionRequest {
+            session_id: session_id.into(),
+        });
+        self.connection
+            .request(method::SESSION_CLOSE, params)
+            .await
+            .map(drop)
+    }
+
     /// `session/set_model`.
     pub async fn set_model(&self, session_id: &str, model_id: &str) -> Result<(), AcpError> {
         let request = SetSessionModelRequest {

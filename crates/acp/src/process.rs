@@ -41,6 +41,8 @@ pub struct AgentSpec {
     pub cwd: Option<PathBuf>,
     /// Variables added to (or overriding) the inherited environment.
     pub env: Vec<(String, String)>,
+    /// Inherited variables the agent must not see (removed before `env` is added).
+    pub env_remove: Vec<String>,
 }
 
 impl AgentSpec {
@@ -67,6 +69,12 @@ impl AgentSpec {
     /// Adds an environment variable.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Keeps an inherited environment variable from the agent.
+    pub fn env_remove(mut self, key: impl Into<String>) -> Self {
+        self.env_remove.push(key.into());
         self
     }
 }
@@ -149,6 +157,9 @@ impl AgentProcess {
     /// sends that are not answers (updates, permission requests).
     pub fn spawn(spec: &AgentSpec) -> Result<(AgentProcess, IncomingRx), AcpError> {
         let mut command = Command::new(&spec.program);
+        for key in &spec.env_remove {
+            command.env_remove(key);
+        }
         command
             .args(&spec.args)
             .envs(spec.env.iter().map(|(k, v)| (k, v)))

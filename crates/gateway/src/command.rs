@@ -17,6 +17,8 @@ pub enum Name {
     Status,
     /// `/model`.
     Model,
+    /// `/agent`.
+    Agent,
     /// `/reasoning`.
     Reasoning,
     /// `/title`.
@@ -44,11 +46,12 @@ pub struct Spec {
 
 impl Name {
     /// Every gateway command, in catalog order.
-    pub const ALL: [Name; 8] = [
+    pub const ALL: [Name; 9] = [
         Name::New,
         Name::Stop,
         Name::Status,
         Name::Model,
+        Name::Agent,
         Name::Reasoning,
         Name::Title,
         Name::Cron,
@@ -84,6 +87,13 @@ impl Name {
                 &[],
                 "Switch model",
                 "<provider/model>",
+                "Configuration",
+            ),
+            Name::Agent => (
+                "/agent",
+                &[],
+                "Switch this channel's agent (fresh sessions, history stays)",
+                "[name]",
                 "Configuration",
             ),
             Name::Reasoning => (
@@ -155,6 +165,8 @@ pub enum Command {
     Status,
     /// Offer the model picker (`None`) or switch to a model.
     Model(Option<String>),
+    /// Offer the agent picker (`None`) or switch the channel to the named agent.
+    Agent(Option<String>),
     /// Show, hide or ask about the agent's reasoning.
     Reasoning(Reasoning),
     /// Rename the lane's chat or thread (empty: show the usage).
@@ -180,6 +192,7 @@ impl Command {
             Name::Stop => Command::Stop,
             Name::Status => Command::Status,
             Name::Model => Command::Model(Some(args).filter(|a| !a.is_empty())),
+            Name::Agent => Command::Agent(Some(args).filter(|a| !a.is_empty())),
             Name::Reasoning => Command::Reasoning(match args.as_str() {
                 "" => Reasoning::Ask,
                 "show" | "on" => Reasoning::Show,
@@ -199,6 +212,7 @@ impl Command {
             Command::Stop => Name::Stop,
             Command::Status => Name::Status,
             Command::Model(_) => Name::Model,
+            Command::Agent(_) => Name::Agent,
             Command::Reasoning(_) => Name::Reasoning,
             Command::Title(_) => Name::Title,
             Command::Cron(_) => Name::Cron,
@@ -215,7 +229,7 @@ impl Command {
             | Command::Reasoning(_)
             | Command::Title(_)
             | Command::Cron(_) => true,
-            Command::New | Command::Stop | Command::Model(_) => false,
+            Command::New | Command::Stop | Command::Model(_) | Command::Agent(_) => false,
         }
     }
 }
@@ -295,6 +309,11 @@ mod tests {
             Some(Command::Model(Some("demo:echo".into())))
         );
         assert_eq!(Command::parse("/model"), Some(Command::Model(None)));
+        assert_eq!(Command::parse("/agent"), Some(Command::Agent(None)));
+        assert_eq!(
+            Command::parse("/agent hermes"),
+            Some(Command::Agent(Some("hermes".into())))
+        );
         assert_eq!(
             Command::parse("/cron add every 2h Check it"),
             Some(Command::Cron("add every 2h Check it".into()))

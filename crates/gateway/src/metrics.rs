@@ -44,16 +44,27 @@ pub struct Metrics {
 }
 
 /// Gauges read at scrape time.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Gauges {
     /// Live connections.
     pub connections: usize,
     /// Highest outbox cursor.
     pub outbox_head: u64,
-    /// Agent processes started after the first.
-    pub agent_restarts: u64,
-    /// How long the agent's last start took (spawn to `initialize` answered), once it started.
-    pub agent_start: Option<Duration>,
+    /// Each agent, reported with the label `agent`.
+    pub agents: Vec<AgentGauge>,
+}
+
+/// What `/metrics` says of one agent.
+#[derive(Debug, Clone)]
+pub struct AgentGauge {
+    /// Its name (the label `agent`).
+    pub name: String,
+    /// Its processes started after the first.
+    pub restarts: u64,
+    /// How long its last start took (spawn to `initialize` answered), once it started.
+    pub start: Option<Duration>,
+    /// Whether a process of it runs now.
+    pub running: bool,
 }
 
 impl Metrics {
@@ -139,20 +150,13 @@ impl Metrics {
             "Connections closed for not finishing their request headers in time.",
             load(&self.header_timeouts),
         );
-        metric(
-            "iris_agent_restarts_total",
-            "counter",
-            "Agent processes started after the first.",
-            g.agent_restarts.to_string(),
-        );
-        if let Some(start) = g.agent_start {
-            metric(
-                "iris_agent_start_seconds",
-                "gauge",
-                "How long the agent's last start took, from spawn to its initialize answer.",
-                format!("{:.3}", start.as_secs_f64()),
+        render_agents(&mut out, &g.agents);
+        let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
             );
-        }
+        };
         metric(
             "iris_push_sent_total",
             "counter",
@@ -183,6 +187,42 @@ impl Metrics {
     }
 }
 
+/// The per-agent metrics, one line per agent labelled `agent`.
+fn render_agents(out: &mut String, agents: &[AgentGauge]) {
+    let mut family =
+        |name: &str, kind: &str, help: &str, value: &dyn Fn(&AgentGauge) -> Option<String>| {
+            let lines: Vec<String> = agents
+                .iter()
+                .filter_map(|a| value(a).map(|v| format!("{name}{{agent=\"{}\"}} {v}", a.name)))
+                .collect();
+            if lines.is_empty() {
+                return;
+            }
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for l in lines {
+                let _ = writeln!(out, "{l}");
+            }
+        };
+    family(
+        "iris_agent_restarts_total",
+        "counter",
+        "Agent processes started after the first, per agent.",
+        &|a| Some(a.restarts.to_string()),
+    );
+    family(
+        "iris_agent_up",
+        "gauge",
+        "Whether a process of the agent runs (1) or not (0).",
+        &|a| Some(u8::from(a.running).to_string()),
+    );
+    family(
+        "iris_agent_start_seconds",
+        "gauge",
+        "How long the agent's last start took, from spawn to its initialize answer.",
+        &|a| a.start.map(|s| format!("{:.3}", s.as_secs_f64())),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,10 +235,16 @@ mod tests {
         let text = m.render(Gauges {
             connections: 2,
             outbox_head: 9,
-            agent_restarts: 1,
-            agent_start: Some(Duration::from_millis(1500)),
+            agents: vec![AgentGauge {
+                name: "demo".into(),
+                restarts: 1,
+                start: Some(Duration::from_millis(1500)),
+                running: true,
+            }],
         });
-        assert!(text.contains("iris_agent_start_seconds 1.500"));
+        assert!(text.contains("iris_agent_start_seconds{agent=\"demo\"} 1.500"));
+        assert!(text.contains("iris_agent_restarts_total{agent=\"demo\"} 1"));
+        assert!(text.contains("iris_agent_up{agent=\"demo\"} 1"));
         assert!(text.contains("iris_turn_latency_seconds_bucket{le=\"0.25\"} 0"));
         assert!(text.contains("iris_turn_latency_seconds_bucket{le=\"0.5\"} 1"));
         assert!(text.contains("iris_turn_latency_seconds_bucket{le=\"10\"} 2"));

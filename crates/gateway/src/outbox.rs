@@ -12,8 +12,8 @@
 
 use std::sync::Arc;
 
-use iris_protocol::{encode, DurableFrame, Header, Message, Role, ServerFrame};
-use iris_store::{FrameMeta, NewFrame, StoreError, StoredMessage, WriteTx};
+use iris_protocol::{encode, ChannelInfo, DurableFrame, Header, Message, Role, ServerFrame};
+use iris_store::{ChannelRow, FrameMeta, NewFrame, StoreError, StoredMessage, WriteTx};
 
 use crate::ids::{new_id, now_ms};
 
@@ -126,6 +126,26 @@ pub fn post(
         Some(&id),
         origin,
     )
+}
+
+/// A channel or thread as the channel directory lists it.
+pub fn channel_info(row: &ChannelRow) -> ChannelInfo {
+    ChannelInfo {
+        chat_id: row.chat_id.clone(),
+        name: row.name.clone(),
+        kind: row.kind.clone(),
+        is_default: row.is_default,
+        parent_chat_id: row.parent_chat_id.clone(),
+        agent: row.agent.clone(),
+    }
+}
+
+/// The whole channel directory as a `channel.list` frame, read inside a transaction.
+pub fn channel_list(tx: &WriteTx<'_>) -> Result<DurableFrame, StoreError> {
+    let channels = tx.list_channels()?.iter().map(channel_info).collect();
+    Ok(DurableFrame::ChannelList(iris_protocol::ChannelList {
+        channels,
+    }))
 }
 
 /// A new system message: the gateway speaking in a lane (errors, notices, command output).

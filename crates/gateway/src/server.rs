@@ -121,14 +121,9 @@ impl Gateway {
             .clone()
             .or_else(crate::config::home_dir)
             .unwrap_or_else(|| dir.clone());
-        let choice = crate::agent::choose_agent(config.agent_command.as_deref(), &cwd)
-            .map_err(StartError::Agent)?;
+        let roster = crate::agent::roster(&config, &cwd).map_err(StartError::Agent)?;
         let settings = crate::agent::BridgeConfig {
-            cwd_display: crate::config::home_relative(&cwd),
             update_interval: config.update_interval,
-            picker_timeout: config.approval_timeout,
-            turn_idle_timeout: config.turn_idle_timeout,
-            cancel_grace: config.cancel_grace,
         };
         let hub = Hub::new(0);
         let publish_to = hub.clone();
@@ -149,6 +144,16 @@ impl Gateway {
         let head = store.outbox_head().await?;
         hub.set_head(head);
         let cut_off = crate::agent::recovery::recover(&store).await?;
+        if !roster.agents.is_empty() {
+            let known: Vec<String> = roster.agents.iter().map(|a| a.name.clone()).collect();
+            let default = roster.default.clone();
+            let moved = store
+                .write(move |tx| tx.settle_channel_agents(&known, &default))
+                .await?;
+            if !moved.is_empty() {
+                tracing::info!(channels = moved.len(), agent = %roster.default, "channels without a configured agent use the default agent");
+            }
+        }
         if cut_off > 0 {
             tracing::warn!(
                 turns = cut_off,
@@ -169,8 +174,7 @@ impl Gateway {
         let (cron, due) = Cron::new(config.cron.clone(), store.clone());
         let shared = Shared::new(config, store, hub);
         let agents = Agents::new(
-            choice,
-            cwd,
+            roster,
             settings,
             shared.clone(),
             media.clone(),
@@ -330,8 +334,18 @@ async fn metrics(State(routes): State<Routes>) -> impl IntoResponse {
     let gauges = crate::metrics::Gauges {
         connections: shared.hub.connection_count(),
         outbox_head: shared.hub.head(),
-        agent_restarts: routes.ctx.agents.restarts(),
-        agent_start: routes.ctx.agents.last_start(),
+        agents: routes
+            .ctx
+            .agents
+            .reports()
+            .into_iter()
+            .map(|a| crate::metrics::AgentGauge {
+                name: a.name,
+                restarts: a.restarts,
+                start: a.last_start,
+                running: a.running,
+            })
+            .collect(),
     };
     (
         [(

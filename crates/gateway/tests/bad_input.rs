@@ -184,6 +184,7 @@ async fn bad_frames_get_the_right_error_and_change_nothing() {
             name: name.into(),
             kind: None,
             parent_chat_id: parent.map(str::to_owned),
+            agent: None,
         })
     };
     let work = a
@@ -1157,6 +1158,7 @@ async fn the_default_chat_survives_delete_even_after_the_default_flag_moved() {
         name: "Home".into(),
         kind: None,
         parent_chat_id: None,
+        agent: None,
     });
     let created = a
         .request(Header::default(), create)

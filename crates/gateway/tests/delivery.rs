@@ -267,6 +267,7 @@ async fn history_pages_from_newest_to_oldest_with_exact_edges() {
                 name: "side".into(),
                 kind: Some("thread".into()),
                 parent_chat_id: Some("default".into()),
+                agent: None,
             }),
         )
         .await
@@ -395,6 +396,7 @@ async fn deleting_a_channel_wipes_its_threads_messages_and_frames() {
                 name: "Secret plans".into(),
                 kind: None,
                 parent_chat_id: None,
+                agent: None,
             }),
         )
         .await
@@ -415,6 +417,7 @@ async fn deleting_a_channel_wipes_its_threads_messages_and_frames() {
                 name: "sub".into(),
                 kind: None,
                 parent_chat_id: Some(chan.clone()),
+                agent: None,
             }),
         )
         .await

@@ -905,6 +905,7 @@ async fn deleting_messages_and_channels_removes_unreferenced_files() {
         name: "Photos".into(),
         kind: None,
         parent_chat_id: None,
+        agent: None,
     });
     let created = a.request(Header::default(), create).await.unwrap();
     let ServerFrame::ChannelCreated(c) = created.body else {

@@ -71,7 +71,7 @@ async fn metrics_count_connections_syncs_turns_and_agent_restarts() {
         .await
         .unwrap();
     let (_, body) = http_get(&gw, "/metrics").await;
-    assert!(value(&body, "iris_agent_restarts_total") >= 1.0);
+    assert!(value(&body, "iris_agent_restarts_total{agent=\"demo\"}") >= 1.0);
     assert!(
         !body.contains("secret words") && !body.contains(TOKEN),
         "metrics carry no text or secrets"

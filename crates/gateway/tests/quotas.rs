@@ -11,6 +11,7 @@ fn create(name: &str, parent: Option<&str>) -> ClientFrame {
         name: name.into(),
         kind: None,
         parent_chat_id: parent.map(Into::into),
+        agent: None,
     })
 }
 

@@ -23,6 +23,8 @@ frame_enum! {
         ChannelCreate(ChannelCreate) = "channel.create",
         /// Rename the channel or thread named by the envelope's `chat_id`.
         ChannelRename(ChannelRename) = "channel.rename",
+        /// Change the agent of the channel named by the envelope's `chat_id` (an Iris extension).
+        ChannelSetAgent(ChannelSetAgent) = "channel.set_agent",
         /// Make the envelope's `chat_id` the default channel.
         ChannelSetDefault(Empty) = "channel.set_default",
         /// Hard-delete the envelope's `chat_id` with its threads and history.
@@ -203,6 +205,17 @@ pub struct ChannelCreate {
     /// Parent channel; makes the new entry a thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_chat_id: Option<String>,
+    /// The agent the channel talks to (an Iris extension; default: the gateway's default agent).
+    /// A thread always uses its channel's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+/// `channel.set_agent` (an Iris extension).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelSetAgent {
+    /// The agent's name.
+    pub agent: String,
 }
 
 /// `channel.rename`.

@@ -170,6 +170,9 @@ pub struct ChannelInfo {
     /// The channel a thread belongs to.
     #[serde(default)]
     pub parent_chat_id: Option<String>,
+    /// The agent the chat talks to; a thread's is its channel's (an Iris extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// `hello.ack`.
@@ -571,6 +574,9 @@ pub struct ChannelCreated {
     /// Minted by the gateway for an auto-threaded message.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub auto: bool,
+    /// The agent the chat talks to (an Iris extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// `channel.renamed`.

@@ -136,8 +136,8 @@ pub(crate) fn history(
     Ok(HistoryPage { messages, has_more })
 }
 
-const CHANNEL_COLUMNS: &str =
-    "chat_id, name, kind, parent_chat_id, is_default, name_set_by_user, created_at";
+const CHANNEL_COLUMNS: &str = "chat_id, name, kind, parent_chat_id, is_default, name_set_by_user, \
+     created_at, COALESCE(agent, (SELECT p.agent FROM channels p WHERE p.chat_id = channels.parent_chat_id))";
 
 fn channel_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelRow> {
     Ok(ChannelRow {
@@ -148,6 +148,7 @@ fn channel_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelRow> {
         is_default: row.get(4)?,
         name_set_by_user: row.get(5)?,
         created_at: row.get(6)?,
+        agent: row.get(7)?,
     })
 }
 

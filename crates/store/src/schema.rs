@@ -191,7 +191,7 @@ ALTER TABLE devices ADD COLUMN webpush_endpoint TEXT;
 ALTER TABLE devices ADD COLUMN webpush_p256dh TEXT;
 ALTER TABLE devices ADD COLUMN webpush_auth TEXT;
 "#,
-    // credentials: one-time pairing codes and per-device tokens, both kept only as hashes, and
+    // 6: credentials: one-time pairing codes and per-device tokens, both kept only as hashes, and
     // the address each device last connected from.
     r#"
 CREATE TABLE pairing_codes (
@@ -212,6 +212,11 @@ CREATE TABLE device_addresses (
     addr      TEXT NOT NULL,
     at        INTEGER NOT NULL
 ) WITHOUT ROWID;
+"#,
+    // 7: the agent a channel talks to (NULL: the gateway's default agent); threads use their
+    // channel's.
+    r#"
+ALTER TABLE channels ADD COLUMN agent TEXT;
 "#,
 ];
 

@@ -214,8 +214,8 @@ impl<'a> WriteTx<'a> {
         self.conn
             .prepare_cached(
                 "INSERT INTO channels \
-                 (chat_id, name, kind, parent_chat_id, is_default, name_set_by_user, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 (chat_id, name, kind, parent_chat_id, is_default, name_set_by_user, created_at, agent) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute((
                 &c.chat_id,
@@ -225,8 +225,62 @@ impl<'a> WriteTx<'a> {
                 c.is_default,
                 c.name_set_by_user,
                 c.created_at,
+                c.agent.as_deref().filter(|_| c.kind != "thread"),
             ))?;
         Ok(())
+    }
+
+    /// Gives every channel without an agent, or with one not in `known`, the agent `default`.
+    /// A channel taken from an agent that is gone also forgets its lanes' agent sessions (they
+    /// belonged to the other agent). Returns the channels that moved.
+    pub fn settle_channel_agents(
+        &mut self,
+        known: &[String],
+        default: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut moved = Vec::new();
+        for c in self.list_channels()? {
+            if c.kind == "thread" || c.agent.as_ref().is_some_and(|a| known.contains(a)) {
+                continue;
+            }
+            self.conn
+                .prepare_cached("UPDATE channels SET agent = ?2 WHERE chat_id = ?1")?
+                .execute((&c.chat_id, default))?;
+            if c.agent.is_some() {
+                self.forget_lane_sessions(&c.chat_id)?;
+            }
+            moved.push(c.chat_id);
+        }
+        Ok(moved)
+    }
+
+    /// Forgets the agent sessions of a channel's lanes (the channel and its threads).
+    pub fn forget_lane_sessions(&mut self, chat_id: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("DELETE FROM lane_sessions WHERE chat_id = ?1")?
+            .execute([chat_id])?;
+        Ok(())
+    }
+
+    /// Sets the agent of a channel (`None`: the default agent); a thread has its channel's and
+    /// is refused. Returns whether the channel exists.
+    pub fn set_channel_agent(
+        &mut self,
+        chat_id: &str,
+        agent: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        match self.get_channel(chat_id)? {
+            None => Ok(false),
+            Some(c) if c.kind == "thread" => Err(StoreError::Invalid(
+                "a thread uses its channel's agent".into(),
+            )),
+            Some(_) => {
+                self.conn
+                    .prepare_cached("UPDATE channels SET agent = ?2 WHERE chat_id = ?1")?
+                    .execute((chat_id, agent))?;
+                Ok(true)
+            }
+        }
     }
 
     /// The channel or thread with this id as seen inside this transaction.

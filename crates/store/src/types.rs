@@ -104,6 +104,9 @@ pub struct ChannelRow {
     pub is_default: bool,
     pub name_set_by_user: bool,
     pub created_at: i64,
+    /// The agent the chat talks to (`None`: the default agent). A thread's is its channel's:
+    /// read, it is the parent's; written, it is ignored.
+    pub agent: Option<String>,
 }
 
 /// What [`crate::WriteTx::delete_channel`] removed.

@@ -14,6 +14,7 @@ fn channel(id: &str, kind: &str, parent: Option<&str>) -> ChannelRow {
         is_default: false,
         name_set_by_user: false,
         created_at: 1,
+        agent: None,
     }
 }
 
@@ -430,4 +431,44 @@ async fn read_state_lane_sessions_and_meta() {
     store.write(|tx| tx.set_meta("k", "1")).await.unwrap();
     store.write(|tx| tx.set_meta("k", "2")).await.unwrap();
     assert_eq!(store.get_meta("k").await.unwrap().as_deref(), Some("2"));
+}
+
+#[tokio::test]
+async fn a_channel_keeps_its_agent_and_its_threads_use_it() {
+    let (_dir, store, _) = open_temp();
+    store
+        .write(|tx| {
+            let mut c = channel("c1", "channel", None);
+            c.agent = Some("claude".into());
+            tx.insert_channel(&c)?;
+            let mut t = channel("t1", "thread", Some("c1"));
+            t.agent = Some("ignored".into());
+            tx.insert_channel(&t)?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let agent = |id: &'static str| {
+        let store = store.clone();
+        async move { store.get_channel(id).await.unwrap().unwrap().agent }
+    };
+    assert_eq!(agent("c1").await.as_deref(), Some("claude"));
+    assert_eq!(agent("t1").await.as_deref(), Some("claude"));
+    assert_eq!(agent("default").await, None);
+    store
+        .write(|tx| {
+            assert!(tx.set_channel_agent("c1", Some("hermes"))?);
+            assert!(!tx.set_channel_agent("nope", Some("hermes"))?);
+            assert!(matches!(
+                tx.set_channel_agent("t1", Some("hermes")),
+                Err(StoreError::Invalid(_))
+            ));
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(agent("t1").await.as_deref(), Some("hermes"));
+    let listed = store.list_channels().await.unwrap();
+    let t1 = listed.iter().find(|c| c.chat_id == "t1").unwrap();
+    assert_eq!(t1.agent.as_deref(), Some("hermes"));
 }

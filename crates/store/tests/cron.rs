@@ -20,6 +20,7 @@ fn channel(id: &str, parent: Option<&str>) -> ChannelRow {
         is_default: false,
         name_set_by_user: false,
         created_at: 1,
+        agent: None,
     }
 }
 

@@ -105,6 +105,64 @@ impl Turn<'_> {
         Ok(Flow::Done)
     }
 
+    /// `environment`: what of the environment reached the agent, for tests of what a gateway
+    /// passes on. Values of `IRIS_*` variables are never said.
+    pub(super) fn environment(&mut self) -> Step {
+        let mut seen: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, v)| {
+                let k = k.to_string_lossy().into_owned();
+                if k.starts_with("IRIS_") {
+                    Some(k)
+                } else if k.starts_with("DEMO_") {
+                    Some(format!("{k}={}", v.to_string_lossy()))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        seen.sort();
+        let list = if seen.is_empty() {
+            "none".to_owned()
+        } else {
+            seen.join(" ")
+        };
+        self.say(&format!("Environment: {list}"));
+        Ok(Flow::Done)
+    }
+
+    /// `sessions`: how many sessions are open, resumed and loaded.
+    pub(super) fn sessions(&mut self) -> Step {
+        let summary = self.demo.state().sessions_summary();
+        self.say(&summary);
+        Ok(Flow::Done)
+    }
+
+    /// `future`: what an agent of a newer ACP version might send.
+    pub(super) fn future(&mut self) -> Step {
+        self.update(SessionUpdate::Unknown(serde_json::json!({
+            "sessionUpdate": "future_update",
+            "detail": {"kind": "teleport", "progress": 0.5},
+        })));
+        let chunk = serde_json::json!({
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "Future-proof. "},
+            "futureField": {"x": 1},
+        });
+        self.demo.send_raw_update(self.session_id, chunk);
+        self.said.push_str("Future-proof. ");
+        Ok(Flow::Next)
+    }
+
+    /// `cost`: a `usage_update` that reports what the session cost.
+    pub(super) fn cost(&mut self) -> Step {
+        self.update(SessionUpdate::UsageUpdate(UsageUpdate {
+            size: Some(65536),
+            used: Some(1200),
+            cost: Some(serde_json::json!({"amount": 0.0125, "currency": "USD"})),
+        }));
+        Ok(Flow::Next)
+    }
+
     /// `think`: thought chunks.
     pub(super) fn think(&mut self) -> Step {
         for part in ["Thinking about ", "what you said", "…"] {

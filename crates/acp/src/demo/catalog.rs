@@ -71,20 +71,31 @@ pub(super) fn answer_command(command: &str, model_id: &str) -> String {
     }
 }
 
-/// The `available_commands_update` sent after `session/new` and `session/load`.
+/// The `available_commands_update` sent after `session/new` and `session/load`. With
+/// `DEMO_EXTRA_COMMAND=<name>` in its environment the demo advertises one command more, so that
+/// two demo agents can be told apart by their catalogs.
 pub(super) fn available_commands() -> SessionUpdate {
-    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate {
-        available_commands: COMMANDS
-            .iter()
-            .map(|c| AvailableCommand {
-                name: c.name.into(),
-                description: c.description.into(),
-                input: c
-                    .hint
-                    .map(|hint| AvailableCommandInput { hint: hint.into() }),
-            })
-            .collect(),
-    })
+    let mut available_commands: Vec<AvailableCommand> = COMMANDS
+        .iter()
+        .map(|c| AvailableCommand {
+            name: c.name.into(),
+            description: c.description.into(),
+            input: c
+                .hint
+                .map(|hint| AvailableCommandInput { hint: hint.into() }),
+        })
+        .collect();
+    if let Some(name) = std::env::var("DEMO_EXTRA_COMMAND")
+        .ok()
+        .filter(|n| !n.is_empty())
+    {
+        available_commands.push(AvailableCommand {
+            name,
+            description: "A command only this demo agent offers".into(),
+            input: None,
+        });
+    }
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate { available_commands })
 }
 
 /// The `models` of a session whose model is `current`.

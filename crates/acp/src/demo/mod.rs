@@ -18,6 +18,10 @@
 //! | `/<command>` | the prompt text starts with `/`: a slash command (`/help`, `/tools`, `/model`) answered locally; ends the turn |
 //! | `bench <n> [<gap_us>]` | only as the whole prompt: `n` chunks (at most 100,000), each its send time in unix nanoseconds and a space, `gap_us` microseconds apart (default 0); ends the turn. The load tool `iris-bench` measures chunk-to-device latency with them |
 //! | `silent` | answers exactly `[SILENT] nothing to report` (the marker of a scheduled job with nothing to say); ends the turn |
+//! | `environment` | answers `Environment: ` and, sorted, the names of its `IRIS_*` variables and `NAME=value` of its `DEMO_*` ones (`none` without any); ends the turn |
+//! | `sessions` | answers `Open sessions: <n>, resumed: <r>, loaded: <l>` (sessions open now; reopened by `session/resume` and `session/load` since the demo started); ends the turn |
+//! | `future` | updates from a newer ACP version: a `session/update` of an unknown type (`future_update`), then an `agent_message_chunk` "Future-proof. " with an unknown field |
+//! | `cost` | a `usage_update` with `cost {amount: 0.0125, currency: "USD"}` |
 //! | `think` | `agent_thought_chunk`s before the answer |
 //! | `plan` | a `plan` update with three entries |
 //! | `tool` | "Let me run a command.", a `tool_call` (`terminal: echo hello`, kind `execute`, status `pending`), `tool_call_update`s (`in_progress`, then `completed` with output `hello`), then text after it |
@@ -34,6 +38,14 @@
 //! | (every turn) | a model note `(model: <id>)` when the model is not the default |
 //!
 //! A unit test keeps this table equal to the script the demo plays.
+//!
+//! It advertises `sessionCapabilities.close` (`session/close` forgets a session) and `list`
+//! (`session/list` lists the open sessions), with
+//! `DEMO_RESUME=1` also `resume` (`session/resume` reopens a session without replaying it), and a
+//! capability of a newer ACP version (`futureCapability`) that clients must ignore.
+//!
+//! With `DEMO_EXTRA_COMMAND=<name>` in its environment the demo advertises one more slash command,
+//! `/<name>`, so that two demo agents behind one gateway can be told apart by their catalogs.
 //!
 //! Every turn sends a `usage_update` (`size` 65536, growing `used`) before its answer, and answers
 //! `{stopReason, usage: {inputTokens, outputTokens, totalTokens, thoughtTokens,

@@ -38,6 +38,10 @@ enum Behaviour {
     SlashCommand,
     Bench,
     Silent,
+    Environment,
+    Sessions,
+    Future,
+    Cost,
     Think,
     Plan,
     Tool,
@@ -129,6 +133,28 @@ const SCRIPT: &[Rule] = &[
         Behaviour::Silent,
         "answers exactly `[SILENT] nothing to report` (the marker of a scheduled job with \
          nothing to say); ends the turn",
+    ),
+    keyword(
+        &["environment"],
+        Behaviour::Environment,
+        "answers `Environment: ` and, sorted, the names of its `IRIS_*` variables and `NAME=value` of its `DEMO_*` ones (`none` without any); ends the turn",
+    ),
+    keyword(
+        &["sessions"],
+        Behaviour::Sessions,
+        "answers `Open sessions: <n>, resumed: <r>, loaded: <l>` (sessions open now; reopened by \
+         `session/resume` and `session/load` since the demo started); ends the turn",
+    ),
+    keyword(
+        &["future"],
+        Behaviour::Future,
+        "updates from a newer ACP version: a `session/update` of an unknown type \
+         (`future_update`), then an `agent_message_chunk` \"Future-proof. \" with an unknown field",
+    ),
+    keyword(
+        &["cost"],
+        Behaviour::Cost,
+        "a `usage_update` with `cost {amount: 0.0125, currency: \"USD\"}`",
     ),
     keyword(
         &["think"],
@@ -325,6 +351,10 @@ impl Turn<'_> {
             Behaviour::SlashCommand => self.slash_command(prompt),
             Behaviour::Bench => self.bench(prompt).await,
             Behaviour::Silent => self.silent(),
+            Behaviour::Environment => self.environment(),
+            Behaviour::Sessions => self.sessions(),
+            Behaviour::Future => self.future(),
+            Behaviour::Cost => self.cost(),
             Behaviour::Think => self.think(),
             Behaviour::Plan => self.plan(),
             Behaviour::Tool => self.tool(),

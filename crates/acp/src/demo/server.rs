@@ -33,6 +33,9 @@ pub(super) struct State {
     id_prefix: String,
     next_id: u64,
     sessions: HashMap<String, Session>,
+    /// Sessions reopened with `session/resume` and with `session/load`, since the start.
+    resumed: u64,
+    loaded: u64,
 }
 
 /// One session.
@@ -78,7 +81,19 @@ impl State {
             id_prefix: format!("{:08x}", seed as u32),
             next_id: 1,
             sessions: HashMap::new(),
+            resumed: 0,
+            loaded: 0,
         }
+    }
+
+    /// What the `sessions` keyword answers: open sessions, and how many were resumed or loaded.
+    pub(super) fn sessions_summary(&self) -> String {
+        format!(
+            "Open sessions: {}, resumed: {}, loaded: {}",
+            self.sessions.len(),
+            self.resumed,
+            self.loaded
+        )
     }
 
     /// A new session or tool call id, unique across restarts of the demo.
@@ -87,6 +102,25 @@ impl State {
         self.next_id += 1;
         id
     }
+}
+
+/// Capabilities besides `loadSession` and prompts: `sessionCapabilities.close` always, `resume`
+/// with `DEMO_RESUME=1` in the environment, and one from a future ACP version that clients must
+/// ignore.
+fn extra_capabilities() -> serde_json::Map<String, Value> {
+    let mut session = serde_json::Map::new();
+    session.insert("close".into(), serde_json::json!({}));
+    session.insert("list".into(), serde_json::json!({}));
+    if std::env::var("DEMO_RESUME").is_ok_and(|v| v == "1") {
+        session.insert("resume".into(), serde_json::json!({}));
+    }
+    let mut other = serde_json::Map::new();
+    other.insert("sessionCapabilities".into(), Value::Object(session));
+    other.insert(
+        "futureCapability".into(),
+        serde_json::json!({"since": "a newer ACP version", "enabled": true}),
+    );
+    other
 }
 
 /// Decodes request params; the error is the message of an `INVALID_PARAMS` answer.
@@ -125,6 +159,12 @@ impl Demo {
             .notify(method::SESSION_UPDATE, to_json(&notification));
     }
 
+    /// Sends a `session/update` whose update is raw JSON (fields no type of this crate has).
+    pub(super) fn send_raw_update(&self, session_id: &str, update: Value) {
+        let params = serde_json::json!({"sessionId": session_id, "update": update});
+        let _ = self.conn.notify(method::SESSION_UPDATE, params);
+    }
+
     /// Acts on a notification from the client: only `session/cancel` means something.
     pub(super) fn handle_notification(&self, method: &str, params: Value) {
         if method != method::SESSION_CANCEL {
@@ -156,6 +196,9 @@ impl Demo {
             method::INITIALIZE => self.initialize(),
             method::SESSION_NEW => self.new_session(params),
             method::SESSION_LOAD => self.load_session(params),
+            method::SESSION_RESUME => self.resume_session(params),
+            method::SESSION_CLOSE => self.close_session(params),
+            method::SESSION_LIST => self.list_sessions(),
             method::SESSION_SET_MODEL => self.set_model(params),
             method::SESSION_SET_MODE => self.set_mode(params),
             method::SESSION_PROMPT => match self.start_turn(params) {
@@ -195,7 +238,7 @@ impl Demo {
                     audio: false,
                     embedded_context: true,
                 },
-                other: Default::default(),
+                other: extra_capabilities(),
             },
             agent_info: Some(Implementation {
                 name: "iris-demo-agent".into(),
@@ -228,6 +271,47 @@ impl Demo {
         ))
     }
 
+    /// `session/resume` (advertised with `DEMO_RESUME=1`): like `session/load` without the
+    /// replay.
+    fn resume_session(&self, params: Value) -> Handled {
+        let request: LoadSessionRequest = parse(params).map_err(|e| (INVALID_PARAMS, e))?;
+        let id = request.session_id;
+        let mut state = self.state();
+        state.resumed += 1;
+        let session = state
+            .sessions
+            .entry(id.clone())
+            .or_insert_with(Session::new);
+        session.cwd = request.cwd;
+        let response = LoadSessionResponse {
+            models: Some(models_state(&session.model_id)),
+            modes: Some(modes_state(&session.mode_id)),
+        };
+        Ok((to_json(&response), Some((id, vec![available_commands()]))))
+    }
+
+    /// `session/list`: every open session with its working directory.
+    fn list_sessions(&self) -> Handled {
+        let state = self.state();
+        let mut sessions: Vec<Value> = state
+            .sessions
+            .iter()
+            .map(|(id, s)| serde_json::json!({"sessionId": id, "cwd": s.cwd}))
+            .collect();
+        sessions.sort_by(|a, b| a["sessionId"].as_str().cmp(&b["sessionId"].as_str()));
+        Ok((serde_json::json!({"sessions": sessions}), None))
+    }
+
+    /// `session/close`: forgets the session (a running turn is cancelled).
+    fn close_session(&self, params: Value) -> Handled {
+        let request: CloseSessionRequest = parse(params).map_err(|e| (INVALID_PARAMS, e))?;
+        let removed = self.state().sessions.remove(&request.session_id);
+        if let Some(running) = removed.and_then(|s| s.running) {
+            let _ = running.send(true);
+        }
+        Ok((Value::Null, None))
+    }
+
     /// `session/load`: replays the history of the session (a new one for an unknown id), then
     /// answers and sends the command list.
     fn load_session(&self, params: Value) -> Handled {
@@ -235,6 +319,7 @@ impl Demo {
         let id = request.session_id;
         let (replay, response) = {
             let mut state = self.state();
+            state.loaded += 1;
             let session = state.sessions.entry(id.clone()).or_insert_with(|| {
                 tracing::debug!(session = %id, "demo agent loads an unknown session as empty");
                 Session::new()

@@ -86,6 +86,18 @@ pub struct AgentCapabilities {
     pub other: Map<String, Value>,
 }
 
+impl AgentCapabilities {
+    /// Whether `sessionCapabilities.<name>` (`resume`, `close`, `list`, …) is advertised: present
+    /// and neither `null` nor `false`. Capabilities this crate does not know stay in `other`
+    /// and change nothing.
+    pub fn session_capability(&self, name: &str) -> bool {
+        self.other
+            .get("sessionCapabilities")
+            .and_then(|caps| caps.get(name))
+            .is_some_and(|v| !v.is_null() && *v != Value::Bool(false))
+    }
+}
+
 /// `agentCapabilities.promptCapabilities`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -24,6 +24,15 @@ pub mod method {
     pub const SESSION_NEW: &str = "session/new";
     /// Client → agent request: reopen a session (history is replayed as updates first).
     pub const SESSION_LOAD: &str = "session/load";
+    /// Client → agent request: reopen a session without replaying its history (where
+    /// `sessionCapabilities.resume` is advertised).
+    pub const SESSION_RESUME: &str = "session/resume";
+    /// Client → agent request: end a session and free what it holds (where
+    /// `sessionCapabilities.close` is advertised).
+    pub const SESSION_CLOSE: &str = "session/close";
+    /// Client → agent request: the sessions the agent holds (where `sessionCapabilities.list`
+    /// is advertised).
+    pub const SESSION_LIST: &str = "session/list";
     /// Client → agent request: run one turn.
     pub const SESSION_PROMPT: &str = "session/prompt";
     /// Client → agent notification: stop the running turn.

@@ -123,6 +123,23 @@ pub struct SetSessionModeRequest {
     pub mode_id: String,
 }
 
+/// `session/list` result (only what Iris reads; the rest is ignored).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListSessionsResponse {
+    /// The sessions, each at least with its `sessionId`.
+    #[serde(default)]
+    pub sessions: Vec<Value>,
+}
+
+/// `session/close` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseSessionRequest {
+    /// The session to end.
+    pub session_id: String,
+}
+
 /// `session/cancel` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

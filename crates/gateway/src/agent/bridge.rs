@@ -3,8 +3,7 @@
 //! to, and ends actors when their lanes are deleted or the gateway stops.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::choice::AgentChoice;
+use super::choice::{AgentChoice, Roster};
 use super::host::AgentHost;
 use super::lane::{LaneActor, LaneCmd};
 use crate::cron::{Cron, DueRuns};
@@ -26,6 +25,9 @@ use crate::wire::WireError;
 /// Turns and gateway commands a lane holds, running or waiting, before further messages for it
 /// are refused with `rate_limited` (and not stored). A person queues far fewer while a turn runs.
 pub const LANE_QUEUE: usize = 32;
+
+/// How long a channel's agent switch waits for each idle lane to follow it.
+const FOLLOW_WAIT: Duration = Duration::from_secs(10);
 
 /// Requests that act on a lane at once (stop, steer, picker answers) its mailbox holds beyond
 /// its queued turns; more are refused with `rate_limited`.
@@ -47,19 +49,24 @@ impl Drop for Slot {
     }
 }
 
-/// Settings of the agent bridge.
+/// Settings of the agent bridge (each agent's timeouts are its own, see [`AgentHost`]).
 #[derive(Debug, Clone)]
 pub struct BridgeConfig {
-    /// The agent's working directory, home-relative, for `runtime.cwd`.
-    pub cwd_display: String,
     /// Minimum spacing of `message.update` frames.
     pub update_interval: Duration,
-    /// Pending approvals are cancelled after this long (before the agent's own timeout).
-    pub picker_timeout: Duration,
-    /// A turn without agent output for this long is cancelled.
-    pub turn_idle_timeout: Duration,
-    /// A cancelled turn that has not ended after this long restarts the agent.
-    pub cancel_grace: Duration,
+}
+
+/// What `/metrics` and `/status` report of one agent.
+#[derive(Debug, Clone)]
+pub struct AgentReport {
+    /// Its name.
+    pub name: String,
+    /// Processes started after its first.
+    pub restarts: u64,
+    /// How long its last start took, once it started.
+    pub last_start: Option<Duration>,
+    /// Whether a process of it runs now.
+    pub running: bool,
 }
 
 /// A lane actor's mailbox and task, the flag that silences it when its lane is deleted, and the
@@ -77,7 +84,10 @@ pub(crate) struct Bridge {
     pub(crate) shared: Arc<Shared>,
     pub(crate) media: Arc<Media>,
     pub(crate) cron: Cron,
-    pub(crate) host: Arc<AgentHost>,
+    /// One host per agent, in the roster's order; never empty.
+    hosts: Vec<Arc<AgentHost>>,
+    /// The name of the agent of chats that chose none.
+    default: String,
     pub(crate) settings: BridgeConfig,
     disabled: bool,
     lanes: Mutex<HashMap<Lane, LaneHandle>>,
@@ -86,6 +96,9 @@ pub(crate) struct Bridge {
     pickers: Mutex<HashMap<String, Lane>>,
     notice: Mutex<Option<String>>,
     warmed: watch::Sender<bool>,
+    /// Raised whenever a channel changes its agent: a lane actor that sees it move re-reads its
+    /// channel's agent before its next job.
+    pub(crate) agent_epoch: AtomicU64,
 }
 
 /// The agent bridge's handle; cheap to clone.
@@ -95,31 +108,61 @@ pub struct Agents {
 }
 
 impl Agents {
-    /// The bridge for this agent, writing to `shared` and using `media` and `cron`.
+    /// The handle of a bridge (for a lane actor that hands work to the bridge).
+    pub(crate) fn of(bridge: Arc<Bridge>) -> Agents {
+        Agents { bridge }
+    }
+
+    /// The shared state the bridge writes to.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.bridge.shared
+    }
+
+    /// The bridge for these agents, writing to `shared` and using `media` and `cron`.
     pub fn new(
-        choice: AgentChoice,
-        cwd: PathBuf,
+        roster: Roster,
         settings: BridgeConfig,
         shared: Arc<Shared>,
         media: Arc<Media>,
         cron: Cron,
     ) -> Agents {
-        if let Some(n) = &choice.notice {
+        let notice = roster
+            .agents
+            .iter()
+            .find(|a| a.name == roster.default)
+            .and_then(|a| a.notice.clone());
+        if let Some(n) = &notice {
             tracing::warn!("{n}");
+        }
+        let disabled = roster.agents.iter().all(|a| a.disabled);
+        let mut hosts: Vec<Arc<AgentHost>> =
+            roster.agents.into_iter().map(AgentHost::new).collect();
+        if hosts.is_empty() {
+            hosts.push(AgentHost::new(AgentChoice {
+                name: roster.default.clone(),
+                timeouts: Default::default(),
+                spec: iris_acp::AgentSpec::new("none"),
+                label: "no agent".into(),
+                is_demo: false,
+                disabled: true,
+                notice: None,
+            }));
         }
         Agents {
             bridge: Arc::new(Bridge {
                 shared,
                 media,
                 cron,
-                host: AgentHost::new(choice.spec, choice.label, cwd, choice.is_demo),
+                hosts,
+                default: roster.default,
                 settings,
-                disabled: choice.disabled,
+                disabled,
                 lanes: Mutex::default(),
                 queued: Mutex::default(),
                 pickers: Mutex::default(),
-                notice: Mutex::new(choice.notice),
+                notice: Mutex::new(notice),
                 warmed: watch::channel(false).0,
+                agent_epoch: AtomicU64::new(0),
             }),
         }
     }
@@ -219,7 +262,7 @@ impl Agents {
                 );
                 tokio::spawn(self.bridge.clone().post_system(lane.clone(), text));
             }
-            LaneCmd::Prepare(done) => drop(done.send(())),
+            LaneCmd::Prepare(done) | LaneCmd::FollowAgent(done) => drop(done.send(())),
             LaneCmd::Prompt(_) | LaneCmd::Cron(_) => {}
         }
     }
@@ -233,7 +276,7 @@ impl Agents {
         }
         let agents = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = agents.bridge.host.instance().await {
+            if let Err(e) = agents.bridge.default_host().instance().await {
                 tracing::warn!(error = %e, "the agent did not start; the first message tries again");
                 agents.bridge.warmed.send_replace(true);
                 return;
@@ -266,9 +309,9 @@ impl Agents {
         let _ = rx.wait_for(|done| *done).await;
     }
 
-    /// How long the agent's last start took, once it started.
+    /// How long the default agent's last start took, once it started.
     pub fn last_start(&self) -> Option<Duration> {
-        self.bridge.host.last_start()
+        self.bridge.default_host().last_start()
     }
 
     /// Hands the scheduler's due runs to their lanes until the scheduler stops.
@@ -290,24 +333,75 @@ impl Agents {
         self.bridge.picker_lane(picker_id)
     }
 
-    /// The command catalog: the gateway's commands, then the agent's.
-    pub fn catalog(&self) -> Vec<CommandInfo> {
-        super::catalog::catalog(&self.bridge.host)
+    /// The command catalog of chats on this agent (`None`: the default agent): the gateway's
+    /// commands, then the agent's.
+    pub fn catalog(&self, agent: Option<&str>) -> Vec<CommandInfo> {
+        super::catalog::catalog(self.bridge.host(agent))
     }
 
-    /// Whether the agent advertised a command of this name (without its slash).
+    /// Whether any agent advertised a command of this name (without its slash).
     pub fn has_command(&self, name: &str) -> bool {
-        self.bridge.host.has_command(name)
+        self.bridge.hosts.iter().any(|h| h.has_command(name))
     }
 
-    /// The agent's human name.
+    /// The default agent's human name.
     pub fn label(&self) -> &str {
-        &self.bridge.host.label
+        &self.bridge.default_host().label
     }
 
-    /// How often the agent process was restarted.
+    /// How often agent processes were restarted, all agents together.
     pub fn restarts(&self) -> u64 {
-        self.bridge.host.restarts.load(Ordering::Relaxed)
+        self.bridge
+            .hosts
+            .iter()
+            .map(|h| h.restarts.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The default agent's name.
+    pub fn default_agent(&self) -> &str {
+        &self.bridge.default
+    }
+
+    /// The names of the agents a chat can use, the default first.
+    pub fn names(&self) -> Vec<String> {
+        if self.bridge.disabled {
+            return Vec::new();
+        }
+        let mut names: Vec<String> = self.bridge.hosts.iter().map(|h| h.name.clone()).collect();
+        names.sort_by_key(|n| *n != self.bridge.default);
+        names
+    }
+
+    /// Whether a chat can use an agent of this name.
+    pub fn knows(&self, name: &str) -> bool {
+        !self.bridge.disabled && self.bridge.hosts.iter().any(|h| h.name == name)
+    }
+
+    /// Restarts, start time and state of every agent.
+    pub fn reports(&self) -> Vec<AgentReport> {
+        self.bridge.reports()
+    }
+
+    /// Tells the lanes of a channel whose agent changed to follow it: an idle lane closes its
+    /// session on the old agent and takes the new one now, a busy lane after its running turn
+    /// (before its next job). Waits for the idle ones, each at most [`FOLLOW_WAIT`].
+    pub(crate) async fn follow_agent(&self, chat_id: &str, skip: Option<&Lane>) {
+        self.bridge.agent_epoch.fetch_add(1, Ordering::SeqCst);
+        let lanes: Vec<Lane> = {
+            let lanes = self.bridge.lanes.lock().expect("lanes lock");
+            lanes
+                .keys()
+                .filter(|l| l.chat_id == chat_id && Some(*l) != skip)
+                .cloned()
+                .collect()
+        };
+        for lane in lanes {
+            let (done, followed) = oneshot::channel();
+            if self.send(&lane, LaneCmd::FollowAgent(done)).is_ok() {
+                let _ = tokio::time::timeout(FOLLOW_WAIT, followed).await;
+            }
+        }
     }
 
     /// Silences the lanes about to be deleted, so that nothing more is sent for them; returns
@@ -330,6 +424,8 @@ impl Agents {
         self.close_lanes(pred, true).await
     }
 
+    /// Ends the actors of the lanes `pred` picks; `deleted` silences them (and has them close
+    /// their agent sessions, which nothing will use again).
     async fn close_lanes(&self, pred: impl Fn(&Lane) -> bool, deleted: bool) {
         let closing: Vec<JoinHandle<()>> = {
             let mut lanes = self.bridge.lanes.lock().expect("lanes lock");
@@ -356,11 +452,43 @@ impl Agents {
     /// agent process.
     pub async fn shutdown(&self) {
         self.close_lanes(|_| true, false).await;
-        self.bridge.host.shutdown().await;
+        for host in &self.bridge.hosts {
+            host.shutdown().await;
+        }
     }
 }
 
 impl Bridge {
+    /// The host of the agent of this name; the default agent's when there is none of that name
+    /// (a chat whose agent was taken out of the configuration).
+    pub(crate) fn host(&self, name: Option<&str>) -> &Arc<AgentHost> {
+        name.and_then(|n| self.hosts.iter().find(|h| h.name == n))
+            .unwrap_or_else(|| self.default_host())
+    }
+
+    /// The default agent's host.
+    pub(crate) fn default_host(&self) -> &Arc<AgentHost> {
+        self.hosts
+            .iter()
+            .find(|h| h.name == self.default)
+            .unwrap_or(&self.hosts[0])
+    }
+
+    pub(crate) fn reports(&self) -> Vec<AgentReport> {
+        if self.disabled {
+            return Vec::new();
+        }
+        self.hosts
+            .iter()
+            .map(|h| AgentReport {
+                name: h.name.clone(),
+                restarts: h.restarts.load(Ordering::Relaxed),
+                last_start: h.last_start(),
+                running: h.is_running(),
+            })
+            .collect()
+    }
+
     /// The lane a pending picker belongs to.
     pub(crate) fn picker_lane(&self, picker_id: &str) -> Option<Lane> {
         self.pickers

@@ -1,13 +1,22 @@
-//! Which agent the gateway runs: the configured command line, `demo`, `none`, or Hermes when it
-//! is on PATH.
+//! Which agents the gateway runs: the named agents of the configuration, the `--agent` command
+//! line (`demo`, `none`, a command, or Hermes when it is on PATH), and the built-in demo agent.
+//!
+//! An agent inherits the gateway's environment without any `IRIS_*` variable (the token and
+//! every other gateway credential stay with the gateway), plus its configured `env`.
 
 use std::path::{Path, PathBuf};
 
 use iris_acp::AgentSpec;
 
-/// How the gateway reaches its agent.
+use crate::config::{AgentTimeouts, Config};
+
+/// How the gateway reaches one agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentChoice {
+    /// Its name, as chats and `/agent` call it.
+    pub name: String,
+    /// Its timeouts.
+    pub timeouts: AgentTimeouts,
     /// What to run.
     pub spec: AgentSpec,
     /// Human name.
@@ -30,9 +39,11 @@ To use Hermes: `pip install 'hermes-agent[acp]'`, then restart the gateway with 
 /// given) `hermes acp` if `hermes` is on PATH, else the demo agent with a notice.
 pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, String> {
     let demo = |notice: Option<String>| -> Result<AgentChoice, String> {
-        let exe = std::env::current_exe()
+        let exe = crate::config::gateway_program()
             .map_err(|e| format!("cannot find this program to run the demo agent: {e}"))?;
         Ok(AgentChoice {
+            name: DEMO_NAME.into(),
+            timeouts: AgentTimeouts::default(),
             spec: AgentSpec::new(exe.to_string_lossy())
                 .arg("demo-agent")
                 .cwd(cwd),
@@ -45,6 +56,8 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
     match command.map(str::trim) {
         Some("demo") => demo(None),
         Some("none") => Ok(AgentChoice {
+            name: "none".into(),
+            timeouts: AgentTimeouts::default(),
             spec: AgentSpec::new("none"),
             label: "no agent".into(),
             is_demo: false,
@@ -63,6 +76,11 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or(program.clone());
+            let name = if is_demo {
+                DEMO_NAME.into()
+            } else {
+                name_of(&base)
+            };
             let label = if is_demo {
                 "demo agent".into()
             } else if base.starts_with("hermes") {
@@ -71,6 +89,8 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
                 base
             };
             Ok(AgentChoice {
+                name,
+                timeouts: AgentTimeouts::default(),
                 spec,
                 label,
                 is_demo,
@@ -80,6 +100,8 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
         }
         _ => match find_on_path("hermes") {
             Some(hermes) => Ok(AgentChoice {
+                name: "hermes".into(),
+                timeouts: AgentTimeouts::default(),
                 spec: AgentSpec::new(hermes.to_string_lossy()).arg("acp").cwd(cwd),
                 label: "Hermes".into(),
                 is_demo: false,
@@ -88,6 +110,138 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
             }),
             None => demo(Some(DEMO_NOTICE.into())),
         },
+    }
+}
+
+/// The name of the built-in demo agent.
+pub const DEMO_NAME: &str = "demo";
+
+/// Every agent the gateway can run, and the one chats use unless they chose another.
+#[derive(Debug, Clone)]
+pub struct Roster {
+    /// The agents, by name; empty when the gateway runs without an agent (`--agent none`).
+    pub agents: Vec<AgentChoice>,
+    /// The default agent's name.
+    pub default: String,
+}
+
+/// The agents of a configuration: the named ones (`[agents.NAME]`), the `--agent` one (named
+/// after its program) when given or when nothing is named, and the demo agent as `demo`. Their
+/// working directory is their own `cwd`, else `cwd`.
+pub fn roster(config: &Config, cwd: &Path) -> Result<Roster, String> {
+    let mut agents: Vec<AgentChoice> = Vec::new();
+    let single = match (&config.agent_command, config.agents.is_empty()) {
+        (Some(_), _) | (None, true) => Some(choose_agent(config.agent_command.as_deref(), cwd)?),
+        (None, false) => None,
+    };
+    for named in &config.agents {
+        let dir = named.cwd.clone().unwrap_or_else(|| cwd.to_path_buf());
+        let mut choice = choose_agent(Some(&named.command), &dir)?;
+        if choice.disabled {
+            return Err(format!("[agents.{}]: \"none\" is not an agent", named.name));
+        }
+        choice.name = named.name.clone();
+        choice.label = named.name.clone();
+        choice.timeouts = named.timeouts;
+        for (k, v) in &named.env {
+            choice.spec = choice.spec.env(k.clone(), v.expose());
+        }
+        agents.push(choice);
+    }
+    let base_timeouts = AgentTimeouts {
+        approval: config.approval_timeout,
+        turn_idle: config.turn_idle_timeout,
+        cancel_grace: config.cancel_grace,
+    };
+    let single_name = match single {
+        Some(choice) if choice.disabled && agents.is_empty() => {
+            return Ok(Roster {
+                agents: Vec::new(),
+                default: choice.name,
+            })
+        }
+        Some(mut choice) if !choice.disabled => {
+            if agents.iter().any(|a| a.name == choice.name) {
+                return Err(format!(
+                    "the agent command line is named {:?}, like a configured [agents.{}]",
+                    choice.name, choice.name
+                ));
+            }
+            choice.timeouts = base_timeouts;
+            let name = choice.name.clone();
+            agents.insert(0, choice);
+            Some(name)
+        }
+        _ => None,
+    };
+    if !agents.iter().any(|a| a.name == DEMO_NAME) {
+        let mut demo = choose_agent(Some(DEMO_NAME), cwd)?;
+        demo.timeouts = base_timeouts;
+        agents.push(demo);
+    }
+    let default = match (&config.default_agent, single_name) {
+        (Some(name), _) if agents.iter().any(|a| &a.name == name) => name.clone(),
+        (Some(name), _) => {
+            return Err(format!(
+                "default_agent {name:?} is not a configured agent ({})",
+                names(&agents)
+            ))
+        }
+        (None, Some(name)) => name,
+        (None, None) if config.agents.len() == 1 => config.agents[0].name.clone(),
+        (None, None) => {
+            return Err(format!(
+                "several agents are configured ({}); say which is the default with default_agent = \"NAME\"",
+                names(&agents)
+            ))
+        }
+    };
+    Ok(Roster { agents, default })
+}
+
+fn names(agents: &[AgentChoice]) -> String {
+    agents
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The spec to start an agent with: every `IRIS_*` variable of the gateway (the token,
+/// credentials, settings) kept from the agent and the commands it runs, as the gateway's
+/// environment is when the agent starts. Variables configured for the agent itself still reach it.
+pub(crate) fn without_gateway_env(spec: &AgentSpec) -> AgentSpec {
+    let mut spec = spec.clone();
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("IRIS_") && !spec.env.iter().any(|(k, _)| *k == key) {
+            spec.env_remove.push(key.into_owned());
+        }
+    }
+    spec
+}
+
+/// An agent name made from a program's file name: lower case, other characters as `-`.
+fn name_of(program: &str) -> String {
+    let name: String = program
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(32)
+        .collect();
+    let name = name.trim_matches('-').to_owned();
+    if name.starts_with("hermes") {
+        "hermes".into()
+    } else if name.is_empty() {
+        "agent".into()
+    } else {
+        name
     }
 }
 
@@ -152,6 +306,51 @@ pub fn split_command(line: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn config(named: &[&str], command: Option<&str>, default: Option<&str>) -> Config {
+        let mut c = Config::for_tests(Path::new("/tmp"), "test-token-0123");
+        c.agent_command = command.map(str::to_owned);
+        c.default_agent = default.map(str::to_owned);
+        c.agents = named
+            .iter()
+            .map(|n| crate::config::NamedAgent {
+                name: (*n).into(),
+                command: format!("{n}-acp --stdio"),
+                cwd: None,
+                env: Vec::new(),
+                timeouts: AgentTimeouts::default(),
+            })
+            .collect();
+        c
+    }
+
+    #[test]
+    fn the_roster_names_every_agent_and_its_default() {
+        let names = |r: &Roster| r.agents.iter().map(|a| a.name.clone()).collect::<Vec<_>>();
+        let r = roster(&config(&["a", "b"], None, Some("b")), Path::new("/tmp")).unwrap();
+        assert_eq!(
+            (names(&r), r.default.as_str()),
+            (vec!["a".into(), "b".into(), "demo".into()], "b")
+        );
+        let r = roster(
+            &config(&["a"], Some("'/opt/My Agent' --acp"), None),
+            Path::new("/tmp"),
+        )
+        .unwrap();
+        assert_eq!(names(&r), ["my-agent", "a", "demo"]);
+        assert_eq!(r.default, "my-agent", "the --agent command is the default");
+        let r = roster(&config(&[], Some("none"), None), Path::new("/tmp")).unwrap();
+        assert!(r.agents.is_empty(), "no agent at all");
+        let several = roster(&config(&["a", "b"], None, None), Path::new("/tmp")).unwrap_err();
+        assert!(several.contains("default_agent"), "{several}");
+        let unknown = roster(&config(&["a"], None, Some("z")), Path::new("/tmp")).unwrap_err();
+        assert!(unknown.contains("\"z\""), "{unknown}");
+        let clash = roster(
+            &config(&["hermes"], Some("hermes acp"), None),
+            Path::new("/tmp"),
+        );
+        assert!(clash.is_err());
+    }
 
     #[test]
     fn command_lines_split_like_a_shell() {

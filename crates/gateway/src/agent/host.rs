@@ -1,8 +1,9 @@
 //! The agent process: spawned on demand, initialized, restarted with backoff when it dies, and
 //! its events routed to the lane that owns each ACP session.
 //!
-//! One process serves every lane (an agent like Hermes costs about 100 MiB a process). The
-//! process is disposable: when it dies, every lane with a session on it is told, and lanes
+//! One process per named agent serves every lane that uses it (an agent like Hermes costs about
+//! 100 MiB a process); each agent has its own host, so one crashing never touches the others' lanes.
+//! The process is disposable: when it dies, every lane with a session on it is told, and lanes
 //! resume on the next process with `session/load`.
 
 use std::collections::HashMap;
@@ -17,6 +18,9 @@ use iris_acp::{
     PermissionResponder, RequestPermissionRequest, SessionUpdate,
 };
 use tokio::sync::{mpsc, oneshot};
+
+use super::choice::{without_gateway_env, AgentChoice};
+use crate::config::AgentTimeouts;
 
 /// What a lane hears from the agent.
 #[derive(Debug)]
@@ -59,6 +63,23 @@ impl Instance {
         }
     }
 
+    /// Ends a session the gateway no longer needs with `session/close`, where the agent
+    /// advertises it; a failure or a slow answer is only logged (the session then lives on in
+    /// the agent until it exits).
+    pub async fn close_session(&self, session_id: &str) {
+        if !self.caps.session_capability("close") {
+            return;
+        }
+        match tokio::time::timeout(CLOSE_TIMEOUT, self.client.close_session(session_id)).await {
+            Ok(Ok(())) => tracing::debug!(session = session_id, "agent session closed"),
+            Ok(Err(e)) => tracing::info!(session = session_id, error = %e, "session/close failed"),
+            Err(_) => tracing::info!(
+                session = session_id,
+                "session/close was not answered in time"
+            ),
+        }
+    }
+
     /// Tokens used since the previous call, from the agent's cumulative count.
     pub fn usage_delta(&self, total: u64) -> u64 {
         let mut last = self.usage_total.lock().expect("usage lock");
@@ -81,8 +102,12 @@ struct State {
     last_failure: Option<Instant>,
 }
 
-/// The agent host.
+/// The host of one named agent: its process, restarts and backoff are its own.
 pub struct AgentHost {
+    /// The agent's name, as chats and `/agent` call it.
+    pub name: String,
+    /// Its timeouts.
+    pub timeouts: AgentTimeouts,
     spec: AgentSpec,
     /// Human name for messages ("Hermes", "demo agent", or the command).
     pub label: String,
@@ -100,11 +125,16 @@ pub struct AgentHost {
     last_start: Mutex<Option<Duration>>,
     /// Set when the gateway shuts down: the agent's exit is then expected.
     stopping: AtomicBool,
+    /// Whether a process runs now.
+    running: AtomicBool,
 }
 
 /// How long an agent has at shutdown to exit after its input ends, and again after SIGTERM,
 /// before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Time an agent has to answer `session/close`.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Longest wait between restart attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -112,13 +142,19 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl AgentHost {
-    /// A host for this command line.
-    pub fn new(spec: AgentSpec, label: String, cwd: PathBuf, is_demo: bool) -> Arc<AgentHost> {
+    /// A host for this agent.
+    pub fn new(choice: AgentChoice) -> Arc<AgentHost> {
         Arc::new(AgentHost {
-            spec,
-            label,
-            cwd,
-            is_demo,
+            name: choice.name,
+            timeouts: choice.timeouts,
+            cwd: choice
+                .spec
+                .cwd
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(".")),
+            spec: choice.spec,
+            label: choice.label,
+            is_demo: choice.is_demo,
             state: tokio::sync::Mutex::default(),
             routes: Mutex::default(),
             commands: Mutex::default(),
@@ -126,7 +162,13 @@ impl AgentHost {
             restarts: AtomicU64::new(0),
             last_start: Mutex::default(),
             stopping: AtomicBool::new(false),
+            running: AtomicBool::new(false),
         })
+    }
+
+    /// Whether a process of this agent runs now.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::SeqCst)
     }
 
     /// How long the agent's last start took (spawn to `initialize` answered), once it started.
@@ -151,6 +193,15 @@ impl AgentHost {
             .expect("commands lock")
             .iter()
             .any(|c| c.name == name)
+    }
+
+    /// The running process, if there is one (none is started).
+    pub async fn running(&self) -> Option<Arc<Instance>> {
+        let st = self.state.lock().await;
+        st.current
+            .as_ref()
+            .filter(|c| !c.client.connection().is_closed())
+            .cloned()
     }
 
     /// The running process, starting one if needed (after a backoff when the last one failed).
@@ -182,6 +233,7 @@ impl AgentHost {
                 *self.last_start.lock().expect("start lock") = Some(took);
                 tracing::info!(agent = %self.label, generation, ms = took.as_millis() as u64, "agent ready");
                 st.current = Some(instance.clone());
+                self.running.store(true, Ordering::SeqCst);
                 Ok(instance)
             }
             Ok(Err(e)) => {
@@ -202,7 +254,7 @@ impl AgentHost {
     }
 
     async fn start(self: &Arc<Self>, generation: u64) -> Result<Arc<Instance>, String> {
-        let (client, events) = AgentClient::spawn(&self.spec)
+        let (client, events) = AgentClient::spawn(&without_gateway_env(&self.spec))
             .map_err(|e| format!("cannot start {}: {e}", self.label))?;
         let init = match client.initialize().await {
             Ok(init) => init,
@@ -278,6 +330,7 @@ impl AgentHost {
                 st.failures += 1;
                 st.last_failure = Some(Instant::now());
             }
+            self.running.store(st.current.is_some(), Ordering::SeqCst);
         }
         let routes: Vec<mpsc::UnboundedSender<LaneEvent>> = {
             let mut map = self.routes.lock().expect("routes lock");

@@ -11,9 +11,12 @@ pub mod choice;
 pub mod host;
 pub mod lane;
 pub mod recovery;
+mod switch;
 pub mod tools;
 pub mod turn;
 
-pub use bridge::{Agents, BridgeConfig, Slot, LANE_QUEUE};
+pub use bridge::{AgentReport, Agents, BridgeConfig, Slot, LANE_QUEUE};
 pub use catalog::catalog;
-pub use choice::{choose_agent, split_command, AgentChoice, DEMO_NOTICE};
+pub use choice::{
+    choose_agent, roster, split_command, AgentChoice, Roster, DEMO_NAME, DEMO_NOTICE,
+};

@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod agents;
 pub mod auth;
 pub mod cron;
 mod error;
 pub mod push;
 mod secret;
 
+pub use agents::{AgentTimeouts, NamedAgent};
 pub use error::ConfigError;
 pub use secret::Secret;
 
@@ -46,6 +48,11 @@ pub struct FileConfig {
     /// `[agent]` section.
     #[serde(default)]
     pub agent: AgentFileConfig,
+    /// `[agents.NAME]` sections: several agents, chosen per channel.
+    #[serde(default)]
+    pub agents: std::collections::BTreeMap<String, agents::NamedAgentFileConfig>,
+    /// `default_agent = "NAME"`: the agent of the default channel and of new channels.
+    pub default_agent: Option<String>,
     /// `[limits]` section.
     #[serde(default)]
     pub limits: LimitsFileConfig,
@@ -214,6 +221,10 @@ pub struct Config {
     pub agent_command: Option<String>,
     /// The agent's working directory.
     pub agent_cwd: Option<PathBuf>,
+    /// Named agents (`[agents.NAME]`), besides `agent_command`'s and the demo agent.
+    pub agents: Vec<NamedAgent>,
+    /// The agent of the default channel and of channels created without one.
+    pub default_agent: Option<String>,
     /// How long a pending approval waits.
     pub approval_timeout: Duration,
     /// A turn without agent output for this long is cancelled.
@@ -348,6 +359,8 @@ impl Config {
             .map(|o| parse_origin(o))
             .collect::<Result<Vec<_>, _>>()?;
         let retention_days = check_retention_days(file.outbox.retention_days.unwrap_or(30))?;
+        let timeouts = AgentTimeouts::from_file(&file.agent);
+        let named = agents::resolve(file.agents, timeouts)?;
         Ok(Config {
             listen,
             data_dir: over
@@ -358,11 +371,11 @@ impl Config {
             auth: auth::AuthConfig::resolve(file.auth)?,
             agent_command: over.agent.or(file.agent.command),
             agent_cwd: file.agent.cwd,
-            approval_timeout: Duration::from_secs(file.agent.approval_timeout_secs.unwrap_or(55)),
-            turn_idle_timeout: Duration::from_secs(
-                file.agent.turn_idle_timeout_secs.unwrap_or(600),
-            ),
-            cancel_grace: Duration::from_secs(file.agent.cancel_grace_secs.unwrap_or(5)),
+            agents: named,
+            default_agent: file.default_agent,
+            approval_timeout: timeouts.approval,
+            turn_idle_timeout: timeouts.turn_idle,
+            cancel_grace: timeouts.cancel_grace,
             update_interval: DEFAULT_UPDATE_INTERVAL,
             limits,
             retention: Duration::from_secs(retention_days * 86_400),
@@ -413,6 +426,8 @@ impl Config {
             auth: auth::AuthConfig::default(),
             agent_command: Some(format!("{} demo-agent", demo_agent_program())),
             agent_cwd: Some(data_dir.to_path_buf()),
+            agents: Vec::new(),
+            default_agent: None,
             approval_timeout: Duration::from_secs(55),
             turn_idle_timeout: Duration::from_secs(600),
             cancel_grace: Duration::from_secs(5),
@@ -581,17 +596,19 @@ fn host_name() -> Option<String> {
 
 /// The `iris-gateway` binary next to the running test or program, quoted for a command line.
 fn demo_agent_program() -> String {
-    let exe = std::env::current_exe().unwrap_or_default();
-    // Test binaries live in target/<profile>/deps; the gateway binary one level up.
-    let dir = exe.parent().map(|d| {
-        if d.ends_with("deps") {
-            d.parent().unwrap_or(d)
-        } else {
-            d
+    format!("'{}'", gateway_program().unwrap_or_default().display())
+}
+
+/// The `iris-gateway` binary: this program, or, in a test binary (which lives in
+/// `target/<profile>/deps`), the gateway binary one level up.
+pub fn gateway_program() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    match exe.parent() {
+        Some(deps) if deps.ends_with("deps") => {
+            Ok(deps.parent().unwrap_or(deps).join("iris-gateway"))
         }
-    });
-    let bin = dir.map(|d| d.join("iris-gateway")).unwrap_or_default();
-    format!("'{}'", bin.display())
+        _ => Ok(exe),
+    }
 }
 
 /// The user's home directory.
@@ -651,6 +668,30 @@ mod tests {
     }
 
     #[test]
+    fn named_agents_take_their_own_settings_and_the_agent_section_s_timeouts() {
+        let config = resolve_file(
+            "default_agent = \"claude\"\n\
+             [agent]\nturn_idle_timeout_secs = 30\n\
+             [agents.claude]\ncommand = \"claude-code-acp\"\ncwd = \"/srv/code\"\n\
+             approval_timeout_secs = 20\nenv = { ANTHROPIC_API_KEY = \"sk-secret\" }\n\
+             [agents.hermes]\ncommand = \"hermes acp\"",
+        )
+        .expect("valid config");
+        assert_eq!(config.default_agent.as_deref(), Some("claude"));
+        let claude = &config.agents[0];
+        assert_eq!(
+            (claude.name.as_str(), claude.command.as_str()),
+            ("claude", "claude-code-acp")
+        );
+        assert_eq!(claude.cwd.as_deref(), Some(Path::new("/srv/code")));
+        assert_eq!(claude.timeouts.approval, Duration::from_secs(20));
+        assert_eq!(claude.timeouts.turn_idle, Duration::from_secs(30));
+        assert_eq!(claude.env[0].0, "ANTHROPIC_API_KEY");
+        assert!(!format!("{config:?}").contains("sk-secret"));
+        assert_eq!(config.agents[1].timeouts.approval, Duration::from_secs(55));
+    }
+
+    #[test]
     fn out_of_range_and_malformed_values_are_clear_errors() {
         let cases = [
             ("[outbox]\nretention_days = 0", "outbox.retention_days"),
@@ -678,6 +719,20 @@ mod tests {
         )
         .expect("valid config");
         assert_eq!(ok.allowed_origins, ["https://app.example"]);
+        let cases = [
+            ("[agents.Bad]\ncommand = \"x\"", "agents"),
+            ("[agents.x]\ncommand = \"  \"", "agents"),
+        ];
+        for (text, key) in cases {
+            match resolve_file(text) {
+                Err(ConfigError::Invalid { key: k, .. }) => assert_eq!(k, key, "{text}"),
+                other => panic!("{text}: expected an invalid {key}, got {other:?}"),
+            }
+        }
+        assert!(matches!(
+            resolve_file("[agents.x]\nkommand = \"x\""),
+            Err(ConfigError::Parse { .. })
+        ));
         assert_eq!(ok.retention, Duration::from_secs(365 * 86_400));
     }
 }

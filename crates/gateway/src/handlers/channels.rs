@@ -1,8 +1,9 @@
-//! Channels and threads: create, rename, make default, delete (with every trace of them).
+//! Channels and threads: create, rename, make default, choose the agent, delete (with every
+//! trace of them).
 
 use iris_protocol::{
-    ChannelCreate, ChannelCreated, ChannelDeleted, ChannelInfo, ChannelList, ChannelRenamed,
-    DurableFrame, ErrorCode, Header,
+    ChannelCreate, ChannelCreated, ChannelDeleted, ChannelInfo, ChannelRenamed, DurableFrame,
+    ErrorCode, Header,
 };
 use iris_store::{ChannelRow, StoreError};
 
@@ -40,6 +41,24 @@ pub(super) async fn create(ctx: &Context, req: ChannelCreate, origin: &Origin) -
             )))
         }
     };
+    let agent = match (kind, req.agent.as_deref().map(str::trim)) {
+        ("thread", Some(_)) => {
+            return Err(WireError::bad_request(
+                "a thread uses its channel's agent; agent is for channels",
+            ))
+        }
+        (_, Some(name)) if !ctx.agents.knows(name) => {
+            return Err(WireError::not_found(format!(
+                "there is no agent {name:?}; this gateway has: {}",
+                ctx.agents.names().join(", ")
+            )))
+        }
+        (_, Some(name)) => Some(name.to_owned()),
+        ("channel", None) if !ctx.agents.names().is_empty() => {
+            Some(ctx.agents.default_agent().to_owned())
+        }
+        _ => None,
+    };
     let row = ChannelRow {
         chat_id: new_id(if kind == "thread" { "t_" } else { "c_" }),
         name,
@@ -48,6 +67,7 @@ pub(super) async fn create(ctx: &Context, req: ChannelCreate, origin: &Origin) -
         is_default: false,
         name_set_by_user: true,
         created_at: now_ms(),
+        agent,
     };
     let origin = origin.clone();
     let cap = ctx.shared.config.limits.max_channels;
@@ -89,12 +109,15 @@ pub fn create_channel_tx(
         }
     }
     tx.insert_channel(&row)?;
+    // A thread's agent is its channel's, as stored.
+    let agent = tx.get_channel(&row.chat_id)?.and_then(|r| r.agent);
     let frame = DurableFrame::ChannelCreated(ChannelCreated {
         chat_id: row.chat_id.clone(),
         name: row.name.clone(),
         kind: row.kind.clone(),
         parent_chat_id: row.parent_chat_id.clone(),
         auto,
+        agent,
     });
     announce(tx, frame, &row, origin)
 }
@@ -164,16 +187,23 @@ pub(super) async fn set_default(ctx: &Context, header: &Header, origin: &Origin)
         .store
         .write(move |tx| {
             tx.set_default(&chat_id)?;
-            let channels = tx.list_channels()?.iter().map(channel_info).collect();
-            outbox::append(
-                tx,
-                &Header::default(),
-                DurableFrame::ChannelList(ChannelList { channels }),
-                None,
-                &origin,
-            )
+            let list = outbox::channel_list(tx)?;
+            outbox::append(tx, &Header::default(), list, None, &origin)
         })
         .await?;
+    Ok(Reply::ViaOutbox)
+}
+
+/// `channel.set_agent`: the channel (not a thread) talks to another agent from its next
+/// message on, in fresh sessions; a system message says so and `channel.list` answers.
+pub(super) async fn set_agent(
+    ctx: &Context,
+    header: &Header,
+    agent: &str,
+    origin: &Origin,
+) -> Result<Reply> {
+    let chat_id = required_chat(header)?;
+    ctx.agents.switch_channel(&chat_id, agent, origin).await?;
     Ok(Reply::ViaOutbox)
 }
 
@@ -241,11 +271,5 @@ pub async fn channel_directory(
 }
 
 pub(crate) fn channel_info(row: &ChannelRow) -> ChannelInfo {
-    ChannelInfo {
-        chat_id: row.chat_id.clone(),
-        name: row.name.clone(),
-        kind: row.kind.clone(),
-        is_default: row.is_default,
-        parent_chat_id: row.parent_chat_id.clone(),
-    }
+    outbox::channel_info(row)
 }

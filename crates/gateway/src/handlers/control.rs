@@ -113,14 +113,38 @@ pub(super) async fn retry(
     }
 }
 
-/// `commands.catalog`: the gateway's commands and the agent's.
-pub(super) fn catalog(ctx: &Context) -> Reply {
-    let frame = crate::command::catalog(ctx.agents.catalog());
-    Reply::Direct(frame, Header::default())
+/// `commands.catalog`: the gateway's commands and those of the agent of the lane the request
+/// names (`chat_id`, `thread_id`), else of the default channel.
+pub(super) async fn catalog(ctx: &Context, header: &Header) -> Result<Reply> {
+    let agent = lane_agent(ctx, header).await?;
+    let frame = crate::command::catalog(ctx.agents.catalog(agent.as_deref()));
+    Ok(Reply::Direct(frame, Header::default()))
 }
 
-/// `commands.complete`: the commands whose name or alias starts with the prefix.
-pub(super) fn complete(ctx: &Context, prefix: &str) -> Reply {
-    let frame = crate::command::complete(ctx.agents.catalog(), prefix);
-    Reply::Direct(frame, Header::default())
+/// `commands.complete`: the commands whose name or alias starts with the prefix, for the lane
+/// the request names, as `commands.catalog`.
+pub(super) async fn complete(ctx: &Context, header: &Header, prefix: &str) -> Result<Reply> {
+    let agent = lane_agent(ctx, header).await?;
+    let frame = crate::command::complete(ctx.agents.catalog(agent.as_deref()), prefix);
+    Ok(Reply::Direct(frame, Header::default()))
+}
+
+/// The agent of the lane a request names, else of the default channel (`None`: the default
+/// agent). A lane that does not exist is `not_found`.
+async fn lane_agent(ctx: &Context, header: &Header) -> Result<Option<String>> {
+    let store = &ctx.shared.store;
+    let row = match header.thread_id.as_deref().or(header.chat_id.as_deref()) {
+        Some(id) => Some(
+            store
+                .get_channel(id)
+                .await?
+                .ok_or_else(|| WireError::not_found("no such chat"))?,
+        ),
+        None => store
+            .list_channels()
+            .await?
+            .into_iter()
+            .find(|c| c.is_default),
+    };
+    Ok(row.and_then(|r| r.agent))
 }

@@ -54,6 +54,7 @@ pub(super) async fn send(
                 is_default: false,
                 name_set_by_user: false,
                 created_at: now_ms(),
+                agent: None,
             });
     if let Some(t) = &thread {
         lane.thread_id = Some(t.chat_id.clone());

@@ -52,10 +52,13 @@ pub async fn handle(
         ClientFrame::AgentStop(_) => control::stop(ctx, header).await,
         ClientFrame::AgentSteer(req) => control::steer(ctx, header, req.text).await,
         ClientFrame::PickerSelect(req) => control::picker_select(ctx, device, req).await,
-        ClientFrame::CommandsCatalog(_) => Ok(control::catalog(ctx)),
-        ClientFrame::CommandsComplete(req) => Ok(control::complete(ctx, &req.prefix)),
+        ClientFrame::CommandsCatalog(_) => control::catalog(ctx, header).await,
+        ClientFrame::CommandsComplete(req) => control::complete(ctx, header, &req.prefix).await,
         ClientFrame::ChannelCreate(req) => channels::create(ctx, req, origin).await,
         ClientFrame::ChannelRename(req) => channels::rename(ctx, header, req.name, origin).await,
+        ClientFrame::ChannelSetAgent(req) => {
+            channels::set_agent(ctx, header, &req.agent, origin).await
+        }
         ClientFrame::ChannelSetDefault(_) => channels::set_default(ctx, header, origin).await,
         ClientFrame::ChannelDelete(_) => channels::delete(ctx, header, origin).await,
         ClientFrame::FcmRegister(req) => registration::fcm_register(ctx, device, header, req).await,

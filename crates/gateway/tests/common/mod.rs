@@ -233,6 +233,7 @@ pub async fn create_channel(client: &mut Client, name: &str, parent: Option<&str
         name: name.into(),
         kind: None,
         parent_chat_id: parent.map(str::to_owned),
+        agent: None,
     });
     let created = client
         .request(Header::default(), frame)

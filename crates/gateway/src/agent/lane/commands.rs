@@ -14,7 +14,12 @@ impl LaneActor {
             Command::New => self.new_session().await,
             Command::Stop => self.system("Nothing is running in this chat.").await,
             Command::Status => {
-                let text = self.status_text();
+                let mut text = self.status_text();
+                if let Some(held) = self.agent_sessions().await {
+                    text.push_str(&format!(
+                        "\nAgent sessions: {held} open on this chat's agent"
+                    ));
+                }
                 self.system(text).await;
             }
             Command::Help => {
@@ -39,12 +44,51 @@ impl LaneActor {
             }
             Command::Title(title) => self.user_title(&title).await,
             Command::Model(wanted) => self.model(wanted).await,
+            Command::Agent(Some(name)) => self.switch_agent(&name).await,
+            Command::Agent(None) => self.agent_picker().await,
+        }
+    }
+
+    /// `/agent` without a name: the agents this channel can talk to, its own marked.
+    async fn agent_picker(&mut self) {
+        let names = crate::agent::Agents::of(self.bridge.clone()).names();
+        let current = self.host().name.clone();
+        let choices = names
+            .iter()
+            .map(|n| Choice {
+                value: n.clone(),
+                label: n.clone(),
+                is_current: *n == current,
+            })
+            .collect();
+        let id = self.register_picker(Pending::Agent { names });
+        let frame = DurableFrame::PickerChoice(PickerChoice {
+            picker_id: id,
+            title: "Agent".into(),
+            choices,
+        });
+        self.durable(vec![frame], None, None).await;
+    }
+
+    /// Moves this lane's channel to another agent; this lane follows before its next job, the
+    /// channel's other lanes at once (or after their running turns).
+    pub(super) async fn switch_agent(&mut self, name: &str) {
+        let agents = crate::agent::Agents::of(self.bridge.clone());
+        let origin = crate::outbox::Origin::none();
+        let chat = self.lane.chat_id.clone();
+        let result = agents
+            .switch_channel_from(&chat, name, &origin, Some(&self.lane))
+            .await;
+        if let Err(e) = result {
+            self.system(format!("The agent was not changed: {}", e.message))
+                .await;
         }
     }
 
     pub(super) async fn new_session(&mut self) {
         if let Some(old) = self.session.take() {
             self.host().remove_route(&old.id);
+            self.close_session(&old).await;
         }
         self.set_stored_session(None).await;
         match self.ensure_session().await {
@@ -114,6 +158,27 @@ impl LaneActor {
         }
     }
 
+    /// How many sessions the lane's agent holds (`session/list`), where it offers that and runs.
+    async fn agent_sessions(&self) -> Option<usize> {
+        let instance = self.host().running().await?;
+        if !instance.caps.session_capability("list") {
+            return None;
+        }
+        let listed = tokio::time::timeout(
+            std::time::Duration::from_secs(3),
+            instance.client.list_sessions(),
+        )
+        .await;
+        match listed {
+            Ok(Ok(list)) => Some(list.sessions.len()),
+            Ok(Err(e)) => {
+                tracing::info!(error = %e, "session/list failed");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
     pub(super) fn status_text(&self) -> String {
         let agent = match self.host().info() {
             Some(info) => format!("{} ({info})", self.host().label),
@@ -128,11 +193,26 @@ impl LaneActor {
             .map(|s| s.id.as_str())
             .or(self.stored_session.as_deref())
             .unwrap_or("none yet");
+        let agents: Vec<String> = self
+            .bridge
+            .reports()
+            .into_iter()
+            .map(|a| {
+                let default = if a.name == self.bridge.default_host().name {
+                    "default, "
+                } else {
+                    ""
+                };
+                let state = if a.running { "running" } else { "not running" };
+                format!("{} ({default}{state}, {} restarts)", a.name, a.restarts)
+            })
+            .collect();
         format!(
-            "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}",
+            "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}\nAgents: {}",
             if self.show_reasoning { "shown" } else { "hidden" },
             self.queue.len(),
-            self.bridge.settings.cwd_display,
+            crate::config::home_relative(&self.host().cwd),
+            agents.join(", "),
         )
     }
 
@@ -176,7 +256,7 @@ impl LaneActor {
     }
 
     pub(super) async fn set_model(&mut self, model_id: &str) {
-        let host = self.bridge.host.clone();
+        let host = self.host.clone();
         let Some(session) = self.session.as_mut() else {
             self.system("The agent is not running; send a message first.")
                 .await;

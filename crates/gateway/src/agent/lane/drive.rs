@@ -123,11 +123,11 @@ impl LaneActor {
                 .stopping
                 .since
                 .filter(|_| !run.stopping.killed)
-                .map(|t| TokioInstant::from_std(t + self.bridge.settings.cancel_grace));
+                .map(|t| TokioInstant::from_std(t + self.host().timeouts.cancel_grace));
             // Waiting for the user is not the agent hanging.
             let waiting_for_user = self.waiting_for_user();
             let idle_deadline = (run.stopping.since.is_none() && !waiting_for_user).then(|| {
-                TokioInstant::from_std(run.last_activity + self.bridge.settings.turn_idle_timeout)
+                TokioInstant::from_std(run.last_activity + self.host().timeouts.turn_idle)
             });
             let expiry = self.next_picker_deadline();
             let checkpoint_at = run
@@ -265,6 +265,8 @@ impl LaneActor {
             LaneCmd::Cron(c) => self.queue.push_back(Job::Cron(c)),
             // The session is open: a turn is running in it.
             LaneCmd::Prepare(done) => drop(done.send(())),
+            // The lane follows its channel's new agent before its next job.
+            LaneCmd::FollowAgent(done) => drop(done.send(())),
             LaneCmd::Picker {
                 picker_id,
                 value,

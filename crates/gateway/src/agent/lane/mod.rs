@@ -119,6 +119,9 @@ pub enum LaneCmd {
     Cron(CronRun),
     /// Open (or restore) the lane's agent session ahead of its first turn; answers when done.
     Prepare(oneshot::Sender<()>),
+    /// The lane's channel changed its agent: follow it (when idle; a busy lane follows before
+    /// its next job). Answers when done.
+    FollowAgent(oneshot::Sender<()>),
 }
 
 enum Job {
@@ -147,6 +150,9 @@ enum Pending {
         models: Vec<String>,
     },
     Reasoning,
+    Agent {
+        names: Vec<String>,
+    },
 }
 
 struct Session {
@@ -157,6 +163,8 @@ struct Session {
 
 pub(super) struct LaneActor {
     bridge: Arc<Bridge>,
+    /// The agent of the lane's channel (read when the actor starts).
+    host: Arc<AgentHost>,
     lane: Lane,
     rx: mpsc::Receiver<LaneCmd>,
     ev_tx: mpsc::UnboundedSender<LaneEvent>,
@@ -171,6 +179,8 @@ pub(super) struct LaneActor {
     close: CancellationToken,
     /// Set when the lane's channel was deleted: nothing more is written for it.
     deleted: Arc<AtomicBool>,
+    /// The bridge's agent epoch when the lane last read its channel's agent.
+    epoch: u64,
     /// Checkpoints of the running answer's text.
     checkpoints: checkpoint::Checkpoints,
     /// Pickers closed since the last [`LaneActor::flush_closed`], with the chosen label.
@@ -187,6 +197,7 @@ impl LaneActor {
     ) -> Self {
         let (ev_tx, ev_rx) = mpsc::unbounded_channel();
         LaneActor {
+            host: bridge.host(None).clone(),
             bridge,
             lane,
             rx,
@@ -200,16 +211,18 @@ impl LaneActor {
             closing: false,
             close,
             deleted,
+            epoch: u64::MAX,
             checkpoints: checkpoint::Checkpoints::default(),
             closed: Vec::new(),
         }
     }
 
     fn host(&self) -> &Arc<AgentHost> {
-        &self.bridge.host
+        &self.host
     }
 
     pub(super) async fn run(mut self) {
+        self.follow_agent().await;
         self.stored_session = self
             .bridge
             .shared
@@ -223,6 +236,7 @@ impl LaneActor {
                 break;
             }
             if let Some(job) = self.queue.pop_front() {
+                self.follow_agent().await;
                 match job {
                     Job::Prompt(p) => self.run_turn(p).await,
                     Job::Steer(s) => self.run_steer(s).await,
@@ -246,6 +260,10 @@ impl LaneActor {
         }
         if let Some(s) = &self.session {
             self.host().remove_route(&s.id);
+            // A deleted lane's session is never used again.
+            if self.is_deleted() {
+                self.close_session(s).await;
+            }
         }
         self.bridge.forget_pickers(self.pickers.keys());
     }
@@ -272,6 +290,10 @@ impl LaneActor {
             } => {
                 let result = self.answer_picker(&picker_id, &value, device).await;
                 let _ = reply.send(result);
+            }
+            LaneCmd::FollowAgent(done) => {
+                self.follow_agent().await;
+                let _ = done.send(());
             }
             LaneCmd::Prepare(done) => {
                 if let Err(e) = self.ensure_session().await {

@@ -108,7 +108,7 @@ impl LaneActor {
                 is_current: false,
             })
             .collect();
-        let deadline = Instant::now() + self.bridge.settings.picker_timeout;
+        let deadline = Instant::now() + self.host().timeouts.approval;
         let question = request.clarify_question().map(str::to_owned);
         let id = self.register_picker(Pending::Approval {
             responder,
@@ -235,6 +235,18 @@ impl LaneActor {
                     is_current: true,
                 };
                 self.picker_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
+                Ok(())
+            }
+            Pending::Agent { names } => {
+                if !names.iter().any(|n| n == value) {
+                    self.pickers
+                        .insert(picker_id.to_owned(), Pending::Agent { names });
+                    self.bridge.remember_picker(picker_id, &self.lane);
+                    return Err(WireError::bad_request(
+                        "value is not one of the offered agents",
+                    ));
+                }
+                self.switch_agent(value).await;
                 Ok(())
             }
             Pending::Reasoning => match value {

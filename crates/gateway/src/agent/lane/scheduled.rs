@@ -67,6 +67,8 @@ impl LaneActor {
             .cron_prompt(&instance, &session.session_id, model, prompt, &mut rx)
             .await;
         self.host().remove_route(&session.session_id);
+        // The run's session is never used again.
+        instance.close_session(&session.session_id).await;
         outcome
     }
 
@@ -112,7 +114,7 @@ impl LaneActor {
             message_id: new_id("m_"),
             role: Role::Cron,
             model,
-            cwd: self.bridge.settings.cwd_display.clone(),
+            cwd: crate::config::home_relative(&self.host().cwd),
             show_reasoning: self.show_reasoning,
             update_interval: self.bridge.settings.update_interval,
         });
@@ -147,7 +149,7 @@ impl LaneActor {
             }
         };
         if timed_out {
-            let secs = self.bridge.settings.turn_idle_timeout.as_secs();
+            let secs = self.host().timeouts.turn_idle.as_secs();
             return Some(Outcome::Failed(format!(
                 "the agent sent nothing for {secs} s, so the run was cancelled"
             )));

@@ -1,6 +1,7 @@
 //! The lane's ACP session: created on the first turn, restored with `session/load` after a
 //! restart of the agent or the gateway, and remembered in the store.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::super::host::{Instance, LaneEvent};
@@ -22,10 +23,17 @@ impl LaneActor {
         }
         let cwd = self.host().cwd.clone();
         if let Some(id) = self.stored_session.clone() {
-            if instance.caps.load_session {
+            // `session/resume` reopens without replaying the history; else `session/load`.
+            let resume = instance.caps.session_capability("resume");
+            if resume || instance.caps.load_session {
                 self.host()
                     .add_route(&id, instance.generation, self.ev_tx.clone());
-                match instance.client.load_session(&id, &cwd).await {
+                let reopened = if resume {
+                    instance.client.resume_session(&id, &cwd).await
+                } else {
+                    instance.client.load_session(&id, &cwd).await
+                };
+                match reopened {
                     Ok(resp) => {
                         // The agent replays the session's history before answering; drop it.
                         instance.fence().await;
@@ -39,7 +47,7 @@ impl LaneActor {
                     }
                     Err(e) => {
                         self.host().remove_route(&id);
-                        tracing::warn!(error = %e, "session/load failed; starting a fresh session");
+                        tracing::warn!(error = %e, resume, "reopening the session failed; starting a fresh session");
                     }
                 }
             }
@@ -62,6 +70,51 @@ impl LaneActor {
             self.system("The agent restarted and could not restore this conversation; it continues in a fresh session.").await;
         }
         Ok(instance)
+    }
+
+    /// Takes the agent of the lane's channel, when the bridge says some channel changed its
+    /// agent since the lane last looked (and once at the start): a session on the old agent is
+    /// closed there and forgotten, and the next turn opens one on the new agent.
+    pub(super) async fn follow_agent(&mut self) {
+        let epoch = self.bridge.agent_epoch.load(Ordering::SeqCst);
+        if epoch == self.epoch {
+            return;
+        }
+        self.epoch = epoch;
+        let agent = match self
+            .bridge
+            .shared
+            .store
+            .get_channel(self.lane.row_id())
+            .await
+        {
+            Ok(Some(row)) => row.agent,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the lane's agent");
+                return;
+            }
+        };
+        let host = self.bridge.host(agent.as_deref()).clone();
+        if Arc::ptr_eq(&host, &self.host) {
+            return;
+        }
+        if let Some(old) = self.session.take() {
+            self.host.remove_route(&old.id);
+            self.close_session(&old).await;
+        }
+        self.stored_session = None;
+        self.host = host;
+    }
+
+    /// Ends a session of this lane on the agent (`session/close`, where advertised), when the
+    /// process that holds it still runs.
+    pub(super) async fn close_session(&self, session: &Session) {
+        if let Some(instance) = self.host().running().await {
+            if instance.generation == session.generation {
+                instance.close_session(&session.id).await;
+            }
+        }
     }
 
     pub(super) async fn drain_replay(&mut self) {

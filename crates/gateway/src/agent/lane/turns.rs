@@ -42,7 +42,7 @@ impl LaneActor {
             message_id: new_id("m_"),
             role: Role::Assistant,
             model: self.current_model(),
-            cwd: self.bridge.settings.cwd_display.clone(),
+            cwd: crate::config::home_relative(&self.host().cwd),
             show_reasoning: self.show_reasoning,
             update_interval: self.bridge.settings.update_interval,
         });

@@ -1,0 +1,216 @@
+//! Real Claude Code for integration tests: Zed's ACP adapter `claude-code-acp` (npm
+//! `@zed-industries/claude-code-acp@0.16.2`), pointed at the scripted fake Messages API in
+//! `tests/claude/fake_anthropic.py`, both inside a fresh loopback-only network namespace.
+//!
+//! The adapter is found in `$IRIS_CLAUDE_ACP` (a directory holding
+//! `node_modules/.bin/claude-code-acp`), else `<workspace>/.claude-acp`
+//! (`npm install --prefix .claude-acp @zed-industries/claude-code-acp@0.16.2`). Without one,
+//! [`ClaudeEnv::new`] returns `None` and the test skips, except under CI (`$CI` set), where a
+//! missing adapter is a failure.
+//!
+//! [`ClaudeEnv::command_line`] starts a launcher that enters a new network namespace, brings up
+//! `lo`, starts the fake API, waits until it listens, then `exec`s the adapter with a scrubbed
+//! environment: `HOME` in the temp dir, the fake API's address and key, `IS_SANDBOX=1` (Claude
+//! Code refuses to run as root otherwise) and no telemetry.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The fake API's port; every spawn has its own namespace, so it is always free.
+pub const FAKE_API_PORT: u16 = 8766;
+
+const FAKE_API: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/claude/fake_anthropic.py"
+);
+const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// One adapter installation plus a private HOME, working directory and request log.
+pub struct ClaudeEnv {
+    /// Root of everything this environment writes; removed on drop.
+    pub root: TempDir,
+    /// The adapter's program.
+    pub program: PathBuf,
+    /// A directory to use as the agent's cwd.
+    pub work: PathBuf,
+    log: PathBuf,
+    launcher: PathBuf,
+    fake_stderr: PathBuf,
+}
+
+impl ClaudeEnv {
+    /// Prepares an environment; `None` when the adapter is not installed (a failure under CI).
+    pub fn new() -> Option<ClaudeEnv> {
+        let Some(program) = find_adapter() else {
+            unavailable(
+                "claude-code-acp not found; set IRIS_CLAUDE_ACP to a directory with \
+                 `npm install @zed-industries/claude-code-acp@0.16.2`, or install it into \
+                 <workspace>/.claude-acp",
+            );
+            return None;
+        };
+        if let Err(why) = namespace_support() {
+            unavailable(&format!("cannot create a network namespace: {why}"));
+            return None;
+        }
+        let root = tempfile::Builder::new()
+            .prefix("iris-claude-")
+            .tempdir()
+            .expect("temp dir for Claude Code");
+        let base = root.path().to_path_buf();
+        let work = base.join("work");
+        fs::create_dir_all(base.join("home")).expect("home dir");
+        fs::create_dir_all(&work).expect("work dir");
+        let env = ClaudeEnv {
+            program,
+            work,
+            log: base.join("api-requests.jsonl"),
+            launcher: base.join("launch.sh"),
+            fake_stderr: base.join("fake-api.stderr"),
+            root,
+        };
+        env.write_launchers();
+        Some(env)
+    }
+
+    /// The agent's command line.
+    pub fn command_line(&self) -> String {
+        format!("sh {}", shell_quote(&self.launcher.to_string_lossy()))
+    }
+
+    /// Every request the fake API received, one JSON object each.
+    pub fn requests(&self) -> Vec<Value> {
+        fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    /// The fake API's stderr, for failure messages.
+    pub fn fake_api_stderr(&self) -> String {
+        fs::read_to_string(&self.fake_stderr).unwrap_or_default()
+    }
+
+    fn write_launchers(&self) {
+        let base = self.root.path();
+        let inner = base.join("inner.sh");
+        let ready = base.join("fake-api.ready");
+        let q = |p: &Path| shell_quote(&p.to_string_lossy());
+        let inner_script = format!(
+            r#"#!/bin/sh
+# Inside a fresh network namespace: loopback only.
+set -e
+PATH={system_path}
+export PATH
+ip link set lo up
+rm -f {ready}
+python3 {fake} --port {port} --log {log} --ready-file {ready} --parent-pid $$ \
+    </dev/null >/dev/null 2>>{fake_stderr} &
+fake=$!
+i=0
+while [ ! -e {ready} ]; do
+    if ! kill -0 "$fake" 2>/dev/null; then
+        echo "fake API exited at start" >&2
+        exit 98
+    fi
+    i=$((i + 1))
+    if [ "$i" -gt 400 ]; then
+        echo "fake API did not listen within 10 s" >&2
+        exit 98
+    fi
+    sleep 0.025
+done
+cd {work}
+exec env -i PATH={system_path} HOME={home} LANG=C.UTF-8 TERM=dumb \
+    ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=sk-fake-key IS_SANDBOX=1 \
+    DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 {program}
+"#,
+            system_path = SYSTEM_PATH,
+            ready = q(&ready),
+            fake = q(Path::new(FAKE_API)),
+            port = FAKE_API_PORT,
+            log = q(&self.log),
+            fake_stderr = q(&self.fake_stderr),
+            work = q(&self.work),
+            home = q(&base.join("home")),
+            program = q(&self.program),
+        );
+        fs::write(&inner, inner_script).expect("write inner launcher");
+        let unshare = if is_root() {
+            "unshare -n"
+        } else {
+            "unshare -r -n"
+        };
+        let outer = format!(
+            "#!/bin/sh\nPATH={SYSTEM_PATH}:$PATH\nexport PATH\nexec {unshare} sh {}\n",
+            q(&inner)
+        );
+        fs::write(&self.launcher, outer).expect("write launcher");
+    }
+}
+
+fn unavailable(why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{why} (CI is set: these tests must run, not skip)");
+    }
+    eprintln!("skipping: {why}");
+}
+
+fn find_adapter() -> Option<PathBuf> {
+    let in_dir = |dir: PathBuf| dir.join("node_modules/.bin/claude-code-acp");
+    if let Some(dir) = std::env::var_os("IRIS_CLAUDE_ACP").filter(|v| !v.is_empty()) {
+        let program = in_dir(PathBuf::from(dir));
+        assert!(
+            program.exists(),
+            "IRIS_CLAUDE_ACP has no {}",
+            program.display()
+        );
+        return Some(program);
+    }
+    let local = in_dir(Path::new(WORKSPACE).join(".claude-acp"));
+    local
+        .exists()
+        .then(|| local.canonicalize().unwrap_or(local))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn namespace_support() -> Result<(), String> {
+    let mut args = vec!["-n"];
+    if !is_root() {
+        args.insert(0, "-r");
+    }
+    args.extend(["sh", "-c", "ip link set lo up"]);
+    let path = format!(
+        "{SYSTEM_PATH}:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("unshare")
+        .args(&args)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("unshare: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "unshare failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
