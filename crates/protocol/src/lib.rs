@@ -14,6 +14,7 @@
 mod client;
 mod codec;
 mod delivery;
+mod export;
 mod server;
 mod stored;
 mod stream;
@@ -22,6 +23,7 @@ mod transcript;
 pub use client::*;
 pub use codec::*;
 pub use delivery::*;
+pub use export::*;
 pub use server::*;
 pub use stream::*;
 pub use transcript::*;

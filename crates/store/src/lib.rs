@@ -29,6 +29,7 @@ mod push;
 mod queries;
 mod schema;
 mod search;
+mod snapshot;
 mod store;
 mod tx;
 mod types;
@@ -38,6 +39,7 @@ pub use cron::{CronJobRow, CronRunRecord, NewCronJob};
 pub use error::StoreError;
 pub use media::MediaRow;
 pub use push::{PushItem, PushPending, WebPushRow};
+pub use snapshot::Snapshot;
 pub use store::Store;
 pub use tx::WriteTx;
 pub use types::{
