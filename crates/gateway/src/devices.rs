@@ -293,7 +293,7 @@ async fn ask_gateway(
 }
 
 fn open_store(data_dir: &Path) -> Result<Store, DevicesError> {
-    let path: PathBuf = data_dir.join("iris.db");
+    let path: PathBuf = data_dir.join(crate::config::DB_FILE);
     if !path.exists() {
         return Err(DevicesError::NoData(data_dir.to_path_buf()));
     }

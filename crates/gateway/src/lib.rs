@@ -15,6 +15,7 @@ pub mod web;
 // Connection layer.
 pub mod conn;
 // Request layer.
+pub mod archive;
 pub mod devices;
 pub mod handlers;
 // Agent layer.

@@ -1,5 +1,6 @@
 //! The `iris-gateway` binary: `serve` runs the gateway, `pair` shows how to connect a device,
-//! `devices` lists and revokes devices; `demo-agent` is the built-in demo ACP agent.
+//! `devices` lists and revokes devices; `backup` and `export` copy the owner's data out;
+//! `demo-agent` is the built-in demo ACP agent.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +31,15 @@ enum Command {
         #[command(subcommand)]
         command: DevicesCommand,
     },
+    /// Write a backup of the data dir (store, media, keys) to one tar file, while the gateway runs.
+    Backup {
+        /// The archive to write; it must not exist yet.
+        file: PathBuf,
+        #[command(flatten)]
+        args: ConfigArgs,
+    },
+    /// Export conversations as Markdown or JSON files.
+    Export(ExportArgs),
     /// Run the built-in demo ACP agent on stdin/stdout (a deterministic stand-in for a real agent).
     #[command(hide = true)]
     DemoAgent,
@@ -100,6 +110,33 @@ impl ConfigArgs {
     }
 }
 
+#[derive(clap::Args)]
+struct ExportArgs {
+    /// The chat to export (a channel with its threads, or one thread).
+    #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+    chat: Option<String>,
+    /// Export every chat.
+    #[arg(long)]
+    all: bool,
+    /// File format.
+    #[arg(long, value_enum, default_value = "md")]
+    format: FormatArg,
+    /// Directory to write into (created if missing).
+    #[arg(long, default_value = "iris-export")]
+    out: PathBuf,
+    /// Copy attached media files next to the documents.
+    #[arg(long)]
+    media: bool,
+    #[command(flatten)]
+    args: ConfigArgs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FormatArg {
+    Md,
+    Json,
+}
+
 #[derive(Subcommand)]
 enum DevicesCommand {
     /// List paired devices: name, last seen, push backends.
@@ -126,7 +163,74 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Pair(args) => pair(args),
         Command::Devices { command } => devices(command),
+        Command::Backup { file, args } => backup(&file, args),
+        Command::Export(args) => export(args),
         Command::DemoAgent => demo_agent(),
+    }
+}
+
+fn backup(file: &std::path::Path, args: ConfigArgs) -> ExitCode {
+    let config = match args.resolve() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match iris_gateway::archive::backup(&config.data_dir, file) {
+        Ok(done) => {
+            println!(
+                "Wrote {} ({} bytes: the store, {} media files, the keys).",
+                done.path.display(),
+                done.bytes,
+                done.media_files
+            );
+            if done.media_missing > 0 {
+                println!(
+                    "{} media files expired while the backup ran and are not in it.",
+                    done.media_missing
+                );
+            }
+            println!(
+                "Restore: stop the gateway, `tar -xf FILE -C <empty data dir>`, start it there."
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("iris-gateway: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn export(args: ExportArgs) -> ExitCode {
+    use iris_gateway::archive::{ExportFormat, ExportRequest};
+    let config = match args.args.resolve() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let req = ExportRequest {
+        chat: args.chat,
+        format: match args.format {
+            FormatArg::Md => ExportFormat::Markdown,
+            FormatArg::Json => ExportFormat::Json,
+        },
+        out: args.out,
+        media: args.media,
+    };
+    let now = iris_gateway::ids::now_ms();
+    match iris_gateway::archive::export(&config.data_dir, &req, now) {
+        Ok(done) => {
+            println!(
+                "Exported {} messages in {} files to {} ({} media files copied).",
+                done.messages,
+                done.files.len(),
+                req.out.display(),
+                done.media_files
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("iris-gateway: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 

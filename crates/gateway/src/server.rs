@@ -131,7 +131,7 @@ impl Gateway {
         let push_waker = push.waker();
         let store = Store::open(
             StoreConfig {
-                path: dir.join("iris.db"),
+                path: dir.join(crate::config::DB_FILE),
                 group_commit: config.group_commit,
                 readers: 3,
             },
@@ -438,7 +438,7 @@ pub fn prepare_data_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     std::fs::read_dir(dir)?;
-    let db = dir.join("iris.db");
+    let db = dir.join(crate::config::DB_FILE);
     std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -452,7 +452,7 @@ pub fn prepare_data_dir(dir: &Path) -> std::io::Result<()> {
 pub fn load_or_create_token(dir: &Path) -> std::io::Result<(String, TokenSource)> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let path = dir.join("token");
+    let path = dir.join(crate::config::TOKEN_FILE);
     match std::fs::read_to_string(&path) {
         Ok(t) if !t.trim().is_empty() => {
             return Ok((t.trim().to_owned(), TokenSource::Stored(path)))

@@ -5,10 +5,8 @@
 mod common;
 
 use common::*;
-use iris_client::{Client, Event};
-use iris_protocol::{
-    AgentSteer, ClientFrame, Empty, Header, HistoryRequest, Message, Role, ServerFrame, TurnEnd,
-};
+use iris_client::Event;
+use iris_protocol::{AgentSteer, ClientFrame, Empty, Message, Role, ServerFrame, TurnEnd};
 
 /// The `message.stop` of a turn's frames.
 fn stop_of(events: &[Event]) -> (String, Option<TurnEnd>) {
@@ -19,18 +17,6 @@ fn stop_of(events: &[Event]) -> (String, Option<TurnEnd>) {
             _ => None,
         })
         .expect("the turn's message.stop")
-}
-
-/// The lane's history as a freshly connected device reads it.
-async fn history(client: &mut Client, lane: Header) -> Vec<Message> {
-    let reply = client
-        .request(lane, ClientFrame::History(HistoryRequest::default()))
-        .await
-        .unwrap();
-    match reply.body {
-        ServerFrame::History(h) => h.messages,
-        other => panic!("{other:?}"),
-    }
 }
 
 fn stored<'a>(messages: &'a [Message], id: &str) -> &'a Message {
@@ -67,7 +53,7 @@ async fn completed_stopped_and_failed_answers_are_marked_live_and_in_history() {
 
     // A device that was never there reads the same marks from history.
     let (mut fresh, _) = gw.connect("fresh").await;
-    let messages = history(&mut fresh, default_lane()).await;
+    let messages = lane_history(&mut fresh, default_lane()).await;
     assert_eq!(stored(&messages, &done_id).ended, Some(TurnEnd::Completed));
     let partial = stored(&messages, &stopped_id);
     assert_eq!(partial.ended, Some(TurnEnd::Stopped));
@@ -118,7 +104,7 @@ async fn steering_is_a_user_message_before_the_answer_it_changed() {
     );
 
     let (mut fresh, _) = gw.connect("fresh").await;
-    let messages = history(&mut fresh, default_lane()).await;
+    let messages = lane_history(&mut fresh, default_lane()).await;
     let lines: Vec<(Role, bool, &str)> = messages
         .iter()
         .map(|m| (m.role, m.steering, m.text.as_str()))
@@ -234,7 +220,7 @@ mod killed {
 
         let (gw, url) = start(dir.path()).await;
         let mut phone = connect(&url).await;
-        let answer = super::history(&mut phone, Header::lane("default", None))
+        let answer = super::lane_history(&mut phone, Header::lane("default", None))
             .await
             .into_iter()
             .find(|m| m.message_id == id)
@@ -326,7 +312,7 @@ mod killed {
 
         let (gw, url) = start(dir.path()).await;
         let mut phone = connect(&url).await;
-        let answer = super::history(&mut phone, Header::lane("default", None))
+        let answer = super::lane_history(&mut phone, Header::lane("default", None))
             .await
             .into_iter()
             .find(|m| m.message_id == id)

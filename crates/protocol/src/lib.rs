@@ -14,6 +14,7 @@
 mod client;
 mod codec;
 mod delivery;
+mod export;
 mod pairing;
 mod server;
 mod stored;
@@ -23,6 +24,7 @@ mod transcript;
 pub use client::*;
 pub use codec::*;
 pub use delivery::*;
+pub use export::*;
 pub use pairing::*;
 pub use server::*;
 pub use stream::*;

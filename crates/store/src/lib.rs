@@ -30,6 +30,7 @@ mod push;
 mod queries;
 mod schema;
 mod search;
+mod snapshot;
 mod store;
 mod tx;
 mod types;
@@ -41,6 +42,7 @@ pub use error::StoreError;
 pub use media::MediaRow;
 pub use push::{PushItem, PushPending, WebPushRow};
 pub use search::MAX_TERMS as SEARCH_MAX_TERMS;
+pub use snapshot::Snapshot;
 pub use store::Store;
 pub use tx::WriteTx;
 pub use types::{

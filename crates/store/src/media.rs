@@ -45,7 +45,7 @@ fn media_from_row(row: &Row<'_>) -> rusqlite::Result<MediaRow> {
     })
 }
 
-fn get_media(conn: &Connection, media_id: &str) -> Result<Option<MediaRow>, StoreError> {
+pub(crate) fn get_media(conn: &Connection, media_id: &str) -> Result<Option<MediaRow>, StoreError> {
     let sql = format!("SELECT {MEDIA_COLUMNS} FROM media WHERE media_id = ?1");
     Ok(conn
         .prepare_cached(&sql)?

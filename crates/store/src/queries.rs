@@ -136,6 +136,22 @@ pub(crate) fn history(
     Ok(HistoryPage { messages, has_more })
 }
 
+/// Every message of a lane, oldest first (for exports).
+pub(crate) fn lane_messages(
+    conn: &Connection,
+    chat_id: &str,
+    thread_id: Option<&str>,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    let sql = format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE chat_id = ?1 AND thread_id IS ?2 ORDER BY seq"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let messages = stmt
+        .query_map((chat_id, thread_id), message_from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(messages)
+}
+
 const CHANNEL_COLUMNS: &str = "chat_id, name, kind, parent_chat_id, is_default, name_set_by_user, \
      created_at, COALESCE(agent, (SELECT p.agent FROM channels p WHERE p.chat_id = channels.parent_chat_id))";
 

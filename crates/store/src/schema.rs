@@ -276,6 +276,39 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<u32, StoreError> {
     }
 }
 
+/// The `meta` key a backup copy carries until a store is first opened from it.
+pub(crate) const RESTORE_PENDING_KEY: &str = "restore_pending";
+
+/// First open of a restored backup: moves the outbox cursor sequence forward to at least the
+/// current time in microseconds, so no cursor the original gateway issued after the backup is
+/// ever issued again by the restored one. (Cursors stay far below 2^53, exact in JSON numbers.)
+/// A device still holding such a cursor is then below the head and gets every new frame.
+pub(crate) fn finish_restore(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let pending = tx.execute("DELETE FROM meta WHERE key = ?1", [RESTORE_PENDING_KEY])?;
+    if pending > 0 {
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        tx.execute(
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'outbox', 0 \
+             WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox')",
+            [],
+        )?;
+        tx.execute(
+            "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'outbox'",
+            [now_us],
+        )?;
+        tracing::info!(
+            cursor = now_us,
+            "restored store: cursors continue above the backup's"
+        );
+    }
+    tx.commit()?;
+    Ok(())
+}
+
 /// The current schema version of an open connection.
 pub(crate) fn schema_version(conn: &Connection) -> Result<u32, StoreError> {
     Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)

@@ -47,6 +47,7 @@ impl Store {
         check_parent(&cfg.path)?;
         let mut conn = open_write_connection(&cfg.path)?;
         schema::migrate(&mut conn)?;
+        schema::finish_restore(&mut conn)?;
 
         let reader_count = cfg.readers.clamp(1, 16);
         let mut readers = Vec::with_capacity(reader_count);

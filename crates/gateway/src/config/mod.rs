@@ -20,6 +20,12 @@ pub use secret::Secret;
 
 /// The default spacing of streamed `message.update` frames (leading edge: a chunk after a quiet
 /// interval goes out at once). Chosen from `iris-bench stream` (BENCHMARKS.md).
+/// The database file in the data dir.
+pub const DB_FILE: &str = "iris.db";
+
+/// The generated token's file in the data dir.
+pub const TOKEN_FILE: &str = "token";
+
 pub const DEFAULT_UPDATE_INTERVAL: Duration = Duration::from_millis(12);
 
 /// The whole configuration, as read from the TOML file. Every key is optional; unknown keys are

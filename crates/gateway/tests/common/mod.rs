@@ -227,6 +227,18 @@ pub fn system_texts(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// The newest page of a lane's history, as a device reads it.
+pub async fn lane_history(client: &mut Client, lane: Header) -> Vec<iris_protocol::Message> {
+    let reply = client
+        .request(lane, ClientFrame::History(Default::default()))
+        .await
+        .expect("history answered");
+    match reply.body {
+        ServerFrame::History(h) => h.messages,
+        other => panic!("expected history, got {other:?}"),
+    }
+}
+
 /// Creates a channel (or, with a parent, a thread) and returns its id.
 pub async fn create_channel(client: &mut Client, name: &str, parent: Option<&str>) -> String {
     let frame = ClientFrame::ChannelCreate(iris_protocol::ChannelCreate {

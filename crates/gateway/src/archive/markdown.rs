@@ -1,0 +1,148 @@
+//! The Markdown form of an export: a heading per chat and thread, one section per message with
+//! its author and time (UTC), the text as the author wrote it (it is Markdown already), links to
+//! copied media, and a note where an answer did not complete.
+
+use std::fmt::Write;
+
+use iris_protocol::{ChatExport, ExportedLane, Message, Role, TurnEnd};
+
+/// The whole document.
+pub fn render(doc: &ChatExport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}\n", one_line(&doc.chat.name));
+    let _ = writeln!(
+        out,
+        "_Exported from Iris Gateway on {} (chat `{}`)._\n",
+        when(doc.exported_at),
+        doc.chat.chat_id
+    );
+    lane(&mut out, doc, &doc.chat);
+    for thread in &doc.threads {
+        let _ = writeln!(out, "## Thread: {}\n", one_line(&thread.name));
+        lane(&mut out, doc, thread);
+    }
+    out
+}
+
+fn lane(out: &mut String, doc: &ChatExport, lane: &ExportedLane) {
+    if lane.messages.is_empty() {
+        out.push_str("_No messages._\n\n");
+    }
+    for m in &lane.messages {
+        message(out, doc, m);
+    }
+}
+
+fn message(out: &mut String, doc: &ChatExport, m: &Message) {
+    let mut who = match m.role {
+        Role::User if m.steering => "You (steering)".to_owned(),
+        Role::User => "You".to_owned(),
+        Role::Assistant => "Agent".to_owned(),
+        Role::System => "Gateway".to_owned(),
+        Role::Cron => "Scheduled".to_owned(),
+    };
+    if let Some(model) = m
+        .model
+        .as_deref()
+        .or(m.runtime.as_ref().and_then(|r| r.model.as_deref()))
+    {
+        let _ = write!(who, " · {}", one_line(model));
+    }
+    let _ = writeln!(out, "### {who} · {}\n", when(m.ts));
+    if let Some(reasoning) = m.reasoning.as_deref().filter(|r| !r.trim().is_empty()) {
+        for line in reasoning.lines() {
+            let _ = writeln!(out, "> {line}");
+        }
+        out.push('\n');
+    }
+    if !m.text.is_empty() {
+        out.push_str(m.text.trim_end());
+        out.push_str("\n\n");
+    }
+    for media in &m.media {
+        let name = media.filename.replace(['[', ']'], "");
+        match doc.media_files.get(&media.media_id) {
+            Some(path) => {
+                let _ = writeln!(out, "- Attachment: [{name}](<{path}>)");
+            }
+            None => {
+                let _ = writeln!(out, "- Attachment: {name} (not copied)");
+            }
+        }
+    }
+    if !m.media.is_empty() {
+        out.push('\n');
+    }
+    let note = match m.ended {
+        Some(TurnEnd::Stopped) => Some("Stopped before the answer was complete."),
+        Some(TurnEnd::CutOff) => Some("Cut off: the gateway went down during this answer."),
+        Some(TurnEnd::AgentFailed) => Some("The agent failed during this answer."),
+        Some(TurnEnd::Completed) | None => None,
+    };
+    if let Some(note) = note {
+        let _ = writeln!(out, "_{note}_\n");
+    }
+}
+
+/// `2026-12-03 10:04 UTC`.
+fn when(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// A name on one line (headings end at a newline).
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iris_protocol::EXPORT_FORMAT;
+
+    fn msg(role: Role, text: &str, ended: Option<TurnEnd>) -> Message {
+        Message {
+            message_id: "m".into(),
+            role,
+            text: text.into(),
+            ts: 1_780_000_000_000,
+            ended,
+            ..Message::default()
+        }
+    }
+
+    #[test]
+    fn a_stopped_answer_says_so_and_authors_are_named() {
+        let doc = ChatExport {
+            format: EXPORT_FORMAT.into(),
+            version: 1,
+            exported_at: 1_780_000_000_000,
+            chat: ExportedLane {
+                chat_id: "c1".into(),
+                name: "Plans\nfor May".into(),
+                kind: "channel".into(),
+                created_at: 0,
+                messages: vec![
+                    msg(Role::User, "hello", None),
+                    msg(Role::Assistant, "hi th", Some(TurnEnd::Stopped)),
+                ],
+            },
+            threads: vec![],
+            media_files: Default::default(),
+        };
+        let md = render(&doc);
+        assert!(md.starts_with("# Plans for May\n"), "{md}");
+        assert!(
+            md.contains("### You · 2026-05-28 20:26 UTC\n\nhello\n"),
+            "{md}"
+        );
+        assert!(md.contains("### Agent · "), "{md}");
+        assert!(
+            md.contains("_Stopped before the answer was complete._"),
+            "{md}"
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! Data the owner takes away, through the real command line next to a running gateway:
+//! `iris-gateway backup` writes one archive a new data dir is restored from (a device then syncs
+//! everything from it), and `iris-gateway export` writes the conversations as JSON and Markdown.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use base64::Engine;
+use common::*;
+use iris_protocol::{ChatExport, Header, Role, EXPORT_FORMAT, EXPORT_VERSION};
+
+/// Runs the gateway binary with `args` against the data dir `dir`; returns stdout, or panics
+/// with stderr.
+fn cli(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .env_remove("IRIS_CONFIG")
+        .output()
+        .expect("the gateway binary runs");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn demo_png() -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD
+        .decode(iris_acp::demo::DEMO_PNG_BASE64)
+        .unwrap()
+}
+
+/// A default chat with a question and an answer carrying an image, and a channel with a thread.
+async fn some_conversations(gw: &TestGateway) -> (String, String) {
+    let (mut phone, _) = gw.connect("phone").await;
+    let events = turn(&mut phone, default_lane(), "hello mkimage").await;
+    assert!(final_text(&events).contains("Here is an image."));
+    let trip = create_channel(&mut phone, "Trip to Lisbon", None).await;
+    let thread = create_channel(&mut phone, "Hotels", Some(&trip)).await;
+    turn(&mut phone, Header::lane(&trip, None), "flights?").await;
+    turn(&mut phone, Header::lane(&thread, None), "which hotel?").await;
+    (trip, thread)
+}
+
+#[tokio::test]
+async fn a_backup_taken_while_serving_restores_a_gateway_a_device_syncs_from() {
+    let gw = TestGateway::start_demo().await;
+    let (trip, thread) = some_conversations(&gw).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    let before = lane_history(&mut phone, default_lane()).await;
+
+    let out = tempfile::tempdir().unwrap();
+    let archive = out.path().join("iris.tar");
+    let said = cli(&gw.dir, &["backup", archive.to_str().unwrap()]);
+    assert!(said.contains("1 media files"), "{said}");
+    // Nothing is ever overwritten: a second backup to the same file is refused.
+    let again = Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
+        .args(["backup", archive.to_str().unwrap(), "--data-dir"])
+        .arg(&gw.dir)
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&archive).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the archive holds the token");
+    }
+    // The gateway goes on after the backup; the phone sees frames the backup does not have.
+    turn(&mut phone, default_lane(), "after the backup").await;
+    let phone_cursor = phone.sync(0).await.expect("sync").cursor;
+    drop(phone);
+    gw.stop().await;
+
+    // Restore exactly as the docs say: unpack into an empty data dir and start there.
+    let restored = tempfile::tempdir().unwrap();
+    let status = Command::new("tar")
+        .arg("-xf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(restored.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let png = demo_png();
+    let sha = sha256_hex(&png);
+    let blob = restored.path().join("media").join(&sha[..2]).join(&sha);
+    assert_eq!(std::fs::read(&blob).unwrap(), png, "the image came along");
+
+    let gw = TestGateway::start_in(restored.path(), |c| c.agent_command = Some(demo_agent())).await;
+    let (mut laptop, ack) = gw.connect("laptop").await;
+    let names: Vec<_> = ack.channels.iter().map(|c| c.name.as_str()).collect();
+    assert!(
+        names.contains(&"Trip to Lisbon") && names.contains(&"Hotels"),
+        "{names:?}"
+    );
+    assert_eq!(lane_history(&mut laptop, default_lane()).await, before);
+    let synced = laptop.sync(0).await.expect("sync from the restored store");
+    let texts: Vec<String> = synced
+        .frames
+        .iter()
+        .filter(|e| e.frame_type() == "message")
+        .map(message_text)
+        .collect();
+    for want in ["hello mkimage", "flights?", "which hotel?"] {
+        assert!(texts.iter().any(|t| t == want), "{want} in {texts:?}");
+    }
+    assert!(!texts.iter().any(|t| t == "after the backup"), "{texts:?}");
+    let hotel = lane_history(&mut laptop, Header::lane(&thread, None)).await;
+    assert_eq!(hotel.first().map(|m| m.text.as_str()), Some("which hotel?"));
+    // The restored gateway keeps working: a new turn in the restored channel.
+    let events = turn(&mut laptop, Header::lane(&trip, None), "and trains?").await;
+    assert!(final_text(&events).contains("and trains?"));
+
+    // The phone still holds a cursor the original issued after the backup; the restored gateway
+    // never issues it again, so the phone's sync from it brings the new turn.
+    let (mut phone, _) = gw.connect("phone").await;
+    let caught_up = phone
+        .sync(phone_cursor)
+        .await
+        .expect("sync from the old cursor");
+    let texts: Vec<String> = caught_up
+        .frames
+        .iter()
+        .filter(|e| e.frame_type() == "message")
+        .map(message_text)
+        .collect();
+    assert_eq!(texts, ["and trains?"], "{:?}", types(&caught_up.frames));
+    gw.stop().await;
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(data))
+}
+
+#[tokio::test]
+async fn export_writes_every_chat_as_documented_json_and_readable_markdown() {
+    let gw = TestGateway::start_demo().await;
+    let (trip, thread) = some_conversations(&gw).await;
+    let out = tempfile::tempdir().unwrap();
+    let json_dir = out.path().join("json");
+
+    let said = cli(
+        &gw.dir,
+        &[
+            "export",
+            "--all",
+            "--format",
+            "json",
+            "--media",
+            "--out",
+            json_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(said.contains("in 2 files"), "{said}");
+    let mut docs: Vec<ChatExport> = std::fs::read_dir(&json_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| ChatExport::from_json(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect();
+    docs.sort_by_key(|d| d.chat.created_at);
+    assert_eq!(
+        docs.len(),
+        2,
+        "the default chat and the channel (with its thread)"
+    );
+    let (default, channel) = (&docs[0], &docs[1]);
+    assert_eq!(
+        (default.format.as_str(), default.version),
+        (EXPORT_FORMAT, EXPORT_VERSION)
+    );
+    let roles: Vec<Role> = default.chat.messages.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::Assistant]);
+    let image = &default.chat.messages[1].media[0];
+    let copied = json_dir.join(&default.media_files[&image.media_id]);
+    assert_eq!(std::fs::read(copied).unwrap(), demo_png());
+    assert_eq!(channel.chat.chat_id, trip);
+    assert_eq!(channel.threads.len(), 1);
+    assert_eq!(channel.threads[0].chat_id, thread);
+    assert_eq!(channel.threads[0].messages[0].text, "which hotel?");
+
+    // Markdown of one chat, while the gateway keeps serving.
+    let md_dir = out.path().join("md");
+    cli(
+        &gw.dir,
+        &["export", "--chat", &trip, "--out", md_dir.to_str().unwrap()],
+    );
+    let file = std::fs::read_dir(&md_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(file
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("trip-to-lisbon-"));
+    let md = std::fs::read_to_string(file).unwrap();
+    assert!(md.starts_with("# Trip to Lisbon\n"), "{md}");
+    assert!(md.contains("### You · ") && md.contains("flights?"), "{md}");
+    assert!(
+        md.contains("## Thread: Hotels") && md.contains("which hotel?"),
+        "{md}"
+    );
+
+    // An unknown chat is a clear error, and nothing is written.
+    let bad = Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
+        .args(["export", "--chat", "nope", "--out"])
+        .arg(out.path().join("none"))
+        .arg("--data-dir")
+        .arg(&gw.dir)
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no chat with id nope"));
+    assert!(!out.path().join("none").exists());
+    let (mut phone, _) = gw.connect("phone").await;
+    let events = turn(&mut phone, default_lane(), "still here").await;
+    assert!(final_text(&events).contains("still here"));
+    gw.stop().await;
+}
