@@ -13,21 +13,6 @@ use iris_protocol::{
     ChannelCreate, ChannelSetAgent, ClientFrame, Empty, ErrorCode, Header, ServerFrame,
 };
 
-async fn http_get(gw: &TestGateway, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = gw
-        .url
-        .trim_start_matches("ws://")
-        .trim_end_matches("/ws")
-        .to_owned();
-    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = String::new();
-    stream.read_to_string(&mut buf).await.unwrap();
-    buf
-}
-
 fn named(name: &str, extra_command: &str) -> NamedAgent {
     NamedAgent {
         name: name.into(),
@@ -262,7 +247,7 @@ async fn one_agent_crashing_mid_turn_leaves_the_other_answering() {
     assert_eq!(restarts("alpha"), 0);
     assert_eq!(restarts("beta"), 1);
 
-    let body = http_get(&gw, "/metrics").await;
+    let (_, body) = gateway_get(&gw, "/metrics").await;
     assert!(
         body.contains("iris_agent_restarts_total{agent=\"alpha\"} 0"),
         "{body}"

@@ -8,6 +8,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
+use common::run_cli as cli;
 use common::*;
 use iris_client::{Client, ClientError, ConnectOptions, RawConnection};
 use iris_gateway::credentials;
@@ -56,20 +57,6 @@ async fn new_code(gw: &TestGateway, ttl: Duration) -> String {
         .await
         .expect("code")
         .code
-}
-
-fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env_remove("IRIS_TOKEN")
-        .env_remove("IRIS_CONFIG")
-        .output()
-        .expect("run the binary");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[tokio::test]

@@ -3,18 +3,8 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-
+use common::file_mode as mode;
 use common::*;
-
-fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .permissions()
-        .mode()
-        & 0o777
-}
 
 #[tokio::test]
 async fn the_data_dir_and_its_files_are_private_under_a_permissive_umask() {

@@ -3,20 +3,10 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-
+use common::file_mode as mode;
 use common::*;
 use iris_protocol::{ClientFrame, Header, MediaUploadEnd, MediaUploadStart, Ping, RequestId};
 use sha2::{Digest, Sha256};
-
-fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .permissions()
-        .mode()
-        & 0o777
-}
 
 #[tokio::test]
 async fn media_and_upload_files_are_private_under_a_permissive_umask() {

@@ -3,26 +3,6 @@
 mod common;
 
 use common::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-async fn http_get(gw: &TestGateway, path: &str) -> (u16, String) {
-    let addr = gw
-        .url
-        .trim_start_matches("ws://")
-        .trim_end_matches("/ws")
-        .to_owned();
-    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = String::new();
-    stream.read_to_string(&mut buf).await.unwrap();
-    let status = buf.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = buf
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
 
 fn value(body: &str, name: &str) -> f64 {
     body.lines()
@@ -49,7 +29,7 @@ async fn metrics_count_connections_syncs_turns_and_agent_restarts() {
         .await
         .unwrap();
 
-    let (status, body) = http_get(&gw, "/metrics").await;
+    let (status, body) = gateway_get(&gw, "/metrics").await;
     assert_eq!(status, 200);
     assert_eq!(value(&body, "iris_connected_devices"), 2.0);
     assert_eq!(value(&body, "iris_sync_replays_total"), 1.0);
@@ -70,7 +50,7 @@ async fn metrics_count_connections_syncs_turns_and_agent_restarts() {
     a.wait_for(|e| e.frame_type() == "agent.idle")
         .await
         .unwrap();
-    let (_, body) = http_get(&gw, "/metrics").await;
+    let (_, body) = gateway_get(&gw, "/metrics").await;
     assert!(value(&body, "iris_agent_restarts_total{agent=\"demo\"}") >= 1.0);
     assert!(
         !body.contains("secret words") && !body.contains(TOKEN),

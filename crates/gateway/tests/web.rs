@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::run_cli as run;
 use common::{TestGateway, TOKEN};
 use iris_client::{Client, ClientError, ConnectOptions};
 use iris_protocol::ErrorCode;
@@ -167,20 +168,6 @@ async fn the_page_and_its_assets_are_served_with_types_and_cache_headers() {
         (200, Some("/"))
     );
     gw.stop().await;
-}
-
-fn run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env_remove("IRIS_TOKEN")
-        .env_remove("IRIS_CONFIG")
-        .output()
-        .expect("run the binary");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

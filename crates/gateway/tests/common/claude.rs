@@ -16,10 +16,13 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use tempfile::TempDir;
+
+#[path = "sandbox.rs"]
+mod sandbox;
+use sandbox::{is_root, namespace_support, shell_quote, unavailable, SYSTEM_PATH};
 
 /// The fake API's port; every spawn has its own namespace, so it is always free.
 pub const FAKE_API_PORT: u16 = 8766;
@@ -29,7 +32,6 @@ const FAKE_API: &str = concat!(
     "/tests/claude/fake_anthropic.py"
 );
 const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// One adapter installation plus a private HOME, working directory and request log.
 pub struct ClaudeEnv {
@@ -156,13 +158,6 @@ exec env -i PATH={system_path} HOME={home} LANG=C.UTF-8 TERM=dumb \
     }
 }
 
-fn unavailable(why: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!("{why} (CI is set: these tests must run, not skip)");
-    }
-    eprintln!("skipping: {why}");
-}
-
 fn find_adapter() -> Option<PathBuf> {
     let in_dir = |dir: PathBuf| dir.join("node_modules/.bin/claude-code-acp");
     if let Some(dir) = std::env::var_os("IRIS_CLAUDE_ACP").filter(|v| !v.is_empty()) {
@@ -178,39 +173,4 @@ fn find_adapter() -> Option<PathBuf> {
     local
         .exists()
         .then(|| local.canonicalize().unwrap_or(local))
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn namespace_support() -> Result<(), String> {
-    let mut args = vec!["-n"];
-    if !is_root() {
-        args.insert(0, "-r");
-    }
-    args.extend(["sh", "-c", "ip link set lo up"]);
-    let path = format!(
-        "{SYSTEM_PATH}:{}",
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Command::new("unshare")
-        .args(&args)
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("unshare: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "unshare failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
-}
-
-fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
 }

@@ -1,7 +1,7 @@
 //! Real Hermes for integration tests: `hermes acp` from a local venv, pointed at the scripted fake
 //! LLM in `tests/hermes/fake_llm.py`, both inside a fresh loopback-only network namespace.
 //!
-//! Standalone on purpose (only `serde_json`, `tempfile` and `iris_acp`), so any test file can use
+//! Standalone on purpose (only `serde_json`, `tempfile`, `iris_acp` and `sandbox.rs` next to it), so any test file can use
 //! it with `#[path = "common/hermes.rs"] mod hermes;`.
 //!
 //! Hermes is found in `$IRIS_HERMES_VENV`, else `<workspace>/.venv`, else
@@ -18,11 +18,13 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 use tempfile::TempDir;
+
+#[path = "sandbox.rs"]
+mod sandbox;
+use sandbox::{is_root, namespace_support, shell_quote, unavailable, SYSTEM_PATH};
 
 /// The fake LLM's port. Every spawn gets a new network namespace, so the port is always free and
 /// parallel tests cannot collide.
@@ -37,7 +39,6 @@ pub const OTHER_MODEL_ID: &str = "custom:fake-model-2";
 const FAKE_LLM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hermes/fake_llm.py");
 const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 const SYSTEM_VENV: &str = "/opt/iris-hermes-venv";
-const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// One Hermes installation plus a private HOME, HERMES_HOME, working directory and fake-LLM
 /// script. Each [`HermesEnv::command`] run starts a fresh Hermes and fake LLM over the same files,
@@ -277,17 +278,6 @@ fn config_yaml() -> String {
     )
 }
 
-fn under_ci() -> bool {
-    std::env::var_os("CI").is_some()
-}
-
-fn unavailable(why: &str) {
-    if under_ci() {
-        panic!("{why} (CI is set: Hermes tests must run, not skip)");
-    }
-    eprintln!("skipping: {why}");
-}
-
 fn has_hermes(venv: &Path) -> bool {
     venv.join("bin/hermes").is_file() && venv.join("bin/python3").exists()
 }
@@ -309,54 +299,4 @@ fn find_venv() -> Option<PathBuf> {
     }
     let system = PathBuf::from(SYSTEM_VENV);
     has_hermes(&system).then_some(system)
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Whether `unshare -n` (or, unprivileged, `unshare -r -n`) and `ip` work here; probed once.
-fn namespace_support() -> Result<(), String> {
-    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
-    PROBE
-        .get_or_init(|| {
-            let mut args = vec!["-n"];
-            if !is_root() {
-                args.insert(0, "-r");
-            }
-            args.extend(["sh", "-c", "ip link set lo up"]);
-            let path = format!(
-                "{SYSTEM_PATH}:{}",
-                std::env::var("PATH").unwrap_or_default()
-            );
-            let out = Command::new("unshare")
-                .args(&args)
-                .env("PATH", path)
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| format!("unshare: {e}"))?;
-            if out.status.success() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "`unshare {}` failed ({}): {}",
-                    args.join(" "),
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ))
-            }
-        })
-        .clone()
-}
-
-fn shell_quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
-    {
-        return word.to_owned();
-    }
-    format!("'{}'", word.replace('\'', r"'\''"))
 }

@@ -271,3 +271,34 @@ pub async fn select(
 }
 
 pub const QUIET: Duration = Duration::from_millis(200);
+
+/// A plain HTTP GET to the gateway: the status and the body.
+pub async fn gateway_get(gw: &TestGateway, path: &str) -> (u16, String) {
+    tcp::http_get(tcp::server_addr(&gw.url), path).await
+}
+
+/// Runs the gateway binary without the caller's IRIS_TOKEN and IRIS_CONFIG: success, stdout,
+/// stderr.
+pub fn run_cli(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
+        .args(args)
+        .env_remove("IRIS_TOKEN")
+        .env_remove("IRIS_CONFIG")
+        .output()
+        .expect("run the binary");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A file's permission bits.
+pub fn file_mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
