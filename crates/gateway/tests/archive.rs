@@ -42,7 +42,7 @@ async fn some_conversations(gw: &TestGateway) -> (String, String) {
     assert!(final_text(&events).contains("Here is an image."));
     let trip = create_channel(&mut phone, "Trip to Lisbon", None).await;
     let thread = create_channel(&mut phone, "Hotels", Some(&trip)).await;
-    turn(&mut phone, Header::lane(&trip, None), "flights?").await;
+    turn(&mut phone, Header::lane(&trip, None), "flights? tool").await;
     turn(&mut phone, Header::lane(&thread, None), "which hotel?").await;
     (trip, thread)
 }
@@ -107,7 +107,7 @@ async fn a_backup_taken_while_serving_restores_a_gateway_a_device_syncs_from() {
         .filter(|e| e.frame_type() == "message")
         .map(message_text)
         .collect();
-    for want in ["hello mkimage", "flights?", "which hotel?"] {
+    for want in ["hello mkimage", "flights? tool", "which hotel?"] {
         assert!(texts.iter().any(|t| t == want), "{want} in {texts:?}");
     }
     assert!(!texts.iter().any(|t| t == "after the backup"), "{texts:?}");
@@ -182,6 +182,18 @@ async fn export_writes_every_chat_as_documented_json_and_readable_markdown() {
     let copied = json_dir.join(&default.media_files[&image.media_id]);
     assert_eq!(std::fs::read(copied).unwrap(), demo_png());
     assert_eq!(channel.chat.chat_id, trip);
+    let answer = &channel.chat.messages[1];
+    assert!(
+        matches!(
+            answer.steps.first(),
+            Some(iris_protocol::Step::Commentary { .. })
+        ) && answer
+            .steps
+            .iter()
+            .any(|s| matches!(s, iris_protocol::Step::Tool(_))),
+        "the answer's steps come along: {:?}",
+        answer.steps
+    );
     assert_eq!(channel.threads.len(), 1);
     assert_eq!(channel.threads[0].chat_id, thread);
     assert_eq!(channel.threads[0].messages[0].text, "which hotel?");
@@ -206,7 +218,14 @@ async fn export_writes_every_chat_as_documented_json_and_readable_markdown() {
         .starts_with("trip-to-lisbon-"));
     let md = std::fs::read_to_string(file).unwrap();
     assert!(md.starts_with("# Trip to Lisbon\n"), "{md}");
-    assert!(md.contains("### You · ") && md.contains("flights?"), "{md}");
+    assert!(
+        md.contains("### You · ") && md.contains("flights? tool"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- Tool `terminal` echo hello (done)"),
+        "the turn's steps: {md}"
+    );
     assert!(
         md.contains("## Thread: Hotels") && md.contains("which hotel?"),
         "{md}"

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use iris_protocol::{ChatExport, ExportedLane, Message, Role, TurnEnd};
+use iris_protocol::{ChatExport, ExportedLane, Message, PickerOutcome, Role, Step, TurnEnd};
 
 /// The whole document.
 pub fn render(doc: &ChatExport) -> String {
@@ -55,6 +55,12 @@ fn message(out: &mut String, doc: &ChatExport, m: &Message) {
         }
         out.push('\n');
     }
+    for step in &m.steps {
+        self::step(out, step);
+    }
+    if !m.steps.is_empty() {
+        out.push('\n');
+    }
     if !m.text.is_empty() {
         out.push_str(m.text.trim_end());
         out.push_str("\n\n");
@@ -81,6 +87,47 @@ fn message(out: &mut String, doc: &ChatExport, m: &Message) {
     };
     if let Some(note) = note {
         let _ = writeln!(out, "_{note}_\n");
+    }
+}
+
+/// One step of the turn as a list item: what the agent said, ran, planned and asked.
+fn step(out: &mut String, step: &Step) {
+    match step {
+        Step::Commentary { text } => {
+            let _ = writeln!(out, "- _{}_", one_line(text.trim()));
+        }
+        Step::Tool(t) => {
+            let status = match t.ok {
+                Some(true) => "done",
+                Some(false) => "failed",
+                None => "did not finish",
+            };
+            let what = t.preview.as_deref().map(one_line).unwrap_or_default();
+            let _ = writeln!(out, "- Tool `{}` {what} ({status})", one_line(&t.name));
+        }
+        Step::Plan { text } => {
+            out.push_str("- Plan:\n");
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let _ = writeln!(out, "  {}", line.trim());
+            }
+        }
+        Step::Picker(p) => {
+            let answer = match p.outcome {
+                Some(PickerOutcome::Answered) | None => p
+                    .label
+                    .as_deref()
+                    .or(p.value.as_deref())
+                    .unwrap_or("answered"),
+                Some(PickerOutcome::Expired) => "expired",
+                Some(PickerOutcome::Cancelled) => "cancelled",
+            };
+            let _ = writeln!(
+                out,
+                "- Asked: {} → {}",
+                one_line(&p.title),
+                one_line(answer)
+            );
+        }
     }
 }
 
