@@ -16,6 +16,7 @@ mod codec;
 mod delivery;
 mod export;
 mod pairing;
+mod pickers;
 mod server;
 mod stored;
 mod stream;
