@@ -97,20 +97,7 @@ impl AgentClient {
         session_id: &str,
         cwd: &Path,
     ) -> Result<LoadSessionResponse, AcpError> {
-        let request = LoadSessionRequest {
-            session_id: session_id.into(),
-            cwd: cwd.to_string_lossy().into_owned(),
-            mcp_servers: Vec::new(),
-        };
-        // Some agents answer `null`; that is a success without details.
-        let value = self
-            .connection
-            .request(method::SESSION_LOAD, to_params(&request))
-            .await?;
-        if value.is_null() {
-            return Ok(LoadSessionResponse::default());
-        }
-        decode(method::SESSION_LOAD, value)
+        self.reopen(method::SESSION_LOAD, session_id, cwd).await
     }
 
     /// `session/prompt`: runs one turn and returns when it is over. Progress arrives meanwhile as
@@ -143,19 +130,27 @@ impl AgentClient {
         session_id: &str,
         cwd: &Path,
     ) -> Result<LoadSessionResponse, AcpError> {
+        self.reopen(method::SESSION_RESUME, session_id, cwd).await
+    }
+
+    /// `session/load` or `session/resume`: same request, same answer. Some agents answer
+    /// `null`; that is a success without details.
+    async fn reopen(
+        &self,
+        method: &'static str,
+        session_id: &str,
+        cwd: &Path,
+    ) -> Result<LoadSessionResponse, AcpError> {
         let request = LoadSessionRequest {
             session_id: session_id.into(),
             cwd: cwd.to_string_lossy().into_owned(),
             mcp_servers: Vec::new(),
         };
-        let value = self
-            .connection
-            .request(method::SESSION_RESUME, to_params(&request))
-            .await?;
+        let value = self.connection.request(method, to_params(&request)).await?;
         if value.is_null() {
             return Ok(LoadSessionResponse::default());
         }
-        decode(method::SESSION_RESUME, value)
+        decode(method, value)
     }
 
     /// `session/list`: the sessions the agent holds (only where it advertises

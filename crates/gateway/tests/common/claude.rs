@@ -22,7 +22,9 @@ use tempfile::TempDir;
 
 #[path = "sandbox.rs"]
 mod sandbox;
-use sandbox::{is_root, namespace_support, shell_quote, unavailable, SYSTEM_PATH};
+use sandbox::{
+    is_root, namespace_support, shell_quote, unavailable, wait_until_ready, SYSTEM_PATH,
+};
 
 /// The fake API's port; every spawn has its own namespace, so it is always free.
 pub const FAKE_API_PORT: u16 = 8766;
@@ -115,26 +117,14 @@ ip link set lo up
 rm -f {ready}
 python3 {fake} --port {port} --log {log} --ready-file {ready} --parent-pid $$ \
     </dev/null >/dev/null 2>>{fake_stderr} &
-fake=$!
-i=0
-while [ ! -e {ready} ]; do
-    if ! kill -0 "$fake" 2>/dev/null; then
-        echo "fake API exited at start" >&2
-        exit 98
-    fi
-    i=$((i + 1))
-    if [ "$i" -gt 400 ]; then
-        echo "fake API did not listen within 10 s" >&2
-        exit 98
-    fi
-    sleep 0.025
-done
+{wait}
 cd {work}
 exec env -i PATH={system_path} HOME={home} LANG=C.UTF-8 TERM=dumb \
     ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=sk-fake-key IS_SANDBOX=1 \
     DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 {program}
 "#,
             system_path = SYSTEM_PATH,
+            wait = wait_until_ready(&q(&ready), "fake API"),
             ready = q(&ready),
             fake = q(Path::new(FAKE_API)),
             port = FAKE_API_PORT,

@@ -24,7 +24,9 @@ use tempfile::TempDir;
 
 #[path = "sandbox.rs"]
 mod sandbox;
-use sandbox::{is_root, namespace_support, shell_quote, unavailable, SYSTEM_PATH};
+use sandbox::{
+    is_root, namespace_support, shell_quote, unavailable, wait_until_ready, SYSTEM_PATH,
+};
 
 /// The fake LLM's port. Every spawn gets a new network namespace, so the port is always free and
 /// parallel tests cannot collide.
@@ -208,26 +210,17 @@ ip link set lo up
 rm -f {ready}
 {python} {fake_llm} --port {port} --script {script} --log {log} --ready-file {ready} \
     --parent-pid $$ </dev/null >/dev/null 2>>{fake_stderr} &
-fake=$!
-i=0
-while [ ! -e {ready} ]; do
-    if ! kill -0 "$fake" 2>/dev/null; then
-        echo "fake LLM exited at start; see {fake_stderr_text}" >&2
-        exit 98
-    fi
-    i=$((i + 1))
-    if [ "$i" -gt 400 ]; then
-        echo "fake LLM did not listen within 10 s; see {fake_stderr_text}" >&2
-        exit 98
-    fi
-    sleep 0.025
-done
+{wait}
 cd {work}
 # A scrubbed environment: no proxies, API keys or HERMES_* settings leak in from the caller.
 exec env -i PATH={venv_bin}:{system_path} HOME={user_home} HERMES_HOME={hermes_home} \
     LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb {hermes} acp
 "#,
             system_path = SYSTEM_PATH,
+            wait = wait_until_ready(
+                &q(&ready),
+                &format!("fake LLM (see {})", self.fake_stderr.display()),
+            ),
             ready = q(&ready),
             python = q(&python),
             fake_llm = q(Path::new(FAKE_LLM)),
@@ -235,7 +228,6 @@ exec env -i PATH={venv_bin}:{system_path} HOME={user_home} HERMES_HOME={hermes_h
             script = q(&self.script),
             log = q(&self.log),
             fake_stderr = q(&self.fake_stderr),
-            fake_stderr_text = self.fake_stderr.display(),
             work = q(&self.work),
             venv_bin = q(&self.venv.join("bin")),
             user_home = q(&self.user_home),

@@ -73,3 +73,26 @@ pub fn shell_quote(word: &str) -> String {
     }
     format!("'{}'", word.replace('\'', r"'\''"))
 }
+
+/// The launcher lines that wait (up to 10 s) for a fake model server started in the background
+/// just before (`$!`) to create its ready file, and end the launcher with 98 if it exits or
+/// stays silent, naming `what` on stderr.
+pub fn wait_until_ready(ready: &str, what: &str) -> String {
+    let what = what.replace(['"', '$', '`', '\\'], "");
+    format!(
+        r#"fake=$!
+i=0
+while [ ! -e {ready} ]; do
+    if ! kill -0 "$fake" 2>/dev/null; then
+        echo "{what} exited at start" >&2
+        exit 98
+    fi
+    i=$((i + 1))
+    if [ "$i" -gt 400 ]; then
+        echo "{what} did not listen within 10 s" >&2
+        exit 98
+    fi
+    sleep 0.025
+done"#
+    )
+}
