@@ -109,8 +109,8 @@ async fn channels_choose_their_agent_and_the_directory_says_which() {
     assert_eq!(default.agent.as_deref(), Some("alpha"));
     assert_eq!(
         ack.server_caps.agents,
-        ["alpha", "beta"],
-        "hello.ack names the agents, the default first"
+        ["alpha", "beta", "demo"],
+        "hello.ack names the agents (the built-in demo among them), the default first"
     );
 
     let created = create(
