@@ -58,6 +58,7 @@ pub static SERVICE_WORKER: Asset = asset!("", "sw.js", "text/javascript; charset
 
 /// Everything under `/assets/`.
 pub static ASSETS: &[Asset] = &[
+    asset!("assets/", "activity.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "app.css", "text/css; charset=utf-8"),
     asset!("assets/", "app.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "code.js", "text/javascript; charset=utf-8"),

@@ -107,6 +107,11 @@ async fn channels_choose_their_agent_and_the_directory_says_which() {
     let (mut a, ack) = gw.connect("phone").await;
     let default = ack.channels.iter().find(|c| c.is_default).unwrap();
     assert_eq!(default.agent.as_deref(), Some("alpha"));
+    assert_eq!(
+        ack.server_caps.agents,
+        ["alpha", "beta", "demo"],
+        "hello.ack names the agents (the built-in demo among them), the default first"
+    );
 
     let created = create(
         &mut a,

@@ -154,6 +154,11 @@ pub struct ServerCaps {
     /// extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webpush_key: Option<String>,
+    /// The names of the agents a chat can be given (`channel.create {agent}`,
+    /// `channel.set_agent`), the default first; empty (and absent) without an agent. An Iris
+    /// extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
 }
 
 /// One entry of the channel directory.

@@ -386,6 +386,7 @@ async fn attach(
             push: shared.config.push.caps(),
             pickers: true,
             webpush_key: shared.config.push.webpush_key(),
+            agents: ctx.agents.names(),
         },
         sync_cursor: device.confirmed_cursor,
         last_pushed_cursor: device.last_pushed_cursor,

@@ -7,8 +7,10 @@
 // received frame to the view that owns it. The views are session.js (sign-in, connection
 // banner), sidebar.js (chat list), transcript.js (messages, streaming, tool cards), composer.js
 // (message box, slash commands, attachments), pickers.js, search.js, menu.js and notify.js; the
-// state they share is in state.js.
+// state they share is in state.js. activity.js says what the agent is doing (the busy bar) and
+// keeps the read ticks.
 
+import { trackTool, watchTicks } from './activity.js';
 import { initComposer, loadCatalog, updateComposer } from './composer.js';
 import { Connection } from './conn.js';
 import { Media } from './media.js';
@@ -21,10 +23,10 @@ import {
 } from './session.js';
 import { initSidebar, onChannelFrame, renderSidebar, setDirectory } from './sidebar.js';
 import {
-  app, currentLane, defaultChannel, laneOf, resetLane, store,
+  $, app, currentLane, defaultChannel, laneOf, resetLane, store,
 } from './state.js';
 import {
-  initTranscript, loadHistory, onBusy, onCommentary, onDeleted, onReceipt, onStatus, onStreamFrame, onTool, sendReceipt,
+  initTranscript, loadHistory, onBusy, onCommentary, onDeleted, onStatus, onStreamFrame, onTool, renderBusy, sendReceipt,
   sendReceipts, showLane, upsertMessage,
 } from './transcript.js';
 import { fillIcons } from './icons.js';
@@ -65,10 +67,12 @@ function onHello(ack) {
   }
   app.toastBudget = 3;
   app.webpushKey = (ack.server_caps && ack.server_caps.webpush_key) || null;
+  app.agents = (ack.server_caps && ack.server_caps.agents) || [];
+  renderSidebar();
 }
 
 function onSynced(done) {
-  if (!app.catalogLoaded) loadCatalog();
+  loadCatalog();
   refreshWebPush();
   const lane = currentLane();
   if (done.gap || !lane.historyLoaded) {
@@ -93,7 +97,34 @@ function onMessage(frame) {
   if (frame.payload.role !== 'user' && !document.hidden && lane === currentLane() && frame.payload.role === 'assistant') sendReceipt(lane, frame.payload.message_id);
 }
 
+const LANE_ACTIVITY = new Set(['message.start', 'message.update', 'message.stop', 'commentary', 'tool.start', 'tool.end', 'agent.busy', 'agent.idle']);
+
+/**
+ * After a frame of the lane shown: the busy bar's words, and the command list again when a turn
+ * starts or ends (an agent announces its commands when its session starts) or the chat's agent
+ * may have changed (`channel.list`).
+ */
+function afterFrame(frame) {
+  if (!app.current) return;
+  if (frame.type === 'channel.list') loadCatalog();
+  if (!(LANE_ACTIVITY.has(frame.type) || frame.type.startsWith('picker.')) || laneOf(frame) !== currentLane()) return;
+  const lane = currentLane();
+  if (lane.busy) renderBusy();
+  if (frame.type === 'agent.busy' && !lane.catalogTurn) {
+    lane.catalogTurn = true;
+    loadCatalog();
+  } else if (frame.type === 'agent.idle') {
+    lane.catalogTurn = false;
+    loadCatalog();
+  }
+}
+
 function onFrame(frame) {
+  route(frame);
+  afterFrame(frame);
+}
+
+function route(frame) {
   switch (frame.type) {
     case 'message':
       onMessage(frame);
@@ -112,10 +143,12 @@ function onFrame(frame) {
     case 'tool.start':
     case 'tool.progress':
     case 'tool.end':
+      trackTool(laneOf(frame), frame);
       onTool(frame);
       break;
     case 'agent.busy':
     case 'agent.idle':
+      if (frame.type === 'agent.idle') trackTool(laneOf(frame), frame);
       onBusy(frame);
       break;
     case 'channel.list':
@@ -128,7 +161,7 @@ function onFrame(frame) {
       onNotification(frame);
       break;
     case 'read.receipt':
-      onReceipt(frame);
+      // Ticks follow the transcript, the same on every device (activity.js).
       break;
     case 'status':
       onStatus(frame);
@@ -145,6 +178,7 @@ function onFrame(frame) {
 // ----- wiring and start ----------------------------------------------------------------------
 
 fillIcons();
+watchTicks($('log'));
 initSession({ start });
 initTranscript({ renderSidebar, updateComposer, closeStalePickers });
 initSidebar();

@@ -7,7 +7,7 @@
 import { icon } from './icons.js';
 import { $, app, currentLane } from './state.js';
 import { showLane } from './transcript.js';
-import { request, toast } from './ui.js';
+import { popupMenu, request, toast } from './ui.js';
 import { formatBytes, h, isRaster, matchCommands } from './util.js';
 
 const input = $('composer-input');
@@ -24,17 +24,11 @@ export function initComposer() {
   });
   $('stop').addEventListener('click', () => request('agent.stop', {}, currentLane()));
   $('steer').addEventListener('click', steer);
-  $('auto-thread').addEventListener('click', (ev) => {
-    const b = ev.currentTarget;
-    b.setAttribute('aria-pressed', String(b.getAttribute('aria-pressed') !== 'true'));
-  });
-  $('commands').addEventListener('click', () => {
-    if (!$('drawer').hidden) hideDrawer();
-    else {
-      if (!input.value) input.value = '/';
-      updateDrawer(true);
-      input.focus();
-    }
+  $('auto-thread').addEventListener('click', toggleAutoThread);
+  $('commands').addEventListener('click', toggleCommands);
+  $('composer-more').addEventListener('click', (ev) => {
+    ev.stopPropagation();
+    moreMenu(ev.currentTarget);
   });
   $('attach').addEventListener('click', () => $('file-input').click());
   $('file-input').addEventListener('change', (ev) => {
@@ -56,6 +50,30 @@ export function updateComposer() {
   send.setAttribute('aria-label', busy ? 'Send after the current answer' : 'Send');
   const uploading = app.attachments.some((a) => !a.ref && !a.error);
   send.disabled = uploading;
+}
+
+function toggleAutoThread() {
+  const b = $('auto-thread');
+  b.setAttribute('aria-pressed', String(b.getAttribute('aria-pressed') !== 'true'));
+}
+
+function toggleCommands() {
+  if (!$('drawer').hidden) hideDrawer();
+  else {
+    if (!input.value) input.value = '/';
+    updateDrawer(true);
+    input.focus();
+  }
+}
+
+/** Narrow screens: the composer's secondary actions, behind "+" so the message box gets the width. */
+function moreMenu(anchor) {
+  const thread = $('auto-thread').getAttribute('aria-pressed') === 'true';
+  popupMenu(anchor, [
+    ['Attach files', () => $('file-input').click()],
+    ['Send as a new thread', toggleAutoThread, { checked: thread }],
+    ['Slash commands', toggleCommands],
+  ]);
 }
 
 function autosize() {
@@ -143,11 +161,20 @@ async function steer() {
 
 // ----- slash-command drawer ----------------------------------------------------------------
 
+/**
+ * Loads the command list of the lane shown (its agent's commands follow the gateway's). Called at
+ * sync, when the drawer opens, on a lane switch and when a turn starts or ends: the gateway has no
+ * frame that announces an agent's new commands, and an agent announces them when its session
+ * starts, i.e. during a turn.
+ */
 export async function loadCatalog() {
+  const lane = currentLane();
   try {
-    const res = await app.conn.request('commands.catalog', {});
+    const res = await app.conn.request('commands.catalog', {}, lane);
+    if (lane !== currentLane()) return;
     app.catalog = res.payload.commands || [];
     app.catalogLoaded = true;
+    if (!$('drawer').hidden) updateDrawer(!/^\/\S*$/.test(input.value));
   } catch {
     app.catalogLoaded = false;
   }
@@ -160,7 +187,8 @@ function updateDrawer(showAll = false) {
     hideDrawer();
     return;
   }
-  if (!app.catalogLoaded && app.conn && app.conn.online) loadCatalog().then(() => updateDrawer(showAll));
+  // Opening the drawer asks again: the agent may have announced commands since.
+  if ($('drawer').hidden && app.conn && app.conn.online) loadCatalog();
   const list = showAll && !m ? app.catalog : matchCommands(app.catalog, m ? m[1] : '/');
   const drawer = $('drawer');
   if (!list.length) {
@@ -178,14 +206,12 @@ function updateDrawer(showAll = false) {
   }, h('span', { class: 'cmd-name' }, c.name), c.args_hint ? h('span', { class: 'cmd-args' }, ` ${c.args_hint}`) : null,
   h('span', { class: 'cmd-desc' }, c.description), c.aliases && c.aliases.length ? h('span', { class: 'cmd-alias' }, c.aliases.join(' ')) : null)));
   drawer.hidden = false;
-  input.setAttribute('aria-expanded', 'true');
   input.setAttribute('aria-controls', 'drawer');
   input.setAttribute('aria-activedescendant', 'cmd-0');
 }
 
 function hideDrawer() {
   $('drawer').hidden = true;
-  input.setAttribute('aria-expanded', 'false');
   input.removeAttribute('aria-activedescendant');
 }
 

@@ -1,22 +1,40 @@
-// The top-bar menu (`#menu`): opening and closing it, and its actions (the command list, the
-// runtime-footer and tool-details display settings with the body classes that apply them,
-// notifications, pairing another device, signing out). A click anywhere else closes it, and closes any popup menu too.
+// The top-bar menu (`#menu`): opening and closing it, its keyboard (arrows, Esc), and its
+// actions (the command list, the chat's agent, the runtime-footer and tool-details display
+// settings with the body classes that apply them, notifications, pairing another device, signing
+// out). A click anywhere else closes it, and closes any popup menu too; Esc closes whatever menu
+// or panel is open and gives the focus back to the button that opened it. A tap on an answer's
+// runtime footer shows all of it (narrow screens show one line).
 
 import { toggleNotifications } from './notify.js';
 import { showPairDialog } from './pairing.js';
 import { signOut } from './session.js';
-import { $, app, store } from './state.js';
-import { closePopups, confirmDialog } from './ui.js';
+import { chooseAgent } from './sidebar.js';
+import { $, app, currentLane, store } from './state.js';
+import { closePopups, confirmDialog, menuKeys } from './ui.js';
 
 export function initMenu() {
   document.addEventListener('click', (ev) => {
     if (!ev.target.closest('.popup')) closePopups();
-    if (!ev.target.closest('#menu') && ev.target !== $('open-menu')) closeMainMenu();
+    if (!ev.target.closest('#menu') && !ev.target.closest('#open-menu')) closeMainMenu();
+    const runtime = ev.target.closest('.runtime');
+    if (runtime) runtime.setAttribute('aria-expanded', String(runtime.getAttribute('aria-expanded') !== 'true'));
+  });
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key !== 'Escape' || ev.defaultPrevented || document.querySelector('dialog[open]')) return;
+    if (!$('search').hidden && $('search').contains(document.activeElement)) {
+      $('search').hidden = true;
+      $('open-search').focus();
+    }
   });
   $('open-menu').addEventListener('click', openMainMenu);
+  menuKeys($('menu'), () => {
+    closeMainMenu();
+    $('open-menu').focus();
+  });
   $('menu').addEventListener('click', (ev) => {
     const action = ev.target.closest('button') && ev.target.closest('button').dataset.action;
     closeMainMenu();
+    $('open-menu').focus();
     runAction(action);
   });
   document.body.classList.toggle('no-footer', !app.settings.footer);
@@ -37,6 +55,10 @@ function openMainMenu() {
   menu.querySelector('[data-action=tools]').setAttribute('aria-checked', String(app.settings.tools));
   menu.querySelector('[data-action=notify]').textContent =
     store.getItem('iris.webpush') === 'on' ? 'Turn off notifications' : 'Enable notifications';
+  const chat = app.channels.get(currentLane().chat_id);
+  const agentItem = menu.querySelector('[data-action=agent]');
+  agentItem.hidden = app.agents.length < 2 || !chat;
+  if (chat) agentItem.textContent = `Agent: ${chat.agent || app.agents[0]}…`;
   if (!menu.hidden) menu.querySelector('button').focus();
 }
 
@@ -44,6 +66,9 @@ function runAction(action) {
   switch (action) {
     case 'commands':
       $('commands').click();
+      break;
+    case 'agent':
+      chooseAgent(currentLane().chat_id);
       break;
     case 'footer':
       app.settings.footer = !app.settings.footer;

@@ -76,7 +76,8 @@ export function tokenAtLoad() {
 export function showSignin(message) {
   $('app').hidden = true;
   $('signin').hidden = false;
-  $('signin-error').textContent = message || '';
+  const error = $('signin-error');
+  error.replaceChildren(...(message ? [h('span', { class: 'error-icon', 'aria-hidden': 'true' }, '!'), h('span', {}, message)] : []));
   $('signin-name').value = deviceName();
   $('signin-token').focus();
 }

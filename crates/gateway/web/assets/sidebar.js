@@ -1,12 +1,14 @@
 // The chat list: channels with their threads under them, unread counts and the current chat,
 // each row's actions (new thread, rename, set as default, delete), the `channel.*` frames that
 // keep the directory in step with the gateway, and on narrow screens the drawer the list lives
-// in. Opening a chat goes through the transcript's `showLane`.
+// in. With more than one agent behind the gateway (`hello.ack.server_caps.agents`) each channel
+// shows its agent, a new channel is given one, and a channel's menu moves it to another
+// (`channel.set_agent`). Opening a chat goes through the transcript's `showLane`.
 
 import { icon } from './icons.js';
 import { $, app, defaultChannel } from './state.js';
 import { renderTitle, showLane } from './transcript.js';
-import { ask, confirmDialog, popupMenu, request } from './ui.js';
+import { ask, askForm, confirmDialog, popupMenu, request } from './ui.js';
 import { h, laneKey } from './util.js';
 
 export function initSidebar() {
@@ -17,19 +19,26 @@ export function initSidebar() {
     const cur = $('channels').querySelector('[aria-current=page]');
     (cur || $('new-channel')).focus();
   });
-  $('close-sidebar').addEventListener('click', closeSidebar);
-  $('scrim').addEventListener('click', closeSidebar);
+  $('close-sidebar').addEventListener('click', () => closeSidebar(true));
+  $('scrim').addEventListener('click', () => closeSidebar(true));
   $('new-channel').addEventListener('click', () => createChannel(null));
   document.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape' && document.body.classList.contains('sidebar-open')) closeSidebar();
+    if (ev.key === 'Escape' && document.body.classList.contains('sidebar-open') && !document.querySelector('dialog[open], .popup')) closeSidebar(true);
   });
 }
 
-/** Narrow screens: the chat list is a drawer. */
-function closeSidebar() {
+/** Narrow screens: the chat list is a drawer; `refocus` gives the focus back to its button. */
+function closeSidebar(refocus = false) {
+  if (!document.body.classList.contains('sidebar-open')) return;
   document.body.classList.remove('sidebar-open');
   $('scrim').hidden = true;
   $('open-sidebar').setAttribute('aria-expanded', 'false');
+  if (refocus) $('open-sidebar').focus();
+}
+
+/** Whether chats can have different agents (the gateway has more than one). */
+function manyAgents() {
+  return app.agents.length > 1;
 }
 
 /** Replaces the directory (hello.ack, `channel.list`). */
@@ -66,6 +75,7 @@ function channelRow(c, chatId, threadId) {
     h('span', { class: 'chan-icon', 'aria-hidden': 'true' }, icon(threadId ? 'thread' : 'hash')),
     h('span', { class: 'chan-name' }, c.name),
     c.is_default ? h('span', { class: 'chan-default', title: 'Default channel' }, 'default') : null,
+    manyAgents() && c.agent && !threadId ? h('span', { class: 'chan-agent', title: 'Agent' }, c.agent) : null,
     lane && lane.unread ? h('span', { class: 'unread', 'aria-label': `${lane.unread} unread` }, String(lane.unread)) : null,
   );
   const more = h('button', { type: 'button', class: 'icon chan-more', 'aria-label': `Actions for ${c.name}`, 'aria-haspopup': 'menu', onclick: (ev) => channelMenu(ev, c, chatId, threadId) }, icon('ellipsis'));
@@ -77,17 +87,37 @@ function channelMenu(ev, c, chatId, threadId) {
   const items = [];
   if (!threadId) items.push(['New thread', () => createChannel(chatId)]);
   items.push(['Rename', () => renameChannel(c)]);
+  if (!threadId && manyAgents()) items.push([`Agent: ${c.agent || app.agents[0]}…`, () => chooseAgent(c.chat_id)]);
   if (!threadId && !c.is_default) items.push(['Set as default', () => request('channel.set_default', {}, { chat_id: c.chat_id })]);
   if (c.chat_id !== 'default' && !c.is_default) items.push(['Delete', () => deleteChannel(c)]);
   popupMenu(ev.currentTarget, items);
 }
 
 async function createChannel(parent) {
-  const name = await ask(parent ? 'New thread' : 'New channel', 'Name', '');
-  if (!name) return;
-  const payload = parent ? { name, kind: 'thread', parent_chat_id: parent } : { name, kind: 'channel' };
+  let payload;
+  if (parent) {
+    const name = await ask('New thread', 'Name', '');
+    if (!name) return;
+    payload = { name, kind: 'thread', parent_chat_id: parent };
+  } else {
+    const agents = manyAgents() ? app.agents.map((a) => [a, a]) : [];
+    const answer = await askForm('New channel', { name: '', options: agents, choice: app.agents[0], choiceLabel: 'Agent' });
+    if (!answer) return;
+    payload = { name: answer.name, kind: 'channel' };
+    if (answer.choice) payload.agent = answer.choice;
+  }
   const res = await request('channel.create', payload);
-  if (res) showLane(parent || res.payload.chat_id, parent ? res.payload.chat_id : null);
+  if (!res) return;
+  showLane(parent || res.payload.chat_id, parent ? res.payload.chat_id : null);
+  closeSidebar();
+}
+
+/** Moves a channel (and its threads) to another agent; the gateway says so in the channel. */
+export async function chooseAgent(chatId) {
+  const c = app.channels.get(chatId);
+  if (!c || !manyAgents()) return;
+  const answer = await askForm(`Agent of “${c.name}”`, { options: app.agents.map((a) => [a, a]), choice: c.agent, choiceLabel: 'Agent' });
+  if (answer && answer.choice !== c.agent) request('channel.set_agent', { agent: answer.choice }, { chat_id: chatId });
 }
 
 async function renameChannel(c) {
@@ -108,7 +138,7 @@ export function onChannelFrame(frame) {
       setDirectory(p.channels || []);
       break;
     case 'channel.created':
-      app.channels.set(p.chat_id, { chat_id: p.chat_id, name: p.name, kind: p.kind, parent_chat_id: p.parent_chat_id || null, is_default: false });
+      app.channels.set(p.chat_id, { chat_id: p.chat_id, name: p.name, kind: p.kind, parent_chat_id: p.parent_chat_id || null, is_default: false, agent: p.agent });
       renderSidebar();
       break;
     case 'channel.renamed': {

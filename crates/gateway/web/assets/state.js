@@ -53,6 +53,7 @@ export const app = {
   settings: { footer: store.getItem('iris.footer') !== 'off', tools: store.getItem('iris.tools') !== 'off' },
   toastBudget: 3,
   webpushKey: null,
+  agents: [],
 };
 
 /** The default channel, or a stand-in for it while the directory is not known. */

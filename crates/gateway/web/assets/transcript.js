@@ -6,19 +6,13 @@
 // both directions and deletions. What it needs from other views comes in through `initTranscript` callbacks:
 // redrawing the chat list, updating the composer, and closing pickers a lane has moved past.
 
+import { busyLabel } from './activity.js';
 import { markdown } from './markdown.js';
 import { icon } from './icons.js';
 import { $, app, currentLane, findMessage, laneOf, laneTitle, store } from './state.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
-
-const BUSY_TEXT = {
-  processing: 'Thinking…',
-  tool: 'Running a tool…',
-  waiting_input: 'Waiting for your answer…',
-  cron: 'Running a scheduled job…',
-};
 
 const PICKERS_ENDED_BY_A_TURN = ['picker.approval', 'picker.clarify', 'picker.confirm'];
 
@@ -167,7 +161,7 @@ function fillMessage(el, lane, m, opts = {}) {
   if (m.media && m.media.length) parts.push(mediaList(m.media));
   const meta = h('div', { class: 'meta' });
   if (m.ts) meta.append(h('time', { datetime: new Date(m.ts).toISOString() }, formatTime(m.ts)));
-  if (m.role === 'assistant' && m.runtime && app.settings.footer) meta.append(h('span', { class: 'runtime' }, runtimeFooter(m.runtime)));
+  if (m.role === 'assistant' && m.runtime && app.settings.footer) meta.append(h('button', { type: 'button', class: 'runtime', 'aria-expanded': 'false', title: 'Show all' }, runtimeFooter(m.runtime)));
   if (m.steering) meta.prepend(h('span', { class: 'steering' }, '↪ Steering'));
   if (ENDINGS[m.ended]) meta.append(h('span', { class: `ended ended-${m.ended}` }, ENDINGS[m.ended]));
   if (m.role === 'user') meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
@@ -371,7 +365,7 @@ export function onTool(frame) {
 export function renderBusy() {
   const lane = currentLane();
   $('busy').hidden = !lane.busy;
-  if (lane.busy) $('busy-text').textContent = BUSY_TEXT[lane.busy] || 'Working…';
+  if (lane.busy) $('busy-text').textContent = busyLabel(lane);
   hooks.updateComposer();
 }
 

@@ -23,27 +23,60 @@ export async function request(type, payload, lane = {}, opts = {}) {
   }
 }
 
+/** The button of the popup menu that is open, if any. */
+let popupAnchor = null;
+
 export function closePopups() {
   document.querySelectorAll('.popup').forEach((m) => m.remove());
+  if (popupAnchor) popupAnchor.setAttribute('aria-expanded', 'false');
+  popupAnchor = null;
 }
 
-/** A menu of `[label, action]` items below `anchor`. */
+/**
+ * A menu of `[label, action, {checked}?]` items below `anchor`. Arrow keys move through it; Esc,
+ * Tab or a choice closes it, and Esc gives the focus back to `anchor`.
+ */
 export function popupMenu(anchor, items) {
   closePopups();
-  const menu = h('div', { class: 'menu popup', role: 'menu' }, items.map(([label, fn]) => h('button', {
-    type: 'button', role: 'menuitem', onclick: () => { menu.remove(); fn(); },
+  const close = () => closePopups();
+  const menu = h('div', { class: 'menu popup', role: 'menu' }, items.map(([label, fn, opts]) => h('button', {
+    type: 'button',
+    role: opts && 'checked' in opts ? 'menuitemcheckbox' : 'menuitem',
+    'aria-checked': opts && 'checked' in opts ? String(opts.checked) : false,
+    onclick: () => { close(); anchor.focus(); fn(); },
   }, label)));
   document.body.append(menu);
+  popupAnchor = anchor;
+  anchor.setAttribute('aria-expanded', 'true');
   const r = anchor.getBoundingClientRect();
-  const top = Math.min(r.bottom + 4, window.innerHeight - menu.offsetHeight - 8);
+  const below = r.bottom + 4 + menu.offsetHeight <= window.innerHeight - 8;
+  const top = below ? r.bottom + 4 : r.top - 4 - menu.offsetHeight;
   menu.style.top = `${Math.max(8, top)}px`;
   menu.style.left = `${Math.max(8, Math.min(r.right - menu.offsetWidth, window.innerWidth - menu.offsetWidth - 8))}px`;
   menu.querySelector('button').focus();
+  menuKeys(menu, () => {
+    close();
+    anchor.focus();
+  });
+  menu.addEventListener('focusout', (ev) => {
+    if (menu.isConnected && !menu.contains(ev.relatedTarget) && ev.relatedTarget) close();
+  });
+}
+
+/** Keyboard of a menu: arrows, Home and End move the focus through its items, Esc calls `close`. */
+export function menuKeys(menu, close) {
   menu.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape') {
-      menu.remove();
-      anchor.focus();
-    }
+    const items = [...menu.querySelectorAll('[role^=menuitem]')].filter((b) => !b.hidden);
+    const at = items.indexOf(document.activeElement);
+    const go = { ArrowDown: at + 1, ArrowUp: at - 1 + items.length, Home: 0, End: items.length - 1 }[ev.key];
+    if (go !== undefined && items.length) {
+      ev.preventDefault();
+      items[go % items.length].focus();
+    } else if (ev.key === 'Escape') {
+      ev.preventDefault();
+      ev.stopPropagation();
+      close();
+    } else if (ev.key === 'Tab') close();
   });
 }
 
@@ -84,5 +117,38 @@ export function confirmDialog(title, text, action) {
     dialog.onclose = () => resolve(dialog.returnValue === 'yes');
     dialog.returnValue = '';
     dialog.showModal();
+  });
+}
+
+/**
+ * A form in the `#ask` dialog: a name field (when `name` is given) and a choice among `options`
+ * (`[value, label]`, when there are any). Resolves with `{name, choice}`, or null when cancelled.
+ */
+export function askForm(title, { name, nameLabel = 'Name', options = [], choice, choiceLabel = 'Choice' }) {
+  const dialog = $('ask');
+  const field = name === undefined ? null : h('input', { type: 'text', value: name, 'aria-label': nameLabel, maxlength: 100, required: true });
+  const select = options.length ? h('select', { 'aria-label': choiceLabel, class: 'ask-choice' },
+    options.map(([v, l]) => h('option', { value: v, selected: v === choice }, l))) : null;
+  return new Promise((resolve) => {
+    let result = null;
+    const form = h('form', { method: 'dialog' },
+      h('h2', { id: 'ask-title' }, title),
+      field ? h('label', { class: 'ask-label' }, nameLabel, field) : null,
+      select ? h('label', { class: 'ask-label' }, choiceLabel, select) : null,
+      h('div', { class: 'dialog-actions' },
+        h('button', { type: 'button', class: 'secondary', onclick: () => dialog.close('') }, 'Cancel'),
+        h('button', { type: 'submit', class: 'primary', value: 'ok' }, 'OK')));
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const text = field ? field.value.trim() : '';
+      if (field && !text) return;
+      result = { name: text, choice: select ? select.value : null };
+      dialog.close('ok');
+    });
+    dialog.replaceChildren(form);
+    dialog.onclose = () => resolve(result);
+    dialog.returnValue = '';
+    dialog.showModal();
+    (field || select).focus();
   });
 }

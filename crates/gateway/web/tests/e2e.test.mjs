@@ -80,7 +80,7 @@ describe('Iris Web', { timeout: 240000 }, () => {
     const streaming = page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' });
     await streaming.waitFor();
     assert.equal(await page.getByRole('button', { name: 'Stop' }).isVisible(), true);
-    assert.match(await page.locator('#busy-text').textContent(), /Thinking|Running/);
+    assert.match(await page.locator('#busy-text').textContent(), /Writing…/);
     await shot(page, 'streaming-desktop');
 
     const answer = assistant(page, 'Echo: think tool slow please');
@@ -206,7 +206,7 @@ describe('Iris Web', { timeout: 240000 }, () => {
     await dialog.waitFor();
     await dialog.getByRole('heading').waitFor();
     assert.match(await dialog.locator('pre.preview').textContent(), /\S/);
-    assert.match(await page.locator('#busy-text').textContent(), /Waiting for your answer/);
+    assert.match(await page.locator('#busy-text').textContent(), /Waiting for you/);
     await shot(page, 'approval-phone');
 
     await dialog.getByRole('button', { name: 'Allow once' }).click();
@@ -277,8 +277,9 @@ describe('Iris Web', { timeout: 240000 }, () => {
     await reply.waitFor();
     assert.match(await reply.textContent(), /Model:/);
 
-    // The / button opens the whole catalog.
-    await page.getByRole('button', { name: 'Slash commands' }).click();
+    // The / action (behind "+" on a phone) opens the whole catalog.
+    await page.getByRole('button', { name: 'More actions' }).click();
+    await page.getByRole('menuitem', { name: 'Slash commands' }).click();
     await drawer.getByRole('option', { name: /\/help/ }).waitFor();
     assert.deepEqual(pageErrors(page), []);
   });
