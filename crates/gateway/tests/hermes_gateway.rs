@@ -266,6 +266,23 @@ async fn answers_tool_calls_and_approvals_reach_the_device() {
         assert_eq!(answer, "The command printed hello.");
         assert!(!answer.contains("Let me run it."), "commentary is not part of the answer: {answer:?}");
 
+        // Meters are each turn's own, though Hermes reports the session's running totals: the
+        // tokens are what the fake LLM counted for this turn's requests, the context share is
+        // the conversation's, not the sum of both turns.
+        let spent = |text: &str| -> u64 {
+            let requests = turn_requests_for(&env, text);
+            requests.iter().map(|r| r["usage"]["total_tokens"].as_u64().unwrap()).sum()
+        };
+        assert_eq!(stop.tokens, Some(spent("hello there")));
+        let second = stop_of(&frames);
+        assert_eq!(second.tokens, Some(spent("please run a command")), "{:?}", stop.tokens);
+        let pct2 = second.runtime.and_then(|r| r.context_pct).expect("context_pct");
+        assert!(pct2 >= pct && pct2 < pct + 10, "{pct} then {pct2}");
+        // A second channel's session on the same Hermes process counts from its own start.
+        let side = create_channel(&mut a, "side", None).await;
+        let frames = turn(&mut a, Header::lane(&side, None), "hello from the side").await;
+        assert_eq!(stop_of(&frames).tokens, Some(spent("hello from the side")));
+
         // A flagged command asks through picker.approval; allowing it runs it for real.
         send(&mut a, default_lane(), "clean up please", false).await;
         let (picker, before) = approval(&mut a).await;

@@ -47,9 +47,10 @@
 //! With `DEMO_EXTRA_COMMAND=<name>` in its environment the demo advertises one more slash command,
 //! `/<name>`, so that two demo agents behind one gateway can be told apart by their catalogs.
 //!
-//! Every turn sends a `usage_update` (`size` 65536, growing `used`) before its answer, and answers
-//! `{stopReason, usage: {inputTokens, outputTokens, totalTokens, thoughtTokens,
-//! cachedReadTokens}}` like Hermes.
+//! Every turn sends a `usage_update` (`size` 65536, `used` growing with the conversation) before
+//! its answer, and answers `{stopReason, usage: {inputTokens, outputTokens, totalTokens,
+//! thoughtTokens, cachedReadTokens}}` with the turn's own counts (ACP's meaning; Hermes sends the
+//! session's running totals in the same shape).
 //!
 //! # Clarifying questions
 //!

@@ -352,9 +352,8 @@ impl TurnMapper {
             }
             SessionUpdate::UsageUpdate(usage) => {
                 if let (Some(size), Some(used)) = (usage.size, usage.used) {
-                    if let Some(pct) = used.saturating_mul(100).checked_div(size) {
-                        self.context_pct = Some(pct.min(100) as u8);
-                    }
+                    // The latest report holds, even one that cannot be shown.
+                    self.context_pct = super::usage::context_pct(size, used);
                 }
                 if let Some(cost) = usage.cost.as_ref() {
                     self.cost = cost

@@ -326,10 +326,10 @@ impl LaneActor {
         let ended = match result {
             Some(Ok(resp)) => {
                 self.host().mark_healthy(instance.generation).await;
-                let tokens = resp
-                    .usage
-                    .map(|u| instance.usage_delta(u.total_tokens))
-                    .filter(|t| *t > 0);
+                let tokens = self
+                    .session
+                    .as_mut()
+                    .and_then(|s| s.usage.turn_tokens(resp.usage.as_ref()));
                 Ended::Answered {
                     cancelled: cancelled || resp.stop_reason == StopReason::Cancelled,
                     tokens,
