@@ -24,6 +24,7 @@
 //! | `cost` | a `usage_update` with `cost {amount: 0.0125, currency: "USD"}` |
 //! | `think` | `agent_thought_chunk`s before the answer |
 //! | `plan` | a `plan` update with three entries |
+//! | `collapse` | "Building first.", a `tool_call` (`terminal: make build`) left `in_progress`, then exits the whole process with status 3 before any answer text (never use in-process) |
 //! | `tool` | "Let me run a command.", a `tool_call` (`terminal: echo hello`, kind `execute`, status `pending`), `tool_call_update`s (`in_progress`, then `completed` with output `hello`), then text after it |
 //! | `fail` | a `tool_call` (`terminal: false`) that ends `failed` |
 //! | (every turn) | ends the turn `cancelled` if it has been cancelled |
