@@ -243,6 +243,11 @@ impl TurnMapper {
         self.tools.len()
     }
 
+    /// Tool calls the turn has finished (or failed).
+    pub fn tools_closed(&self) -> usize {
+        self.tools.iter().filter(|t| !t.open).count()
+    }
+
     /// Whether a tool call is running.
     pub fn tool_open(&self) -> bool {
         self.tools.iter().any(|t| t.open)
