@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use iris_client::Event;
 use iris_gateway::config::{AgentTimeouts, NamedAgent};
-use iris_protocol::{ChannelCreate, ClientFrame, Empty, Header, ServerFrame};
+use iris_protocol::{ChannelCreate, ClientFrame, Empty, Header, ServerFrame, Step};
 
 fn stop_text(events: &[Event], chat: &str) -> Option<String> {
     events.iter().find_map(|e| match &e.body {
@@ -141,4 +141,111 @@ async fn claude_code_and_the_demo_answer_side_by_side_with_their_own_catalogs_an
 /// How many commands the gateway itself lists.
 fn crate_commands() -> usize {
     iris_gateway::command::catalog_entries().len()
+}
+
+/// Claude Code's tool calls, approvals and plans as a phone sees them: a TodoWrite plan is a
+/// checklist `commentary`; a Bash command is a tool card that first asks through
+/// `picker.approval`, runs once a device allows it, and shows its output; then the final text.
+#[tokio::test]
+async fn claude_code_s_plans_tools_and_approvals_reach_the_phone() {
+    let Some(env) = claude::ClaudeEnv::new() else {
+        return;
+    };
+    let gw = TestGateway::start_with(|c| {
+        c.agent_command = None;
+        c.default_agent = Some("claude".into());
+        c.agents = vec![NamedAgent {
+            name: "claude".into(),
+            command: env.command_line(),
+            cwd: Some(env.work.clone()),
+            env: Vec::new(),
+            timeouts: AgentTimeouts::default(),
+        }];
+    })
+    .await;
+    let (mut a, _) = gw.connect("phone").await;
+
+    // A TodoWrite plan: a checklist commentary, kept as the answer's plan step.
+    let frames = turn(&mut a, default_lane(), "make a plan").await;
+    let plan = "Plan:\n☑ Read the code\n◐ Fix the bug\n☐ Run the tests";
+    let commentary: Vec<&str> = frames
+        .iter()
+        .filter_map(|e| match &e.body {
+            ServerFrame::Commentary(c) => Some(c.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(commentary, [plan], "{:?}", types(&frames));
+    let stop = stop_of(&frames);
+    assert_eq!(stop.final_text, "Run echo next.");
+    assert!(
+        matches!(stop.steps.as_slice(), [Step::Plan { text }] if text == plan),
+        "{:?}",
+        stop.steps
+    );
+
+    // A Bash command that writes a file: the tool card, then an approval a device answers, then
+    // the command's output, then the final text.
+    send(&mut a, default_lane(), "please run echo", false).await;
+    let before = until(&mut a, |e| e.frame_type() == "picker.approval").await;
+    let ServerFrame::PickerApproval(picker) = &before.last().unwrap().body else {
+        unreachable!()
+    };
+    assert!(
+        types(&before).contains(&"tool.start"),
+        "{:?}",
+        types(&before)
+    );
+    let command = "echo hi > greeting.txt && cat greeting.txt";
+    assert!(picker.title.contains(command), "{picker:?}");
+    let values: Vec<&str> = picker.choices.iter().map(|c| c.value.as_str()).collect();
+    assert_eq!(values, ["allow_always", "allow", "reject"]);
+    assert!(
+        !env.work.join("greeting.txt").exists(),
+        "nothing ran before the approval"
+    );
+    select(&mut a, &picker.picker_id, "allow").await.unwrap();
+    let after = until_idle(&mut a).await;
+    let end = after
+        .iter()
+        .find_map(|e| match &e.body {
+            ServerFrame::ToolEnd(t) => Some(t.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("a tool.end: {:?}", types(&after)));
+    assert!(end.ok, "{end:?}");
+    assert_eq!(end.output_preview.as_deref(), Some("hi"));
+    assert!(
+        env.work.join("greeting.txt").exists(),
+        "the allowed command ran"
+    );
+    let closed = after.iter().any(|e| {
+        matches!(&e.body, ServerFrame::PickerClosed(c)
+            if c.picker_id == picker.picker_id && c.value.as_deref() == Some("allow"))
+    });
+    assert!(closed, "{:?}", types(&after));
+    let stop = stop_of(&after);
+    assert_eq!(stop.final_text, "The command printed hi.");
+    let kinds: Vec<&str> = stop
+        .steps
+        .iter()
+        .map(|s| match s {
+            Step::Commentary { .. } => "commentary",
+            Step::Plan { .. } => "plan",
+            Step::Tool(_) => "tool",
+            Step::Picker(_) => "picker",
+        })
+        .collect();
+    assert_eq!(kinds, ["commentary", "tool", "picker"]);
+    gw.stop().await;
+}
+
+fn stop_of(events: &[Event]) -> iris_protocol::MessageStop {
+    events
+        .iter()
+        .find_map(|e| match &e.body {
+            ServerFrame::MessageStop(s) => Some(s.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("a message.stop: {:?}", types(events)))
 }

@@ -266,6 +266,23 @@ async fn answers_tool_calls_and_approvals_reach_the_device() {
         assert_eq!(answer, "The command printed hello.");
         assert!(!answer.contains("Let me run it."), "commentary is not part of the answer: {answer:?}");
 
+        // Meters are each turn's own, though Hermes reports the session's running totals: the
+        // tokens are what the fake LLM counted for this turn's requests, the context share is
+        // the conversation's, not the sum of both turns.
+        let spent = |text: &str| -> u64 {
+            let requests = turn_requests_for(&env, text);
+            requests.iter().map(|r| r["usage"]["total_tokens"].as_u64().unwrap()).sum()
+        };
+        assert_eq!(stop.tokens, Some(spent("hello there")));
+        let second = stop_of(&frames);
+        assert_eq!(second.tokens, Some(spent("please run a command")), "{:?}", stop.tokens);
+        let pct2 = second.runtime.and_then(|r| r.context_pct).expect("context_pct");
+        assert!(pct2 >= pct && pct2 < pct + 10, "{pct} then {pct2}");
+        // A second channel's session on the same Hermes process counts from its own start.
+        let side = create_channel(&mut a, "side", None).await;
+        let frames = turn(&mut a, Header::lane(&side, None), "hello from the side").await;
+        assert_eq!(stop_of(&frames).tokens, Some(spent("hello from the side")));
+
         // A flagged command asks through picker.approval; allowing it runs it for real.
         send(&mut a, default_lane(), "clean up please", false).await;
         let (picker, before) = approval(&mut a).await;
@@ -578,6 +595,124 @@ async fn titles_models_and_images() {
         assert!(
             requests[0]["body"].to_string().contains(&data_url),
             "the image bytes reached the LLM unchanged"
+        );
+        gw.stop().await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// In-turn steering; models named `provider/model`.
+
+/// The next system message and every frame before it.
+async fn system_reply(client: &mut Client) -> Vec<String> {
+    let frames = until(
+        client,
+        |e| matches!(&e.body, ServerFrame::Message(m) if m.role == Role::System),
+    )
+    .await;
+    system_texts(&frames)
+}
+
+/// Steering while a tool runs reaches Hermes inside the turn (it adds the text to the tool's
+/// result before the next model request): one answer that took it, the steering message stored
+/// before that answer, and no second turn for it. Then `/model provider/model` and a model
+/// picker answered with `provider/model` (the picker's group and the model, as in the seed)
+/// switch the model Hermes asks the LLM for.
+#[tokio::test]
+async fn in_turn_steering_and_models_named_provider_slash_model() {
+    let env = hermes_env!(json!([
+        {"match": "build it", "reply": {
+            "content": "Building.",
+            "tool_calls": [{"name": "terminal", "arguments": {"command": "sleep 2; echo built"}}]}},
+        {"match": "build it", "after_tool": true, "reply": {"content": "Built, as steered."}}
+    ]));
+    within(&env, async {
+        let gw = gateway(&env).await;
+        let (mut a, _) = gw.connect("phone").await;
+
+        send(&mut a, default_lane(), "build it now", false).await;
+        until(&mut a, |e| e.frame_type() == "tool.start").await;
+        let steer = ClientFrame::AgentSteer(AgentSteer { text: STEER.into() });
+        assert_eq!(
+            a.request(default_lane(), steer).await.unwrap().frame_type(),
+            "ack"
+        );
+        let frames = until_idle(&mut a).await;
+        assert_eq!(final_text(&frames), "Built, as steered.");
+        for text in update_texts(&frames) {
+            assert!(
+                !text.contains("Steer queued"),
+                "the acknowledgement leaked: {text:?}"
+            );
+        }
+        let requests = turn_requests_for(&env, "build it now");
+        assert_eq!(requests.len(), 2, "{requests:?}");
+        let after_tool = requests[1]["body"]["messages"].to_string();
+        assert!(
+            after_tool.contains(STEER),
+            "the steer rode on the tool's result: {after_tool}"
+        );
+        // Taken in the turn, the steering text is not run again as a turn of its own.
+        let next = turn(&mut a, default_lane(), "hello after steering").await;
+        assert_eq!(final_text(&next), "OK: hello after steering");
+        assert!(turn_requests_for(&env, STEER).is_empty());
+        let (mut fresh, _) = gw.connect("fresh").await;
+        let lines: Vec<(Role, bool, String)> = lane_history(&mut fresh, default_lane())
+            .await
+            .into_iter()
+            .map(|m| (m.role, m.steering, m.text))
+            .collect();
+        let texts: Vec<(Role, bool, &str)> =
+            lines.iter().map(|(r, s, t)| (*r, *s, t.as_str())).collect();
+        assert_eq!(
+            texts[..3],
+            [
+                (Role::User, false, "build it now"),
+                (Role::User, true, STEER),
+                (Role::Assistant, false, "Built, as steered."),
+            ],
+            "{texts:?}"
+        );
+
+        // `/model <provider/model>`, the provider being the picker's group (`custom`).
+        send(&mut a, default_lane(), "/model custom/fake-model-2", false).await;
+        let said = system_reply(&mut a).await;
+        assert!(
+            said.iter().any(|t| t.contains(hermes::OTHER_MODEL_ID)),
+            "{said:?}"
+        );
+        let frames = turn(&mut a, default_lane(), "which model now").await;
+        assert_eq!(stop_of(&frames).model.as_deref(), Some("fake-model-2"));
+        assert_eq!(
+            turn_requests_for(&env, "which model now")[0]["model"],
+            "fake-model-2"
+        );
+
+        // The picker answered with `provider/model`, as the seed's example has it.
+        send(&mut a, default_lane(), "/model", false).await;
+        let frames = until(&mut a, |e| e.frame_type() == "picker.model").await;
+        let picker = match &frames.last().unwrap().body {
+            ServerFrame::PickerModel(p) => p.clone(),
+            _ => unreachable!(),
+        };
+        assert_eq!(
+            picker.current_model.as_deref(),
+            Some(hermes::OTHER_MODEL_ID)
+        );
+        select(&mut a, &picker.picker_id, "custom/fake-model")
+            .await
+            .unwrap();
+        let said = system_reply(&mut a).await;
+        assert!(
+            said.iter().any(|t| t.contains(hermes::MODEL_ID)),
+            "{said:?}"
+        );
+        let frames = turn(&mut a, default_lane(), "and which model now").await;
+        assert_eq!(stop_of(&frames).model.as_deref(), Some("fake-model"));
+        assert_eq!(
+            turn_requests_for(&env, "and which model now")[0]["model"],
+            "fake-model"
         );
         gw.stop().await;
     })

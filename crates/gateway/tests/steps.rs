@@ -310,3 +310,40 @@ async fn retry_runs_a_stopped_prompt_again_and_refuses_what_it_cannot_run() {
     );
     gw.stop().await;
 }
+
+/// An agent that dies after a plan, commentary and a tool call but before a word of answer: the
+/// stored answer still carries those steps, marked `agent_failed`, live and in history.
+#[tokio::test]
+async fn a_turn_that_dies_before_its_first_text_keeps_its_steps() {
+    let gw = TestGateway::start_demo().await;
+    let (mut a, _) = gw.connect("phone").await;
+    let frames = turn(&mut a, default_lane(), "plan collapse").await;
+    // The bubble opened for the commentary closes as the answer (a `message` had none opened).
+    let (id, steps, ended) = frames
+        .iter()
+        .find_map(|e| match &e.body {
+            ServerFrame::MessageStop(s) => Some((s.message_id.clone(), s.steps.clone(), s.ended)),
+            ServerFrame::Message(m) if m.role == Role::Assistant => {
+                Some((m.message_id.clone(), m.steps.clone(), m.ended))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("a final answer: {:?}", types(&frames)));
+    let expected = [
+        "plan: Plan: | ☑ Read the request | ◐ Write the answer | ☐ Suggest next steps",
+        "commentary: Building first.",
+        "tool 0 terminal: make build ok=Some(false)",
+    ];
+    assert_eq!(steps.iter().map(card).collect::<Vec<_>>(), expected);
+    assert_eq!(ended, Some(iris_protocol::TurnEnd::AgentFailed));
+
+    let (mut fresh, _) = gw.connect("fresh").await;
+    let stored = history(&mut fresh, default_lane()).await;
+    let answer = stored
+        .iter()
+        .find(|m| m.message_id == id)
+        .unwrap_or_else(|| panic!("the answer in history: {stored:?}"));
+    assert_eq!(answer.steps.iter().map(card).collect::<Vec<_>>(), expected);
+    assert_eq!(answer.ended, Some(iris_protocol::TurnEnd::AgentFailed));
+    gw.stop().await;
+}

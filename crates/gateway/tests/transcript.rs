@@ -345,3 +345,46 @@ mod killed {
         drop(gw);
     }
 }
+
+/// An agent that reports each turn's own usage (ACP's meaning; the demo does) shows it as is: a
+/// short turn after a long one has fewer tokens, not none, and the context share grows with the
+/// conversation without ever being a sum of turns.
+#[tokio::test]
+async fn tokens_and_the_context_share_are_each_turn_s_own() {
+    let gw = TestGateway::start_demo().await;
+    let (mut a, _) = gw.connect("a").await;
+    let meters = |events: &[Event]| {
+        events
+            .iter()
+            .find_map(|e| match &e.body {
+                ServerFrame::MessageStop(s) => {
+                    Some((s.tokens, s.runtime.as_ref().and_then(|r| r.context_pct)))
+                }
+                _ => None,
+            })
+            .expect("the turn's message.stop")
+    };
+    let long = "a long question that goes on and on ".repeat(40);
+    let (long_tokens, long_pct) = meters(&turn(&mut a, default_lane(), &long).await);
+    let (short_tokens, short_pct) = meters(&turn(&mut a, default_lane(), "short").await);
+    let (long_tokens, short_tokens) = (long_tokens.unwrap(), short_tokens.unwrap());
+    assert!(
+        short_tokens < long_tokens / 10,
+        "{long_tokens} then {short_tokens}"
+    );
+    let (long_pct, short_pct) = (long_pct.unwrap(), short_pct.unwrap());
+    assert!(
+        short_pct >= long_pct && short_pct <= 100,
+        "{long_pct} then {short_pct}"
+    );
+
+    let (mut fresh, _) = gw.connect("fresh").await;
+    let answers: Vec<Option<u64>> = lane_history(&mut fresh, default_lane())
+        .await
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| m.tokens)
+        .collect();
+    assert_eq!(answers, [Some(long_tokens), Some(short_tokens)]);
+    gw.stop().await;
+}

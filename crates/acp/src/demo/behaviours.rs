@@ -61,6 +61,17 @@ impl Turn<'_> {
         std::process::exit(3);
     }
 
+    /// `collapse`: a commentary beat and a running tool, then the whole process exits with
+    /// status 3 before any answer text.
+    pub(super) async fn collapse(&mut self) -> Step {
+        self.say("Building first.");
+        let id = self.start_tool("make build");
+        self.tool_status(&id, ToolCallStatus::InProgress, None, None);
+        let _ = self.demo.conn.flush().await;
+        tracing::warn!("demo agent exits on request (collapse keyword)");
+        std::process::exit(3);
+    }
+
     /// `hang`: nothing until cancelled.
     pub(super) async fn hang(&mut self) -> Step {
         self.wait_cancel().await;

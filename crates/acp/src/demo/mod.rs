@@ -24,6 +24,7 @@
 //! | `cost` | a `usage_update` with `cost {amount: 0.0125, currency: "USD"}` |
 //! | `think` | `agent_thought_chunk`s before the answer |
 //! | `plan` | a `plan` update with three entries |
+//! | `collapse` | "Building first.", a `tool_call` (`terminal: make build`) left `in_progress`, then exits the whole process with status 3 before any answer text (never use in-process) |
 //! | `tool` | "Let me run a command.", a `tool_call` (`terminal: echo hello`, kind `execute`, status `pending`), `tool_call_update`s (`in_progress`, then `completed` with output `hello`), then text after it |
 //! | `fail` | a `tool_call` (`terminal: false`) that ends `failed` |
 //! | (every turn) | ends the turn `cancelled` if it has been cancelled |
@@ -47,9 +48,10 @@
 //! With `DEMO_EXTRA_COMMAND=<name>` in its environment the demo advertises one more slash command,
 //! `/<name>`, so that two demo agents behind one gateway can be told apart by their catalogs.
 //!
-//! Every turn sends a `usage_update` (`size` 65536, growing `used`) before its answer, and answers
-//! `{stopReason, usage: {inputTokens, outputTokens, totalTokens, thoughtTokens,
-//! cachedReadTokens}}` like Hermes.
+//! Every turn sends a `usage_update` (`size` 65536, `used` growing with the conversation) before
+//! its answer, and answers `{stopReason, usage: {inputTokens, outputTokens, totalTokens,
+//! thoughtTokens, cachedReadTokens}}` with the turn's own counts (ACP's meaning; Hermes sends the
+//! session's running totals in the same shape).
 //!
 //! # Clarifying questions
 //!

@@ -46,6 +46,7 @@ enum Behaviour {
     Plan,
     Tool,
     FailingTool,
+    Collapse,
     Checkpoint,
     Permission,
     Clarify,
@@ -165,6 +166,12 @@ const SCRIPT: &[Rule] = &[
         &["plan"],
         Behaviour::Plan,
         "a `plan` update with three entries",
+    ),
+    keyword(
+        &["collapse"],
+        Behaviour::Collapse,
+        "\"Building first.\", a `tool_call` (`terminal: make build`) left `in_progress`, then \
+         exits the whole process with status 3 before any answer text (never use in-process)",
     ),
     keyword(
         &["tool"],
@@ -359,6 +366,7 @@ impl Turn<'_> {
             Behaviour::Plan => self.plan(),
             Behaviour::Tool => self.tool(),
             Behaviour::FailingTool => self.failing_tool(),
+            Behaviour::Collapse => self.collapse().await,
             Behaviour::Checkpoint => self.checkpoint(),
             Behaviour::Permission => self.permission().await,
             Behaviour::Clarify => self.clarify().await,

@@ -164,7 +164,8 @@ pub struct PromptRequest {
 pub struct PromptResponse {
     /// Why the turn ended.
     pub stop_reason: StopReason,
-    /// Token counts, if the agent reports them (Hermes: cumulative per agent process).
+    /// Token counts, if the agent reports them: the turn's own in ACP; Hermes sends the session's
+    /// running totals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
 }

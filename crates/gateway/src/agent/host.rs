@@ -48,8 +48,6 @@ pub struct Instance {
     pub caps: AgentCapabilities,
     /// Its name and version.
     pub info: Option<Implementation>,
-    /// Cumulative token count the agent last reported (Hermes reports usage per process).
-    pub usage_total: Mutex<u64>,
     control: mpsc::UnboundedSender<oneshot::Sender<()>>,
 }
 
@@ -78,14 +76,6 @@ impl Instance {
                 "session/close was not answered in time"
             ),
         }
-    }
-
-    /// Tokens used since the previous call, from the agent's cumulative count.
-    pub fn usage_delta(&self, total: u64) -> u64 {
-        let mut last = self.usage_total.lock().expect("usage lock");
-        let delta = total.saturating_sub(*last);
-        *last = total.max(*last);
-        delta
     }
 }
 
@@ -281,7 +271,6 @@ impl AgentHost {
             generation,
             caps: init.agent_capabilities,
             info: init.agent_info,
-            usage_total: Mutex::new(0),
             control,
         });
         tokio::spawn(

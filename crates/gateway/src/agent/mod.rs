@@ -1,6 +1,7 @@
 //! The agent bridge: the agent process ([`host`]), one actor per lane ([`lane`]) that maps ACP
 //! turns onto frames ([`turn`]), the bridge that starts and addresses the lane actors
 //! ([`bridge`]), and the command catalog that mixes the gateway's commands with the agent's.
+//! [`usage`] turns the agent's token reports into each turn's own meters.
 //!
 //! Layer: agent. Imports the ground floor and the services (media, cron); never the request
 //! handlers or connections above it.
@@ -14,6 +15,7 @@ pub mod recovery;
 mod switch;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 
 pub use bridge::{AgentReport, Agents, BridgeConfig, Slot, LANE_QUEUE};
 pub use catalog::catalog;

@@ -243,6 +243,11 @@ impl TurnMapper {
         self.tools.len()
     }
 
+    /// Tool calls the turn has finished (or failed).
+    pub fn tools_closed(&self) -> usize {
+        self.tools.iter().filter(|t| !t.open).count()
+    }
+
     /// Whether a tool call is running.
     pub fn tool_open(&self) -> bool {
         self.tools.iter().any(|t| t.open)
@@ -352,9 +357,8 @@ impl TurnMapper {
             }
             SessionUpdate::UsageUpdate(usage) => {
                 if let (Some(size), Some(used)) = (usage.size, usage.used) {
-                    if let Some(pct) = used.saturating_mul(100).checked_div(size) {
-                        self.context_pct = Some(pct.min(100) as u8);
-                    }
+                    // The latest report holds, even one that cannot be shown.
+                    self.context_pct = super::usage::context_pct(size, used);
                 }
                 if let Some(cost) = usage.cost.as_ref() {
                     self.cost = cost

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """A scripted stand-in for Anthropic's Messages API on loopback, for Claude Code in tests.
 
-Answers every `POST /v1/messages` with one text reply, "Claude heard: <the last user text>",
-streamed as the standard SSE sequence when the request asks for `stream: true`, else as one JSON
-message. `POST /v1/messages/count_tokens` answers a fixed count. Every request is appended to the
-log file as one JSON line. Writes the ready file once it listens; exits when the parent pid is gone.
+Answers `POST /v1/messages` from the scripted RULES below, else with one text reply, "Claude
+heard: <the last user text>"; streamed as the standard SSE sequence when the request asks for
+`stream: true`, else as one JSON message. `POST /v1/messages/count_tokens` answers a fixed count.
+Every request is appended to the log file as one JSON line. Writes the ready file once it listens;
+exits when the parent pid is gone.
+
+A rule applies when its keyword is in the last user text and the request offers the tools the
+rule uses (Claude Code's side requests offer none). Its steps are played one per request: the
+first answers the user's text, each later one the tool result of the step before it (counted by
+the tool-use ids the rule gave out, so a rule plays once per conversation). A step is a
+`tool_use` block (with an optional text before it) or, the last, a final text.
 """
 
 import argparse
@@ -16,20 +23,69 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+# keyword -> steps; a step is {"text": ...} (final) or {"text"?: ..., "tool": name, "input": {...}}.
+RULES = {
+    "run echo": [
+        {"text": "Let me run it.", "tool": "Bash",
+         "input": {"command": "echo hi > greeting.txt && cat greeting.txt",
+                   "description": "Write and show a greeting"}},
+        {"text": "The command printed hi."},
+    ],
+    "make a plan": [
+        {"tool": "TodoWrite", "input": {"todos": [
+            {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+            {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
+            {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"},
+        ]}},
+        {"text": "Run echo next."},
+    ],
+}
+
+
+def typed_texts(content):
+    """The user's own words in a message's content (Claude Code's <system-reminder>s left out)."""
+    if isinstance(content, str):
+        return [content]
+    return [
+        b.get("text", "")
+        for b in content or []
+        if isinstance(b, dict) and b.get("type") == "text" and not b.get("text", "").lstrip().startswith("<")
+    ]
+
+
+def answered_steps(body, rule):
+    """Tool results in the conversation for tool calls this rule made (ids `toolu_r<rule>s…`).
+    Claude Code merges and reorders the user's messages, so results are counted, not rounds."""
+    prefix = f"toolu_r{rule}s"
+    count = 0
+    for message in body.get("messages", []):
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if (isinstance(block, dict) and block.get("type") == "tool_result"
+                    and str(block.get("tool_use_id", "")).startswith(prefix)):
+                count += 1
+    return count
+
+
+def scripted_step(body, text):
+    """The rule and step that answer this request, or (None, None)."""
+    offered = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    for rule, (keyword, steps) in enumerate(RULES.items()):
+        if keyword not in text.lower():
+            continue
+        if not all(s["tool"] in offered for s in steps if "tool" in s):
+            continue
+        done = answered_steps(body, rule)
+        if done < len(steps):
+            return rule, done
+    return None, None
+
+
 def last_user_text(body):
     for message in reversed(body.get("messages", [])):
         if message.get("role") != "user":
             continue
-        content = message.get("content")
-        if isinstance(content, str):
-            return content.strip()
-        texts = [
-            block.get("text", "")
-            for block in content or []
-            if isinstance(block, dict) and block.get("type") == "text"
-        ]
-        # Claude Code puts reminders in <system-reminder> blocks before the user's words.
-        words = [t for t in texts if not t.lstrip().startswith("<")]
+        words = typed_texts(message.get("content"))
         if words:
             return words[-1].strip()
     return ""
@@ -72,16 +128,32 @@ class Handler(BaseHTTPRequestHandler):
         if path != "/v1/messages":
             self.send_json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
             return
-        text = "Claude heard: " + last_user_text(body)
+        heard = last_user_text(body)
+        rule, index = scripted_step(body, heard)
+        if rule is None:
+            step = {"text": "Claude heard: " + heard}
+        else:
+            step = list(RULES.values())[rule][index]
+        blocks = []
+        if step.get("text"):
+            blocks.append({"type": "text", "text": step["text"]})
+        if "tool" in step:
+            self.server.tool_ids += 1
+            blocks.append({"type": "tool_use",
+                           "id": f"toolu_r{rule}s{index}_{self.server.tool_ids:04d}",
+                           "name": step["tool"], "input": step["input"]})
+        stop_reason = "tool_use" if "tool" in step else "end_turn"
         model = body.get("model", "claude-sonnet-4-5")
         if not body.get("stream"):
             self.send_json(200, {
                 "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": "end_turn", "stop_sequence": None,
+                "content": blocks, "stop_reason": stop_reason, "stop_sequence": None,
                 "usage": {"input_tokens": 12, "output_tokens": 6},
             })
             return
+        self.stream(model, blocks, stop_reason)
+
+    def stream(self, model, blocks, stop_reason):
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -97,17 +169,28 @@ class Handler(BaseHTTPRequestHandler):
             "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": 12, "output_tokens": 1}}})
-        event("content_block_start", {"type": "content_block_start", "index": 0,
-                                      "content_block": {"type": "text", "text": ""}})
-        words = text.split(" ")
-        for i, word in enumerate(words):
-            piece = word if i == 0 else " " + word
-            event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                          "delta": {"type": "text_delta", "text": piece}})
-        event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        pieces = 0
+        for index, block in enumerate(blocks):
+            if block["type"] == "text":
+                event("content_block_start", {"type": "content_block_start", "index": index,
+                                              "content_block": {"type": "text", "text": ""}})
+                for i, word in enumerate(block["text"].split(" ")):
+                    pieces += 1
+                    event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                  "delta": {"type": "text_delta",
+                                                            "text": word if i == 0 else " " + word}})
+            else:
+                start = dict(block, input={})
+                event("content_block_start", {"type": "content_block_start", "index": index,
+                                              "content_block": start})
+                event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                              "delta": {"type": "input_json_delta",
+                                                        "partial_json": json.dumps(block["input"])}})
+                pieces += 1
+            event("content_block_stop", {"type": "content_block_stop", "index": index})
         event("message_delta", {"type": "message_delta",
-                                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                "usage": {"output_tokens": len(words)}})
+                                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                                "usage": {"output_tokens": pieces}})
         event("message_stop", {"type": "message_stop"})
 
 
@@ -130,6 +213,7 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     server.log_path = args.log
+    server.tool_ids = 0
     if args.parent_pid:
         threading.Thread(target=watch_parent, args=(args.parent_pid,), daemon=True).start()
     open(args.ready_file, "w").close()

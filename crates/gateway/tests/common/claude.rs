@@ -3,8 +3,8 @@
 //! `tests/claude/fake_anthropic.py`, both inside a fresh loopback-only network namespace.
 //!
 //! The adapter is found in `$IRIS_CLAUDE_ACP` (a directory holding
-//! `node_modules/.bin/claude-code-acp`), else `<workspace>/.claude-acp`
-//! (`npm install --prefix .claude-acp @zed-industries/claude-code-acp@0.16.2`). Without one,
+//! `node_modules/.bin/claude-code-acp`), else in `tests/claude/adapter` of this crate, installed
+//! there from its lockfile with `npm ci --prefix crates/gateway/tests/claude/adapter`. Without one,
 //! [`ClaudeEnv::new`] returns `None` and the test skips, except under CI (`$CI` set), where a
 //! missing adapter is a failure.
 //!
@@ -55,7 +55,7 @@ impl ClaudeEnv {
             unavailable(
                 "claude-code-acp not found; set IRIS_CLAUDE_ACP to a directory with \
                  `npm install @zed-industries/claude-code-acp@0.16.2`, or install it into \
-                 <workspace>/.claude-acp",
+                 crates/gateway/tests/claude/adapter",
             );
             return None;
         };
@@ -159,7 +159,7 @@ fn find_adapter() -> Option<PathBuf> {
         );
         return Some(program);
     }
-    let local = in_dir(Path::new(WORKSPACE).join(".claude-acp"));
+    let local = in_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/claude/adapter"));
     local
         .exists()
         .then(|| local.canonicalize().unwrap_or(local))

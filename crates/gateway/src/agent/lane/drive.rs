@@ -50,7 +50,7 @@ pub(super) struct Driven {
     pub ended: Ended,
     /// The turn was cancelled because the agent sent nothing for too long.
     pub timed_out: bool,
-    /// Steering handed to the agent, and how many tool calls the turn had made by then.
+    /// Steering handed to the agent, and how many tool calls the turn had finished by then.
     pub steered: Option<(String, usize)>,
 }
 
@@ -242,7 +242,7 @@ impl LaneActor {
                 );
                 if let Ok(Some(text)) = &result {
                     self.steering_message(text).await;
-                    run.steered = Some((text.clone(), mapper.tool_count()));
+                    run.steered = Some((text.clone(), mapper.tools_closed()));
                 }
                 let _ = reply.send(result.map(|_| ()));
             }
@@ -326,10 +326,10 @@ impl LaneActor {
         let ended = match result {
             Some(Ok(resp)) => {
                 self.host().mark_healthy(instance.generation).await;
-                let tokens = resp
-                    .usage
-                    .map(|u| instance.usage_delta(u.total_tokens))
-                    .filter(|t| *t > 0);
+                let tokens = self
+                    .session
+                    .as_mut()
+                    .and_then(|s| s.usage.turn_tokens(resp.usage.as_ref()));
                 Ended::Answered {
                     cancelled: cancelled || resp.stop_reason == StopReason::Cancelled,
                     tokens,

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use super::bridge::{Bridge, Slot};
 use super::host::{AgentHost, LaneEvent};
 use super::turn::Out;
+use super::usage::UsageMeter;
 use crate::command::Command;
 use crate::cron::CronRun;
 use crate::outbox::{self, Lane, Origin};
@@ -159,6 +160,8 @@ struct Session {
     id: String,
     generation: u64,
     models: Option<SessionModelState>,
+    /// Turns the agent's token reports into each turn's own count.
+    usage: UsageMeter,
 }
 
 pub(super) struct LaneActor {

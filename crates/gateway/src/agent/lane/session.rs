@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::super::host::{Instance, LaneEvent};
+use super::super::usage::{UsageKind, UsageMeter};
 use super::{LaneActor, Session};
 
 impl LaneActor {
@@ -42,6 +43,7 @@ impl LaneActor {
                             id,
                             generation: instance.generation,
                             models: resp.models,
+                            usage: UsageMeter::new(UsageKind::of(instance.info.as_ref())),
                         });
                         return Ok(instance);
                     }
@@ -65,6 +67,7 @@ impl LaneActor {
             id: resp.session_id,
             generation: instance.generation,
             models: resp.models,
+            usage: UsageMeter::new(UsageKind::of(instance.info.as_ref())),
         });
         if had_one {
             self.system("The agent restarted and could not restore this conversation; it continues in a fresh session.").await;

@@ -97,10 +97,11 @@ impl LaneActor {
         ending.failed |= timed_out;
         mapper.end_text();
         self.collect_files(&mut mapper).await;
-        // Hermes applies steering at the next tool boundary; a turn that ended without one never
-        // saw it, so it runs as the next turn.
-        if let Some((text, tools_then)) = steered {
-            if mapper.tool_count() == tools_then && !ending.failed {
+        // Hermes adds steering to the result of the tool batch that ends next (a tool running
+        // when it came, or a later one); a turn in which no tool call finished after the steer
+        // never saw it, so it runs as the next turn.
+        if let Some((text, closed_then)) = steered {
+            if mapper.tools_closed() == closed_then && !ending.failed {
                 let stored = true;
                 self.queue.push_front(Job::Steer(Steering { text, stored }));
             }
