@@ -6,12 +6,17 @@
 // both directions and deletions. What it needs from other views comes in through `initTranscript` callbacks:
 // redrawing the chat list, updating the composer, and closing pickers a lane has moved past.
 
-import { markdown } from './markdown.js';
+import { initDropzone } from './dropzone.js';
 import { icon } from './icons.js';
+import { initLightbox, openLightbox } from './lightbox.js';
+import { markdown } from './markdown.js';
 import { $, app, currentLane, findMessage, laneOf, laneTitle, store } from './state.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
+import {
+  clearNew, follow, initView, noteNew, refreshLane, titleWithUnread,
+} from './view.js';
 
 const BUSY_TEXT = {
   processing: 'Thinking…',
@@ -41,7 +46,20 @@ export function initTranscript(callbacks) {
       if (lane.historyLoaded && lane.hasMore) loadHistory(lane, true);
     }
   }, { root: $('scroller'), rootMargin: '200px 0px 0px 0px' }).observe($('older'));
-  document.addEventListener('visibilitychange', () => app.current && sendReceipts(currentLane()));
+  document.addEventListener('visibilitychange', () => {
+    if (!app.current || document.hidden) return;
+    // Back on the page: what arrived in the chat shown meanwhile has been seen now.
+    const lane = currentLane();
+    if (lane.unread) {
+      lane.unread = 0;
+      renderTitle();
+      hooks.renderSidebar();
+    }
+    sendReceipts(lane);
+  });
+  initView();
+  initLightbox();
+  initDropzone();
 }
 
 // ----- lanes -------------------------------------------------------------------------------
@@ -51,7 +69,9 @@ export function showLane(chatId, threadId) {
   store.setItem('iris.lane', JSON.stringify(app.current));
   const lane = currentLane();
   lane.unread = 0;
+  clearNew(lane);
   $('log').replaceChildren(lane.el);
+  if (lane.historyLoaded) refreshLane(lane);
   renderTitle();
   hooks.renderSidebar();
   renderBusy();
@@ -64,7 +84,7 @@ export function renderTitle() {
   if (!app.current) return;
   const title = laneTitle(app.current.chat_id, app.current.thread_id);
   $('lane-title').textContent = title;
-  document.title = `${title} · Iris`;
+  document.title = titleWithUnread(`${title} · Iris`);
 }
 
 /** Loads the latest page of a lane, or with `older` the page before the oldest one shown. */
@@ -98,6 +118,7 @@ export function loadHistory(lane, older = false) {
         lane.oldest = oldest || lane.oldest;
       }
       lane.historyLoaded = true;
+      refreshLane(lane);
       if (lane === currentLane()) {
         if (older) scroller.scrollTop = scroller.scrollHeight - fromBottom;
         else scrollToEnd(true);
@@ -110,30 +131,39 @@ export function loadHistory(lane, older = false) {
   return lane.loading;
 }
 
-function nearBottom() {
-  const s = $('scroller');
-  return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
-}
-
+/** Scrolls to the end of the lane shown when `force`d or when the user is there already. */
 export function scrollToEnd(force) {
-  const s = $('scroller');
-  if (force || nearBottom()) requestAnimationFrame(() => { s.scrollTop = s.scrollHeight; });
+  follow(force);
 }
 
-/** Something new in a lane: follow it when shown, else count it as unread. */
-function noteActivity(lane, frame) {
+/**
+ * Something new in a lane (`el`, when it is a new element): follow it when shown, or mark it as
+ * new while the user reads further up; count it as unread in another lane, or in the lane shown
+ * while the page is hidden.
+ */
+function noteActivity(lane, frame, el) {
+  const counts = frame && ['message', 'message.stop'].includes(frame.type);
   if (lane === currentLane()) {
-    scrollToEnd(frame && frame.id !== undefined);
-  } else if (frame && ['message', 'message.stop'].includes(frame.type)) {
-    lane.unread++;
-    hooks.renderSidebar();
+    const own = Boolean(frame && frame.id !== undefined);
+    if (el && !own) noteNew(lane, el);
+    scrollToEnd(own);
+    if (counts && !own && document.hidden) countUnread(lane);
+  } else if (counts) {
+    countUnread(lane);
   }
+  refreshLane(lane);
+}
+
+function countUnread(lane) {
+  lane.unread++;
+  hooks.renderSidebar();
+  renderTitle();
 }
 
 /** Adds an element (a picker card, a notice) at the end of a lane and notes it. */
 export function appendToLane(lane, id, el, frame) {
   lane.append(id, el);
-  noteActivity(lane, frame);
+  noteActivity(lane, frame, el);
 }
 
 // ----- messages ----------------------------------------------------------------------------
@@ -177,6 +207,7 @@ function fillMessage(el, lane, m, opts = {}) {
   parts.push(meta);
   el.replaceChildren(...parts);
   el.dataset.text = m.text || '';
+  if (m.ts) el.dataset.ts = String(m.ts);
   if (m.ended) el.dataset.ended = m.ended;
   if (m.reply_to) el.dataset.replyTo = m.reply_to;
 }
@@ -202,10 +233,10 @@ export function onStreamFrame(frame) {
     case 'message.start': {
       if (lane.items.has(p.message_id)) break;
       lane.stream = p.message_id;
-      const el = messageEl(lane, { message_id: p.message_id, role: p.role || 'assistant', text: '' }, { streaming: true });
+      const el = messageEl(lane, { message_id: p.message_id, role: p.role || 'assistant', text: '', ts: Date.now() }, { streaming: true });
       lane.el.append(el);
       lane.items.set(p.message_id, el);
-      noteActivity(lane, frame);
+      noteActivity(lane, frame, el);
       break;
     }
     case 'message.update': {
@@ -270,6 +301,7 @@ export function onDeleted(frame) {
       if (el) {
         el.remove();
         lane.items.delete(id);
+        refreshLane(lane);
       }
     }
   }
@@ -402,8 +434,10 @@ function mediaList(list) {
 
 function inlineImage(m) {
   const img = h('img', { alt: m.filename || 'image', class: 'inline-image', loading: 'lazy' });
+  // The image is a button: it opens full size in the lightbox.
+  const open = h('button', { type: 'button', class: 'image-open', 'aria-label': `View ${m.filename || 'the image'} full size`, onclick: () => openLightbox(img, open) }, img);
   const bar = h('progress', { max: 100, value: 0, 'aria-label': `Loading ${m.filename}` });
-  const fig = h('figure', { class: 'image loading', dataset: { media: m.media_id } }, img, bar);
+  const fig = h('figure', { class: 'image loading', dataset: { media: m.media_id } }, open, bar);
   app.media.url(m, (f) => { bar.value = Math.round(f * 100); }).then((url) => {
     img.src = url;
     fig.classList.remove('loading');
