@@ -128,6 +128,15 @@ describe('the transcript view', { timeout: 600000 }, () => {
       ]);
       await exchange(page, 'and now');
       assert.equal(await page.locator('.day-sep').count(), 3, 'a new message of today adds no separator');
+      // Days are calendar days in local time: a minute before midnight is yesterday, and a date
+      // of another year names the year.
+      const labels = await page.evaluate(async () => {
+        const { dayLabel } = await import('./assets/view.js');
+        const now = new Date(2027, 0, 2, 0, 30).getTime();
+        return [new Date(2027, 0, 2, 0, 1), new Date(2027, 0, 1, 23, 59), new Date(2026, 11, 28, 12)].map((d) => dayLabel(d.getTime(), now));
+      });
+      assert.deepEqual(labels.slice(0, 2), ['Today', 'Yesterday']);
+      assert.match(labels[2], /December.*2026|2026.*December/);
       await page.locator('#scroller').evaluate((s) => { s.scrollTop = 0; });
       await shot(page, `date-separators-${size}`);
       assert.deepEqual(pageErrors(page), []);
