@@ -132,7 +132,7 @@ function renderDays(lane) {
 
 function emptyState(lane) {
   const entry = app.channels.get(lane.thread_id || lane.chat_id) || {};
-  const parts = [h('h2', {}, 'No messages yet'), h('p', {}, 'Type a message below and press Enter to send it. Attach files with the paperclip, or drop them here.')];
+  const parts = [h('h2', {}, 'No messages yet'), h('p', {}, 'Type a message below and press Enter to send it. Files can be attached, or dropped here.')];
   if (entry.agent === 'demo') {
     parts.push(
       h('p', {}, 'This chat talks to the demo agent: it answers “Echo: …” to what you write, and these words in a message show what Iris can do:'),
