@@ -3,7 +3,10 @@
 // message bubbles (text, reasoning, media, the meta line and its actions, Retry of an answer
 // that did not complete), streaming answers, commentary and tool cards (drawn by steps.js, live
 // and from an answer's `steps` in history), the busy line above the composer, read receipts in
-// both directions and deletions. What it needs from other views comes in through `initTranscript` callbacks:
+// both directions and deletions. Its reading aids (following the end, the "new messages"
+// marker, date separators, the unread count in the title, the empty state) are in view.js, the
+// image lightbox in lightbox.js and drag-and-drop upload in dropzone.js; it starts all three.
+// What it needs from other views comes in through `initTranscript` callbacks:
 // redrawing the chat list, updating the composer, and closing pickers a lane has moved past.
 
 import { initDropzone } from './dropzone.js';
