@@ -64,7 +64,9 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "code.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "composer.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "conn.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "dropzone.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "icons.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "lightbox.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "markdown.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "media.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "menu.js", "text/javascript; charset=utf-8"),
@@ -79,6 +81,7 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "transcript.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "ui.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "util.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "view.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "webpush.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "icon.svg", "image/svg+xml"),
     asset!(

@@ -378,8 +378,8 @@ fn have(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
-/// The browser suite: `node --test` in web/tests. Skipped with a message when node, Chromium or
-/// the suite's npm packages are missing — except under CI, where that is a failure.
+/// The browser suite: `node --test` in web/tests. Skipped with a message when node, Chromium,
+/// sqlite3 or the suite's npm packages are missing — except under CI, where that is a failure.
 #[test]
 fn the_web_client_passes_its_browser_suite() {
     let tests = web_dir().join("tests");
@@ -390,6 +390,10 @@ fn the_web_client_passes_its_browser_suite() {
     }
     if !have(&chromium) {
         missing.push(format!("{chromium} (apt-get install chromium)"));
+    }
+    if !have("sqlite3") {
+        // view.test.mjs ages stored messages to test date separators.
+        missing.push("sqlite3 (apt-get install sqlite3)".to_owned());
     }
     if !tests.join("node_modules/playwright-core").is_dir() {
         missing.push(format!("playwright-core (npm ci in {})", tests.display()));

@@ -3,16 +3,24 @@
 // message bubbles (text, reasoning, media, the meta line and its actions, Retry of an answer
 // that did not complete), streaming answers, commentary and tool cards (drawn by steps.js, live
 // and from an answer's `steps` in history), the busy line above the composer, read receipts in
-// both directions and deletions. What it needs from other views comes in through `initTranscript` callbacks:
+// both directions and deletions. Its reading aids (following the end, the "new messages"
+// marker, date separators, the unread count in the title, the empty state) are in view.js, the
+// image lightbox in lightbox.js and drag-and-drop upload in dropzone.js; it starts all three.
+// What it needs from other views comes in through `initTranscript` callbacks:
 // redrawing the chat list, updating the composer, and closing pickers a lane has moved past.
 
 import { busyLabel } from './activity.js';
-import { markdown } from './markdown.js';
+import { initDropzone } from './dropzone.js';
 import { icon } from './icons.js';
+import { initLightbox, openLightbox } from './lightbox.js';
+import { markdown } from './markdown.js';
 import { $, app, currentLane, findMessage, laneOf, laneTitle, store } from './state.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
+import {
+  clearNew, follow, initView, noteNew, refreshLane, titleWithUnread,
+} from './view.js';
 
 const PICKERS_ENDED_BY_A_TURN = ['picker.approval', 'picker.clarify', 'picker.confirm'];
 
@@ -35,7 +43,20 @@ export function initTranscript(callbacks) {
       if (lane.historyLoaded && lane.hasMore) loadHistory(lane, true);
     }
   }, { root: $('scroller'), rootMargin: '200px 0px 0px 0px' }).observe($('older'));
-  document.addEventListener('visibilitychange', () => app.current && sendReceipts(currentLane()));
+  document.addEventListener('visibilitychange', () => {
+    if (!app.current || document.hidden) return;
+    // Back on the page: what arrived in the chat shown meanwhile has been seen now.
+    const lane = currentLane();
+    if (lane.unread) {
+      lane.unread = 0;
+      renderTitle();
+      hooks.renderSidebar();
+    }
+    sendReceipts(lane);
+  });
+  initView();
+  initLightbox();
+  initDropzone();
 }
 
 // ----- lanes -------------------------------------------------------------------------------
@@ -45,7 +66,9 @@ export function showLane(chatId, threadId) {
   store.setItem('iris.lane', JSON.stringify(app.current));
   const lane = currentLane();
   lane.unread = 0;
+  clearNew(lane);
   $('log').replaceChildren(lane.el);
+  if (lane.historyLoaded) refreshLane(lane);
   renderTitle();
   hooks.renderSidebar();
   renderBusy();
@@ -58,7 +81,7 @@ export function renderTitle() {
   if (!app.current) return;
   const title = laneTitle(app.current.chat_id, app.current.thread_id);
   $('lane-title').textContent = title;
-  document.title = `${title} · Iris`;
+  document.title = titleWithUnread(`${title} · Iris`);
 }
 
 /** Loads the latest page of a lane, or with `older` the page before the oldest one shown. */
@@ -92,6 +115,7 @@ export function loadHistory(lane, older = false) {
         lane.oldest = oldest || lane.oldest;
       }
       lane.historyLoaded = true;
+      refreshLane(lane);
       if (lane === currentLane()) {
         if (older) scroller.scrollTop = scroller.scrollHeight - fromBottom;
         else scrollToEnd(true);
@@ -104,30 +128,39 @@ export function loadHistory(lane, older = false) {
   return lane.loading;
 }
 
-function nearBottom() {
-  const s = $('scroller');
-  return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
-}
-
+/** Scrolls to the end of the lane shown when `force`d or when the user is there already. */
 export function scrollToEnd(force) {
-  const s = $('scroller');
-  if (force || nearBottom()) requestAnimationFrame(() => { s.scrollTop = s.scrollHeight; });
+  follow(force);
 }
 
-/** Something new in a lane: follow it when shown, else count it as unread. */
-function noteActivity(lane, frame) {
+/**
+ * Something new in a lane (`el`, when it is a new element): follow it when shown, or mark it as
+ * new while the user reads further up; count it as unread in another lane, or in the lane shown
+ * while the page is hidden.
+ */
+function noteActivity(lane, frame, el) {
+  const counts = frame && ['message', 'message.stop'].includes(frame.type);
   if (lane === currentLane()) {
-    scrollToEnd(frame && frame.id !== undefined);
-  } else if (frame && ['message', 'message.stop'].includes(frame.type)) {
-    lane.unread++;
-    hooks.renderSidebar();
+    const own = Boolean(frame && frame.id !== undefined);
+    if (el && !own) noteNew(lane, el);
+    scrollToEnd(own);
+    if (counts && !own && document.hidden) countUnread(lane);
+  } else if (counts) {
+    countUnread(lane);
   }
+  refreshLane(lane);
+}
+
+function countUnread(lane) {
+  lane.unread++;
+  hooks.renderSidebar();
+  renderTitle();
 }
 
 /** Adds an element (a picker card, a notice) at the end of a lane and notes it. */
 export function appendToLane(lane, id, el, frame) {
   lane.append(id, el);
-  noteActivity(lane, frame);
+  noteActivity(lane, frame, el);
 }
 
 // ----- messages ----------------------------------------------------------------------------
@@ -171,6 +204,7 @@ function fillMessage(el, lane, m, opts = {}) {
   parts.push(meta);
   el.replaceChildren(...parts);
   el.dataset.text = m.text || '';
+  if (m.ts) el.dataset.ts = String(m.ts);
   if (m.ended) el.dataset.ended = m.ended;
   if (m.reply_to) el.dataset.replyTo = m.reply_to;
 }
@@ -196,10 +230,10 @@ export function onStreamFrame(frame) {
     case 'message.start': {
       if (lane.items.has(p.message_id)) break;
       lane.stream = p.message_id;
-      const el = messageEl(lane, { message_id: p.message_id, role: p.role || 'assistant', text: '' }, { streaming: true });
+      const el = messageEl(lane, { message_id: p.message_id, role: p.role || 'assistant', text: '', ts: Date.now() }, { streaming: true });
       lane.el.append(el);
       lane.items.set(p.message_id, el);
-      noteActivity(lane, frame);
+      noteActivity(lane, frame, el);
       break;
     }
     case 'message.update': {
@@ -264,24 +298,13 @@ export function onDeleted(frame) {
       if (el) {
         el.remove();
         lane.items.delete(id);
+        refreshLane(lane);
       }
     }
   }
 }
 
 // ----- read receipts -----------------------------------------------------------------------
-
-/** A receipt from the gateway: one of our messages was read. */
-export function onReceipt(frame) {
-  const el = findMessage(frame.payload.message_id);
-  if (!el || el.dataset.role !== 'user') return;
-  el.dataset.read = '1';
-  const ticks = el.querySelector('.ticks');
-  if (ticks) {
-    ticks.textContent = '✓✓';
-    ticks.setAttribute('aria-label', 'Read');
-  }
-}
 
 export function sendReceipt(lane, messageId) {
   if (app.receiptsSent.has(messageId) || !app.conn.online) return;
@@ -396,8 +419,10 @@ function mediaList(list) {
 
 function inlineImage(m) {
   const img = h('img', { alt: m.filename || 'image', class: 'inline-image', loading: 'lazy' });
+  // The image is a button: it opens full size in the lightbox.
+  const open = h('button', { type: 'button', class: 'image-open', 'aria-label': `View ${m.filename || 'the image'} full size`, onclick: () => openLightbox(img, open) }, img);
   const bar = h('progress', { max: 100, value: 0, 'aria-label': `Loading ${m.filename}` });
-  const fig = h('figure', { class: 'image loading', dataset: { media: m.media_id } }, img, bar);
+  const fig = h('figure', { class: 'image loading', dataset: { media: m.media_id } }, open, bar);
   app.media.url(m, (f) => { bar.value = Math.round(f * 100); }).then((url) => {
     img.src = url;
     fig.classList.remove('loading');

@@ -133,8 +133,8 @@ describe('Iris Web', { timeout: 240000 }, () => {
     const gw = await gateway();
     const { page } = await device(DESKTOP);
     await openSignedIn(page, gw.url);
-    // Every item of the lane as a person reads it, in order.
-    const transcript = () => page.evaluate(() => [...document.querySelectorAll('#log .lane > *')].map((el) => {
+    // Every item of the lane as a person reads it, in order (date separators: view.test.mjs).
+    const transcript = () => page.evaluate(() => [...document.querySelectorAll('#log .lane > :not(.day-sep)')].map((el) => {
       if (el.matches('.msg')) {
         const ended = el.querySelector('.ended');
         return `${el.dataset.role}: ${el.querySelector('.body').textContent.trim()}${ended ? ` [${ended.textContent}]` : ''}`;

@@ -219,3 +219,35 @@ export function noisePng(w, h) {
     chunk('IEND', Buffer.alloc(0)),
   ]);
 }
+
+/**
+ * Per-file setup of a browser suite: one Chromium for the file, and `gateway()`/`device()` that
+ * start a gateway or open a device (a browser context) cleaned up after the file. Pass the
+ * file's `before` and `after` from node:test.
+ */
+export function browserSuite(before, after) {
+  const suite = { browser: null, cleanups: [] };
+  before(async () => {
+    suite.browser = await launchBrowser();
+  });
+  after(async () => {
+    for (const fn of suite.cleanups.reverse()) await fn().catch(() => {});
+    if (suite.browser) await suite.browser.close();
+  });
+  suite.gateway = async (opts) => {
+    const gw = await new Gateway(opts).start();
+    suite.cleanups.push(() => gw.dispose());
+    return gw;
+  };
+  suite.device = async (viewport = DESKTOP) => {
+    const d = await newDevice(suite.browser, viewport);
+    suite.cleanups.push(() => d.context.close());
+    return d;
+  };
+  return suite;
+}
+
+/** Page errors, without the browser's own reports of refused connections (expected offline). */
+export function pageErrors(page) {
+  return page.errors.filter((e) => !/WebSocket connection|ERR_CONNECTION|Failed to load resource/.test(e));
+}
