@@ -348,7 +348,11 @@ async fn attach(
         device_token,
     } = admitted;
     let shared = &ctx.shared;
-    let device = handlers::register_device(shared, &hello).await?;
+    // A watermark the device proved but the writer task has not stored yet counts. Asked before
+    // the store: what is no longer unstored by then is stored, and the store read sees it.
+    let unstored = shared.hub.unstored_watermark(&hello.device_id);
+    let mut device = handlers::register_device(shared, &hello).await?;
+    device.confirmed_cursor = device.confirmed_cursor.max(unstored.unwrap_or(0));
     // `devices list` shows where a device last connected from.
     let (id, addr, now) = (
         hello.device_id.clone(),
