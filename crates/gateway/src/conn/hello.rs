@@ -192,7 +192,7 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
             return Err(Refusal::new(id, ErrorCode::Unsupported, message, close));
         }
         Err(e) => {
-            if let Some(msg) = bad_caps(text) {
+            if let Some(msg) = iris_protocol::ClientCaps::error_in_hello(text) {
                 let refusal = Refusal::new(e.id, ErrorCode::BadRequest, msg, close_code::AUTH);
                 return Err(failed(refusal));
             }
@@ -296,20 +296,6 @@ fn cannot_check(id: Option<RequestId>, e: &iris_store::StoreError) -> Refusal {
     tracing::error!(error = %e, "could not check a device's credential");
     let msg = "the gateway cannot check this device now; try again";
     Refusal::new(id, ErrorCode::Internal, msg, close_code::GOING_AWAY)
-}
-
-/// Why a `hello` that did not decode failed, when the cause is its `caps` (a flag of the wrong
-/// type, say `"append_updates":"yes"`): the device is told so instead of a bare `auth`.
-fn bad_caps(text: &str) -> Option<String> {
-    let frame: serde_json::Value = serde_json::from_str(text).ok()?;
-    if frame.get("type")?.as_str()? != "hello" {
-        return None;
-    }
-    let caps = frame.get("payload")?.get("caps").filter(|c| !c.is_null())?;
-    match serde_json::from_value::<iris_protocol::ClientCaps>(caps.clone()) {
-        Ok(_) => None,
-        Err(e) => Some(format!("invalid hello caps: {e}")),
-    }
 }
 
 fn valid_device_id(id: &str) -> bool {
