@@ -83,6 +83,10 @@ pub fn gateway_binary() -> anyhow::Result<PathBuf> {
 /// load (every simulated device connects from the loopback address).
 pub fn config(data_dir: &Path) -> Config {
     let mut config = Config::for_tests(data_dir, TOKEN);
+    // `for_tests` names the running program as the demo agent; here that is iris-bench.
+    if let Ok(bin) = gateway_binary() {
+        config.agent_command = Some(format!("'{}' demo-agent", bin.display()));
+    }
     config.limits.sends_per_minute = 10_000_000;
     config.limits.max_connections_per_address = 1_000_000;
     config.limits.max_connections = 1_000_000;

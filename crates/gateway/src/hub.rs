@@ -18,6 +18,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 
+mod watermarks;
+
+pub use watermarks::spawn_writer as spawn_watermark_writer;
+
 /// Why a connection must close, decided outside its own task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CloseReason {
@@ -260,6 +264,8 @@ pub struct Hub {
     pub metrics: Arc<Metrics>,
     next_conn: AtomicU64,
     watermarks: broadcast::Sender<(String, u64)>,
+    /// Watermarks confirmed by devices, waiting for the writer task.
+    watermarks_pending: watermarks::Watermarks,
 }
 
 impl Hub {
@@ -270,6 +276,7 @@ impl Hub {
             metrics: Arc::default(),
             next_conn: AtomicU64::new(1),
             watermarks: broadcast::channel(256).0,
+            watermarks_pending: watermarks::Watermarks::default(),
         };
         hub.state.lock().expect("hub lock").head = head;
         Arc::new(hub)
@@ -278,6 +285,17 @@ impl Hub {
     /// A new process-unique connection id (never 0, which means "no origin").
     pub fn next_conn_id(&self) -> u64 {
         self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Records a delivery watermark a device proved (its Pong); the writer task
+    /// ([`spawn_watermark_writer`]) stores it soon, together with the others.
+    pub fn confirm_watermark(&self, device_id: &str, cursor: u64) {
+        self.watermarks_pending.confirm(device_id, cursor);
+    }
+
+    /// A watermark `device_id` confirmed that is not stored yet, if any.
+    pub fn unstored_watermark(&self, device_id: &str) -> Option<u64> {
+        self.watermarks_pending.unstored(device_id)
     }
 
     /// Announces a device's stored delivery watermark to observers.

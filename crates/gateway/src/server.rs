@@ -251,6 +251,12 @@ impl Gateway {
         let push = self
             .push
             .spawn(shared.clone(), ctx.agents.label().to_owned());
+        let watermarks_done = CancellationToken::new();
+        let watermarks = crate::hub::spawn_watermark_writer(
+            shared.hub.clone(),
+            shared.store.clone(),
+            watermarks_done.clone(),
+        );
         let tasks = TaskTracker::new();
         let app = app(Routes {
             ctx: ctx.clone(),
@@ -289,6 +295,9 @@ impl Gateway {
         let result = server
             .await
             .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        // Watermarks the devices proved last are stored before the store closes.
+        watermarks_done.cancel();
+        let _ = watermarks.await;
         // Pushes still queued are sent after the next start.
         push.stop().await;
         // Closing joins the store's threads: not on the runtime's workers.

@@ -134,6 +134,23 @@ pub struct ClientCaps {
     pub append_updates: Option<bool>,
 }
 
+impl ClientCaps {
+    /// Why the `caps` of a `hello` frame that did not decode are wrong (a flag of the wrong type,
+    /// say `"append_updates":"yes"`), so the device can be told so; `None` when `text` is not a
+    /// `hello` or its `caps` are fine (absent, `null` or valid) and the fault lies elsewhere.
+    pub fn error_in_hello(text: &str) -> Option<String> {
+        let frame: serde_json::Value = serde_json::from_str(text).ok()?;
+        if frame.get("type")?.as_str()? != "hello" {
+            return None;
+        }
+        let caps = frame.get("payload")?.get("caps").filter(|c| !c.is_null())?;
+        match ClientCaps::deserialize(caps) {
+            Ok(_) => None,
+            Err(e) => Some(format!("invalid hello caps: {e}")),
+        }
+    }
+}
+
 /// `message.send`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MessageSend {
@@ -333,6 +350,25 @@ pub struct Ping {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn bad_hello_caps_are_named() {
+        let hello = |caps: &str| {
+            format!(
+                r#"{{"v":1,"type":"hello","payload":{{"token":"t","device_id":"d","caps":{caps}}}}}"#
+            )
+        };
+        let err = ClientCaps::error_in_hello(&hello(r#"{"append_updates":"yes"}"#));
+        assert!(err.is_some_and(|e| e.starts_with("invalid hello caps: ")));
+        assert_eq!(
+            ClientCaps::error_in_hello(&hello(r#"{"append_updates":true}"#)),
+            None
+        );
+        assert_eq!(ClientCaps::error_in_hello(&hello("null")), None);
+        let ping = r#"{"v":1,"type":"ping","payload":{"caps":{"media":"x"}}}"#;
+        assert_eq!(ClientCaps::error_in_hello(ping), None, "not a hello");
+        assert_eq!(ClientCaps::error_in_hello("{not json"), None);
+    }
     use super::*;
     use crate::{decode, encode, Header};
 

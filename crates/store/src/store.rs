@@ -120,16 +120,34 @@ impl Store {
         F: FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        if self.inner.closed.load(Ordering::Acquire) {
-            return Err(StoreError::Closed);
-        }
+        self.write_queued(f).await
+    }
+
+    /// Queues a write job now and returns its answer as a future, as [`Store::write`] does;
+    /// jobs run in the order they were queued, so a caller can queue one, go on without
+    /// waiting for its commit, and know that what it queues later is committed after it.
+    pub fn write_queued<T, F>(
+        &self,
+        f: F,
+    ) -> impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
-        self.inner
-            .writer_tx
-            .send(WriterMsg::Job(Box::new(TypedJob::new(f, tx))))
-            .map_err(|_| StoreError::Closed)?;
-        // A dropped reply sender means the writer exited with the job still queued.
-        rx.await.map_err(|_| StoreError::Closed)?
+        let queued = if self.inner.closed.load(Ordering::Acquire) {
+            Err(StoreError::Closed)
+        } else {
+            self.inner
+                .writer_tx
+                .send(WriterMsg::Job(Box::new(TypedJob::new(f, tx))))
+                .map_err(|_| StoreError::Closed)
+        };
+        async move {
+            queued?;
+            // A dropped reply sender means the writer exited with the job still queued.
+            rx.await.map_err(|_| StoreError::Closed)?
+        }
     }
 
     /// Runs `f` on a read-only connection of the pool. Each connection sees only

@@ -462,6 +462,23 @@ impl<'a> WriteTx<'a> {
         self.raise_cursor_column("confirmed_cursor", device_id, cursor)
     }
 
+    /// Records several devices' watermarks at once (as [`Self::confirm_cursor`]); a device that
+    /// no longer exists is skipped. Returns the watermarks recorded.
+    pub fn confirm_cursors(
+        &mut self,
+        cursors: &[(String, u64)],
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut stored = Vec::with_capacity(cursors.len());
+        for (device_id, cursor) in cursors {
+            match self.confirm_cursor(device_id, *cursor) {
+                Ok(()) => stored.push((device_id.clone(), *cursor)),
+                Err(StoreError::NotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(stored)
+    }
+
     /// Records the highest cursor a push notification was sent for; never goes backwards.
     pub fn set_last_pushed(&mut self, device_id: &str, cursor: u64) -> Result<(), StoreError> {
         self.raise_cursor_column("last_pushed_cursor", device_id, cursor)

@@ -472,3 +472,39 @@ async fn a_channel_keeps_its_agent_and_its_threads_use_it() {
     let t1 = listed.iter().find(|c| c.chat_id == "t1").unwrap();
     assert_eq!(t1.agent.as_deref(), Some("hermes"));
 }
+
+#[tokio::test]
+async fn watermarks_of_several_devices_in_one_job_skip_the_unknown() {
+    let (_dir, store, _) = open_temp();
+    for id in ["phone", "laptop"] {
+        store
+            .write(move |tx| tx.upsert_device(id, id, "{}", 1))
+            .await
+            .unwrap();
+    }
+    let batch = vec![
+        ("phone".to_owned(), 7),
+        ("ghost".to_owned(), 9),
+        ("laptop".to_owned(), 3),
+    ];
+    let stored = store.write(move |tx| tx.confirm_cursors(&batch)).await;
+    assert_eq!(
+        stored.unwrap(),
+        vec![("phone".to_owned(), 7), ("laptop".to_owned(), 3)],
+        "a device that no longer exists is skipped, not an error"
+    );
+    let phone = store.get_device("phone").await.unwrap().unwrap();
+    assert_eq!(phone.confirmed_cursor, 7);
+}
+
+#[tokio::test]
+async fn queued_writes_commit_in_the_order_they_were_queued() {
+    let (_dir, store, _) = open_temp();
+    // The first job is not awaited before the second is queued; the second still sees it.
+    let first = store.write_queued(|tx| tx.upsert_device("phone", "Phone", "{}", 1));
+    let second = store.write_queued(|tx| tx.confirm_cursor("phone", 4));
+    second.await.unwrap();
+    first.await.unwrap();
+    let phone = store.get_device("phone").await.unwrap().unwrap();
+    assert_eq!(phone.confirmed_cursor, 4);
+}

@@ -192,7 +192,7 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
             return Err(Refusal::new(id, ErrorCode::Unsupported, message, close));
         }
         Err(e) => {
-            if let Some(msg) = bad_caps(text) {
+            if let Some(msg) = iris_protocol::ClientCaps::error_in_hello(text) {
                 let refusal = Refusal::new(e.id, ErrorCode::BadRequest, msg, close_code::AUTH);
                 return Err(failed(refusal));
             }
@@ -298,20 +298,6 @@ fn cannot_check(id: Option<RequestId>, e: &iris_store::StoreError) -> Refusal {
     Refusal::new(id, ErrorCode::Internal, msg, close_code::GOING_AWAY)
 }
 
-/// Why a `hello` that did not decode failed, when the cause is its `caps` (a flag of the wrong
-/// type, say `"append_updates":"yes"`): the device is told so instead of a bare `auth`.
-fn bad_caps(text: &str) -> Option<String> {
-    let frame: serde_json::Value = serde_json::from_str(text).ok()?;
-    if frame.get("type")?.as_str()? != "hello" {
-        return None;
-    }
-    let caps = frame.get("payload")?.get("caps").filter(|c| !c.is_null())?;
-    match serde_json::from_value::<iris_protocol::ClientCaps>(caps.clone()) {
-        Ok(_) => None,
-        Err(e) => Some(format!("invalid hello caps: {e}")),
-    }
-}
-
 fn valid_device_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 128 && id.chars().all(|c| !c.is_control() && !c.is_whitespace())
 }
@@ -348,7 +334,11 @@ async fn attach(
         device_token,
     } = admitted;
     let shared = &ctx.shared;
-    let device = handlers::register_device(shared, &hello).await?;
+    // A watermark the device proved but the writer task has not stored yet counts. Asked before
+    // the store: what is no longer unstored by then is stored, and the store read sees it.
+    let unstored = shared.hub.unstored_watermark(&hello.device_id);
+    let mut device = handlers::register_device(shared, &hello).await?;
+    device.confirmed_cursor = device.confirmed_cursor.max(unstored.unwrap_or(0));
     // `devices list` shows where a device last connected from.
     let (id, addr, now) = (
         hello.device_id.clone(),

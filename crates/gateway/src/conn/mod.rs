@@ -7,7 +7,8 @@
 //! - `live_last`: the last durable frame written live;
 //! - `written`: the highest cursor C such that every durable frame up to C has been written to
 //!   this socket (or confirmed on an earlier one). A WebSocket Ping sent after writing carries
-//!   `written`; its Pong proves receipt, and only then is the device's watermark raised.
+//!   `written`; its Pong proves receipt, and only then is the device's watermark raised (in
+//!   memory at once, in the store by the hub's writer task: `hub::spawn_watermark_writer`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -306,7 +307,7 @@ impl Conn {
         None
     }
 
-    async fn on_pong(&mut self, payload: &[u8]) {
+    fn on_pong(&mut self, payload: &[u8]) {
         let Ok(bytes) = <[u8; 8]>::try_from(payload) else {
             return;
         };
@@ -319,23 +320,12 @@ impl Conn {
         let Some(cursor) = confirmed.filter(|c| *c > 0) else {
             return;
         };
-        // Stored before the next frame from this device is read, so anything the device does
-        // after answering the ping (reconnecting, say) sees the new watermark.
-        let device = self.device_id.clone();
-        match self
-            .ctx
+        // Recorded in memory and stored by the hub's writer task, so the next delivery does not
+        // wait for the store; a reconnect within the lag is told this value (`hello`).
+        self.ctx
             .shared
-            .store
-            .write(move |tx| tx.confirm_cursor(&device, cursor))
-            .await
-        {
-            Ok(()) => self
-                .ctx
-                .shared
-                .hub
-                .watermark_stored(&self.device_id, cursor),
-            Err(e) => tracing::warn!(error = %e, "could not store a delivery watermark"),
-        }
+            .hub
+            .confirm_watermark(&self.device_id, cursor);
     }
 
     async fn close(&mut self, code: u16, reason: &str) {
@@ -373,7 +363,7 @@ impl Conn {
                 None => Ok(()),
             },
             Message::Pong(payload) => {
-                self.on_pong(&payload).await;
+                self.on_pong(&payload);
                 Ok(())
             }
             Message::Ping(_) => Ok(()),

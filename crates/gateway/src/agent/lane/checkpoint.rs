@@ -1,8 +1,9 @@
 //! Checkpoints of a streaming answer: its text so far, written to the store now and then so that a
 //! crash of the gateway keeps what devices already saw (see `agent::recovery`).
 //!
-//! A checkpoint is due when the text changed and a second has passed since the last one, or 4 KiB
-//! of new text arrived, or the turn's steps changed (a beat, a tool call, the plan, a picker: rare
+//! A checkpoint is due when the text changed and a second has passed since the last one (or since
+//! the turn started: a short answer is stored by its `message.stop` alone, and its commit does not
+//! queue behind a checkpoint's), or 4 KiB of new text arrived, or the turn's steps changed (a beat, a tool call, the plan, a picker: rare
 //! next to text). It holds the text and the steps, is written by a task of its own, never awaited
 //! by the turn, and at most one is in flight per lane: a due checkpoint waits while the previous
 //! one is being written.
@@ -35,6 +36,14 @@ pub(super) struct Checkpoints {
 }
 
 impl Checkpoints {
+    /// The state of a turn that starts at `now`: its first text checkpoint is due a second later.
+    pub(super) fn started(now: Instant) -> Checkpoints {
+        Checkpoints {
+            last: Some(now),
+            ..Checkpoints::default()
+        }
+    }
+
     /// When the text of `mapper` needs its next checkpoint (`now` when overdue), if it changed
     /// since the last one.
     pub(super) fn next_due(&self, mapper: &TurnMapper, now: Instant) -> Option<Instant> {
@@ -115,13 +124,18 @@ mod tests {
     }
 
     #[test]
-    fn a_checkpoint_is_due_at_once_then_a_second_apart_or_after_4_kib() {
+    fn a_checkpoint_is_due_a_second_into_the_turn_then_a_second_apart_or_after_4_kib() {
         let now = Instant::now();
-        let mut c = Checkpoints::default();
+        let mut c = Checkpoints::started(now);
         assert_eq!(
             c.next_due(&mapper_with("hi"), now),
+            Some(now + INTERVAL),
+            "the first text waits a second: a short answer needs no checkpoint"
+        );
+        assert_eq!(
+            c.next_due(&mapper_with(&"x".repeat(BYTES)), now),
             Some(now),
-            "the first text"
+            "4 KiB at once"
         );
         c.last = Some(now);
         c.saved_len = 2;

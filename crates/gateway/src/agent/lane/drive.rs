@@ -107,7 +107,7 @@ impl LaneActor {
             timed_out: false,
             steered: None,
         };
-        self.checkpoints = Default::default();
+        self.checkpoints = super::checkpoint::Checkpoints::started(Instant::now());
         let client = instance.client.clone();
         let sid = session_id.to_owned();
         let prompt = async move { client.prompt(&sid, blocks).await };

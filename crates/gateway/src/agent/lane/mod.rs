@@ -341,16 +341,21 @@ impl LaneActor {
         message_id: Option<String>,
         final_message: Option<Message>,
     ) {
-        if frames.is_empty() || self.is_deleted() {
-            return;
-        }
-        let header = self.header();
-        let lane = self.lane.clone();
-        let result = self
-            .bridge
-            .shared
-            .store
-            .write(move |tx| {
+        self.queue_durable(frames, message_id, final_message).await
+    }
+
+    /// [`Self::durable`], queued to the store at once: the returned future only waits for the
+    /// commit (and logs a failure), and what the lane stores later is committed after it.
+    fn queue_durable(
+        &self,
+        frames: Vec<DurableFrame>,
+        message_id: Option<String>,
+        final_message: Option<Message>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let queued = (!frames.is_empty() && !self.is_deleted()).then(|| {
+            let header = self.header();
+            let lane = self.lane.clone();
+            self.bridge.shared.store.write_queued(move |tx| {
                 // A lane deleted meanwhile gets nothing more: checked in the same transaction.
                 if tx.get_channel(lane.row_id())?.is_none() {
                     return Ok(());
@@ -368,9 +373,14 @@ impl LaneActor {
                 }
                 Ok(())
             })
-            .await;
-        if let Err(e) = result {
-            tracing::error!(error = %e, "could not store agent frames");
+        });
+        async move {
+            if let Some(Err(e)) = match queued {
+                Some(commit) => Some(commit.await),
+                None => None,
+            } {
+                tracing::error!(error = %e, "could not store agent frames");
+            }
         }
     }
 
@@ -411,12 +421,13 @@ impl LaneActor {
     }
 
     async fn busy(&self, reason: BusyReason) {
-        self.durable(
-            vec![DurableFrame::AgentBusy(AgentBusy { reason })],
-            None,
-            None,
-        )
-        .await;
+        self.queue_busy(reason).await
+    }
+
+    /// `agent.busy`, queued to the store; the future waits for its commit.
+    fn queue_busy(&self, reason: BusyReason) -> impl std::future::Future<Output = ()> + 'static {
+        let frames = vec![DurableFrame::AgentBusy(AgentBusy { reason })];
+        self.queue_durable(frames, None, None)
     }
 
     async fn idle(&self) {

@@ -37,7 +37,9 @@ impl LaneActor {
             .unwrap_or_default();
         self.read_receipt(job.origin_conn, &job.message_id);
         let turn_started = Instant::now();
-        self.busy(BusyReason::Processing).await;
+        // Queued, not awaited: the prompt goes out while it commits, and the turn's own frames
+        // are stored after it (the store runs its jobs in order).
+        tokio::spawn(self.queue_busy(BusyReason::Processing));
         let mut mapper = TurnMapper::new(TurnConfig {
             message_id: new_id("m_"),
             role: Role::Assistant,
