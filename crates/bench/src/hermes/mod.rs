@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::raw::{self, RawServer};
-use crate::report::{percentile, Report};
+use crate::report::{median, percentile, Report};
 use procs::FakeModel;
 use sides::{GatewayHermes, HermesServe, Turn, Usage};
 
@@ -75,6 +75,7 @@ struct Figures {
     listening_ms: f64,
     agent_start_ms: f64,
     first_text_ms: f64,
+    warm_text_ms: f64,
     paced: Vec<u64>,
     burst: Vec<u64>,
     burst_chunks: usize,
@@ -120,10 +121,13 @@ async fn measure(side: &mut Side, opts: &Options) -> anyhow::Result<Figures> {
     let first = side.turn("first turn after start", FIRST_CHUNKS).await?;
     f.first_text_ms = ms(first.first_text);
     let before = side.usage();
+    let mut warm = Vec::new();
     for i in 0..opts.turns {
         let turn = side.turn(&format!("paced turn {i}"), opts.chunks).await?;
+        warm.push(ms(turn.first_text));
         f.paced.extend(turn.screen.latencies);
     }
+    f.warm_text_ms = median(&warm);
     for i in 0..opts.turns {
         let turn = side.turn(&format!("burst turn {i}"), opts.chunks).await?;
         f.burst_chunks += turn.screen.latencies.len();
@@ -211,7 +215,8 @@ pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Re
     let dir = tempfile::Builder::new()
         .prefix("iris-bench-hermes-")
         .tempdir()?;
-    let model = FakeModel::start(&venv, dir.path(), &script(opts)).await?;
+    let python = venv.join("bin/python3");
+    let model = FakeModel::start(&python, dir.path(), &script(opts)).await?;
     println!("hermes: Hermes from {}, load {:.2}", venv.display(), load());
     let rtt = "raw echo round trip p50 (200 B)";
     for run in 0..runs {
@@ -248,6 +253,7 @@ pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Re
     }
     for what in [
         "first turn after start, send → first text",
+        "later turn, send → first text (median of the paced turns)",
         "paced token → visible p50",
         "paced token → visible p95",
         "burst token → visible p50",

@@ -78,9 +78,10 @@ pub struct FakeModel {
 }
 
 impl FakeModel {
-    /// Starts `fake_llm.py` answering from `script` (written into `dir`).
+    /// Starts `fake_llm.py` with `python` (standard library only), answering from `script`
+    /// (written into `dir`).
     pub async fn start(
-        venv: &Path,
+        python: &Path,
         dir: &Path,
         script: &serde_json::Value,
     ) -> anyhow::Result<FakeModel> {
@@ -89,7 +90,7 @@ impl FakeModel {
         }
         let script_path = dir.join("script.json");
         std::fs::write(&script_path, serde_json::to_vec(script)?)?;
-        let mut child = Command::new(venv.join("bin/python3"))
+        let mut child = Command::new(python)
             .arg(FAKE_LLM)
             .args(["--port", "0", "--script"])
             .arg(&script_path)
@@ -293,4 +294,65 @@ pub fn rss_mib(pids: &[u32]) -> f64 {
         .filter_map(|p| status_kib(*p, "VmRSS").ok())
         .sum::<u64>() as f64
         / 1024.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hermes::wire;
+    use crate::unix_nanos;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The fake model writes each stamped chunk with its write time, which every figure of the
+    /// scenario rests on.
+    #[tokio::test]
+    async fn the_fake_model_stamps_each_chunk_with_its_write_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = serde_json::json!([
+            {"match": "stamp me", "reply": {"chunks": wire::stamped_chunks(3), "delay": 0.01}}
+        ]);
+        let model = FakeModel::start(Path::new("python3"), dir.path(), &script)
+            .await
+            .expect("python3 runs the fake model");
+        let body = serde_json::json!({
+            "model": "fake-model",
+            "stream": true,
+            "messages": [{"role": "user", "content": "stamp me"}],
+        })
+        .to_string();
+        let before = unix_nanos();
+        let mut conn = tokio::net::TcpStream::connect(("127.0.0.1", model.port))
+            .await
+            .unwrap();
+        let request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        conn.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        // The stream ends by closing the connection.
+        tokio::time::timeout(Duration::from_secs(30), conn.read_to_string(&mut answer))
+            .await
+            .expect("the stream ended")
+            .unwrap();
+        let after = unix_nanos();
+        let mut text = String::new();
+        for data in answer.lines().filter_map(|l| l.strip_prefix("data: ")) {
+            if let Ok(chunk) = serde_json::from_str::<serde_json::Value>(data) {
+                text.push_str(
+                    chunk["choices"][0]["delta"]["content"]
+                        .as_str()
+                        .unwrap_or(""),
+                );
+            }
+        }
+        let stamps: Vec<u64> = wire::stamps(&text).collect();
+        assert_eq!(stamps.len(), 3, "{text:?}");
+        assert!(
+            stamps.windows(2).all(|w| w[1] >= w[0] + 5_000_000),
+            "{stamps:?}"
+        );
+        assert!(stamps[0] >= before && stamps[2] <= after, "{stamps:?}");
+    }
 }
