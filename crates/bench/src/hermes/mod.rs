@@ -166,6 +166,8 @@ fn record(report: &mut Report, side: &str, f: &mut Figures) {
         "ms",
         f.first_text_ms,
     );
+    let warm = "later turn, send → first text (median of the paced turns)";
+    report.add(&row(warm), "ms", f.warm_text_ms);
     report.add(
         &row("server start (spawn → accepting)"),
         "ms",
@@ -269,5 +271,18 @@ pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Re
         };
         report.compare(&g, unit, &h);
     }
+    // `hermes serve` runs its agent in its own process: compare it with both of ours.
+    let h = format!("{HERMES}: CPU per turn, server");
+    report.compare(
+        &format!("{GATEWAY}: CPU per turn, server + agent"),
+        "ms",
+        &h,
+    );
+    let h = format!("{HERMES}: resident memory, server");
+    report.compare(
+        &format!("{GATEWAY}: resident memory, server + agent"),
+        "MiB",
+        &h,
+    );
     Ok(())
 }
