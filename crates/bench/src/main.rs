@@ -9,6 +9,7 @@
 mod append;
 mod fanout;
 mod gateway;
+mod hermes;
 mod idle;
 mod raw;
 mod replay;
@@ -88,6 +89,23 @@ enum Command {
         #[arg(long, default_value_t = 5000)]
         gap_us: u64,
     },
+    /// The same turns through Hermes' own WebSocket server (`hermes serve`) and through the
+    /// gateway with `hermes acp`, against one scripted fake model, in a loopback-only network
+    /// namespace: first turn, token → visible for paced and burst answers, CPU and memory.
+    Hermes {
+        /// Measured paced turns and burst turns per side and run.
+        #[arg(long, default_value_t = 5)]
+        turns: usize,
+        /// Chunks of each measured answer.
+        #[arg(long, default_value_t = 200)]
+        chunks: usize,
+        /// Microseconds between two chunks of a paced answer.
+        #[arg(long, default_value_t = 5000)]
+        gap_us: u64,
+        /// The venv Hermes runs from [default: $IRIS_HERMES_VENV, else <workspace>/.venv].
+        #[arg(long)]
+        venv: Option<std::path::PathBuf>,
+    },
     /// The raw WebSocket server as a process of its own (used by `idle`).
     #[command(hide = true)]
     RawServer {
@@ -118,6 +136,12 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         };
+    }
+    if let Some(code) = matches!(cli.command, Command::Hermes { .. })
+        .then(hermes::outside_namespace)
+        .flatten()
+    {
+        return code;
     }
     let limit = gateway::raise_nofile_limit();
     let runs = cli.runs.max(1);
@@ -170,6 +194,20 @@ fn main() -> ExitCode {
             } => {
                 let gap = Duration::from_micros(gap_us);
                 stream::run(&mut report, &intervals, chunks, long_chunks, gap, runs).await
+            }
+            Command::Hermes {
+                turns,
+                chunks,
+                gap_us,
+                venv,
+            } => {
+                let opts = hermes::Options {
+                    turns,
+                    chunks,
+                    gap: Duration::from_micros(gap_us),
+                    venv,
+                };
+                hermes::run(&mut report, &opts, runs).await
             }
             Command::RawServer { .. } => unreachable!("handled above"),
         }

@@ -27,7 +27,8 @@ between turns. The first rule whose conditions all hold answers the request:
 A rule's "reply":
 
   content        final text; "{last_user}" is replaced by the last user message's text
-  chunks         the content as explicit stream chunks (default: content split into a few pieces)
+  chunks         the content as explicit stream chunks (default: content split into a few pieces);
+                 "{now_ns}" in a streamed chunk becomes the time it is written, in unix nanoseconds
   reasoning      text streamed as delta.reasoning_content before the content
   tool_calls     [{"name": ..., "arguments": {...} or "json text"}]; every call gets a unique id
   delay          seconds to sleep before each streamed chunk (slow turns, for cancel tests)
@@ -53,6 +54,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 DEFAULT_MODELS = ["fake-model", "fake-model-2"]
 DEFAULT_CONTEXT_LENGTH = 65536
 DEFAULT_TITLE = "Fake Title"
+# In a streamed chunk, replaced by the time the chunk is written (unix nanoseconds), so a
+# benchmark can measure when each piece of an answer reaches a screen.
+STAMP = "{now_ns}"
 
 
 class Script:
@@ -488,7 +492,10 @@ class Handler(BaseHTTPRequestHandler):
                 # The delay applies between visible chunks, not before the role preamble.
                 if index > 0 and delay > 0:
                     time.sleep(delay)
-                self.wfile.write(b"data: " + json.dumps(event).encode("utf-8") + b"\n\n")
+                data = json.dumps(event)
+                if STAMP in data:
+                    data = data.replace(STAMP, str(time.time_ns()))
+                self.wfile.write(b"data: " + data.encode("utf-8") + b"\n\n")
                 self.wfile.flush()
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()

@@ -1,0 +1,288 @@
+//! Scenario 7: Hermes behind its own WebSocket server against Hermes behind the gateway. The
+//! same turns go (a) through `hermes serve` (the server Hermes' own apps use: JSON-RPC
+//! `prompt.submit` on `/api/ws`) and (b) through the gateway with `hermes acp` as its agent,
+//! both against one scripted fake model (the Hermes tests' `fake_llm.py`), and the whole
+//! scenario runs in a loopback-only network namespace, so nothing leaves the machine.
+//!
+//! Each answer's chunks are stamped by the fake model with their write time, so every chunk's
+//! **token → visible** time is measured on the client: from the model writing it to the first
+//! frame that puts it on screen. Per side and run: the first turn after the server starts (sent
+//! the moment the client is connected: send → first text), the start of the agent itself, paced
+//! answers (one chunk per 5 ms) and burst answers (all chunks at once), CPU time per turn and
+//! resident memory of the server and of the agent.
+
+mod procs;
+mod sides;
+mod wire;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::raw::{self, RawServer};
+use crate::report::{median, percentile, Report};
+use procs::FakeModel;
+use sides::{GatewayHermes, HermesServe, Turn, Usage};
+
+/// What to run.
+pub struct Options {
+    /// Measured paced turns and burst turns per side and run.
+    pub turns: usize,
+    /// Chunks of each measured answer.
+    pub chunks: usize,
+    /// Time between two chunks of a paced answer.
+    pub gap: Duration,
+    /// The venv Hermes runs from (default: `$IRIS_HERMES_VENV`, else `<workspace>/.venv`).
+    pub venv: Option<PathBuf>,
+}
+
+/// Chunks of the first turn's answer.
+const FIRST_CHUNKS: usize = 20;
+
+/// Outside the namespace, runs this command again inside one and returns its exit code.
+pub fn outside_namespace() -> Option<ExitCode> {
+    if procs::in_namespace() {
+        return None;
+    }
+    Some(match procs::rerun_in_namespace() {
+        Ok(status) if status.success() => ExitCode::SUCCESS,
+        Ok(status) => {
+            eprintln!("iris-bench hermes: {status}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("iris-bench hermes: {e:#}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// The fake model's script: a short first answer, paced answers and burst answers.
+fn script(opts: &Options) -> serde_json::Value {
+    let gap = opts.gap.as_secs_f64();
+    json!({"rules": [
+        {"match": "first turn", "reply": {"chunks": wire::stamped_chunks(FIRST_CHUNKS), "delay": gap}},
+        {"match": "paced turn", "reply": {"chunks": wire::stamped_chunks(opts.chunks), "delay": gap}},
+        {"match": "burst turn", "reply": {"chunks": wire::stamped_chunks(opts.chunks), "delay": 0}},
+    ]})
+}
+
+/// One side's figures of one run.
+#[derive(Default)]
+struct Figures {
+    listening_ms: f64,
+    agent_start_ms: f64,
+    first_text_ms: f64,
+    warm_text_ms: f64,
+    paced: Vec<u64>,
+    burst: Vec<u64>,
+    burst_chunks: usize,
+    burst_in_final: usize,
+    server_cpu_ms: f64,
+    agent_cpu_ms: f64,
+    server_rss_mib: f64,
+    agent_rss_mib: f64,
+}
+
+/// Either side, driven the same way.
+enum Side {
+    Hermes(HermesServe),
+    Gateway(GatewayHermes),
+}
+
+impl Side {
+    async fn turn(&mut self, text: &str, chunks: usize) -> anyhow::Result<Turn> {
+        match self {
+            Side::Hermes(s) => s.turn(text, chunks).await,
+            Side::Gateway(s) => s.turn(text, chunks).await,
+        }
+    }
+
+    fn usage(&self) -> Usage {
+        match self {
+            Side::Hermes(s) => s.usage(),
+            Side::Gateway(s) => s.usage(),
+        }
+    }
+
+    async fn stop(self) {
+        match self {
+            Side::Hermes(s) => s.stop().await,
+            Side::Gateway(s) => s.stop().await,
+        }
+    }
+}
+
+/// The first turn, then the paced and the burst turns, with the CPU time they took.
+async fn measure(side: &mut Side, opts: &Options) -> anyhow::Result<Figures> {
+    let mut f = Figures::default();
+    let first = side.turn("first turn after start", FIRST_CHUNKS).await?;
+    f.first_text_ms = ms(first.first_text);
+    let before = side.usage();
+    let mut warm = Vec::new();
+    for i in 0..opts.turns {
+        let turn = side.turn(&format!("paced turn {i}"), opts.chunks).await?;
+        warm.push(ms(turn.first_text));
+        f.paced.extend(turn.screen.latencies);
+    }
+    f.warm_text_ms = median(&warm);
+    for i in 0..opts.turns {
+        let turn = side.turn(&format!("burst turn {i}"), opts.chunks).await?;
+        f.burst_chunks += turn.screen.latencies.len();
+        f.burst_in_final += turn.screen.in_final;
+        f.burst.extend(turn.screen.latencies);
+    }
+    let after = side.usage();
+    let turns = (2 * opts.turns).max(1) as f64;
+    f.server_cpu_ms = (after.server_cpu_ms - before.server_cpu_ms) / turns;
+    f.agent_cpu_ms = (after.agent_cpu_ms - before.agent_cpu_ms) / turns;
+    f.server_rss_mib = after.server_rss_mib;
+    f.agent_rss_mib = after.agent_rss_mib;
+    Ok(f)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The 1-minute load average of the machine.
+fn load() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+const HERMES: &str = "Hermes' own WebSocket";
+const GATEWAY: &str = "gateway + hermes acp";
+
+/// Records one side's figures under `side`'s name.
+fn record(report: &mut Report, side: &str, f: &mut Figures) {
+    let row = |what: &str| format!("{side}: {what}");
+    report.add(
+        &row("first turn after start, send → first text"),
+        "ms",
+        f.first_text_ms,
+    );
+    let warm = "later turn, send → first text (median of the paced turns)";
+    report.add(&row(warm), "ms", f.warm_text_ms);
+    report.add(
+        &row("server start (spawn → accepting)"),
+        "ms",
+        f.listening_ms,
+    );
+    let agent = if side == GATEWAY {
+        "agent start (hermes acp spawned → initialize answered)"
+    } else {
+        "agent start (server spawned → the session's agent built)"
+    };
+    report.add(&row(agent), "ms", f.agent_start_ms);
+    for (name, samples) in [("paced", &mut f.paced), ("burst", &mut f.burst)] {
+        for p in [50.0, 95.0] {
+            let v = percentile(samples, p) as f64 / 1e6;
+            report.add(&row(&format!("{name} token → visible p{p:.0}")), "ms", v);
+        }
+    }
+    let in_final = 100.0 * f.burst_in_final as f64 / f.burst_chunks.max(1) as f64;
+    report.add(
+        &row("burst chunks first shown by the final frame"),
+        "%",
+        in_final,
+    );
+    report.add(&row("CPU per turn, server"), "ms", f.server_cpu_ms);
+    report.add(&row("resident memory, server"), "MiB", f.server_rss_mib);
+    if side == GATEWAY {
+        report.add(
+            &row("CPU per turn, agent (hermes acp)"),
+            "ms",
+            f.agent_cpu_ms,
+        );
+        report.add(
+            &row("resident memory, agent (hermes acp)"),
+            "MiB",
+            f.agent_rss_mib,
+        );
+        let total = f.server_cpu_ms + f.agent_cpu_ms;
+        report.add(&row("CPU per turn, server + agent"), "ms", total);
+        let rss = f.server_rss_mib + f.agent_rss_mib;
+        report.add(&row("resident memory, server + agent"), "MiB", rss);
+    }
+}
+
+/// Both sides, `runs` times, beside the raw WebSocket echo round trip.
+pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Result<()> {
+    let venv = procs::find_venv(opts.venv.clone())?;
+    let dir = tempfile::Builder::new()
+        .prefix("iris-bench-hermes-")
+        .tempdir()?;
+    let python = venv.join("bin/python3");
+    let model = FakeModel::start(&python, dir.path(), &script(opts)).await?;
+    println!("hermes: Hermes from {}, load {:.2}", venv.display(), load());
+    let rtt = "raw echo round trip p50 (200 B)";
+    for run in 0..runs {
+        println!("hermes: run {}", run + 1);
+        let raw = RawServer::start()?;
+        let (r50, _) = raw::echo_rtt(&raw.url, 200, 2000).await?;
+        drop(raw);
+        report.add(rtt, "ms", r50 as f64 / 1e6);
+
+        let root = dir.path().join(format!("serve-{run}"));
+        let serve = HermesServe::start(&venv, &root, model.port).await?;
+        let listening = ms(serve.listening);
+        let mut side = Side::Hermes(serve);
+        let mut f = measure(&mut side, opts).await?;
+        if let Side::Hermes(s) = &side {
+            f.agent_start_ms = s.agent_built.map_or(f64::NAN, ms);
+        }
+        f.listening_ms = listening;
+        side.stop().await;
+        record(report, HERMES, &mut f);
+
+        let root = dir.path().join(format!("gateway-{run}"));
+        let gateway = GatewayHermes::start(&venv, &root, model.port).await?;
+        let listening = ms(gateway.listening);
+        let mut side = Side::Gateway(gateway);
+        let mut f = measure(&mut side, opts).await?;
+        if let Side::Gateway(g) = &side {
+            f.agent_start_ms = g.agent_start().map_or(f64::NAN, ms);
+        }
+        f.listening_ms = listening;
+        side.stop().await;
+        record(report, GATEWAY, &mut f);
+        report.add("machine load (1-minute average) after the run", "", load());
+    }
+    for what in [
+        "first turn after start, send → first text",
+        "later turn, send → first text (median of the paced turns)",
+        "paced token → visible p50",
+        "paced token → visible p95",
+        "burst token → visible p50",
+        "burst token → visible p95",
+        "CPU per turn, server",
+        "resident memory, server",
+    ] {
+        let (g, h) = (format!("{GATEWAY}: {what}"), format!("{HERMES}: {what}"));
+        let unit = if what.starts_with("resident") {
+            "MiB"
+        } else {
+            "ms"
+        };
+        report.compare(&g, unit, &h);
+    }
+    // `hermes serve` runs its agent in its own process: compare it with both of ours.
+    let h = format!("{HERMES}: CPU per turn, server");
+    report.compare(
+        &format!("{GATEWAY}: CPU per turn, server + agent"),
+        "ms",
+        &h,
+    );
+    let h = format!("{HERMES}: resident memory, server");
+    report.compare(
+        &format!("{GATEWAY}: resident memory, server + agent"),
+        "MiB",
+        &h,
+    );
+    Ok(())
+}
