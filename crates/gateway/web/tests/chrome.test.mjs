@@ -12,44 +12,20 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, Gateway, PHONE, gatewayBin, launchBrowser, newDevice, openSignedIn, send, waitOnline,
+  DESKTOP, PHONE, browserSuite, gatewayBin, openSignedIn, pageErrors, send, waitOnline,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-let browser;
-const cleanups = [];
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn().catch(() => {});
-  if (browser) await browser.close();
-});
-
-async function gateway(opts) {
-  const gw = await new Gateway(opts).start();
-  cleanups.push(() => gw.dispose());
-  return gw;
-}
-
-async function device(viewport) {
-  const d = await newDevice(browser, viewport);
-  cleanups.push(() => d.context.close());
-  return d;
-}
+const suite = browserSuite(before, after);
+const gateway = suite.gateway;
+const device = suite.device;
 
 async function signedIn(viewport, opts) {
   const gw = await gateway(opts);
   const d = await device(viewport);
   await openSignedIn(d.page, gw.url);
   return { gw, ...d };
-}
-
-function pageErrors(page) {
-  return page.errors.filter((e) => !/WebSocket connection|ERR_CONNECTION|Failed to load resource/.test(e));
 }
 
 const assistant = (page, text) => page.locator('.msg.role-assistant:not(.streaming)', { hasText: text });
