@@ -11,6 +11,23 @@ use iris_client::Event;
 use iris_gateway::config::{AgentTimeouts, NamedAgent};
 use iris_protocol::{ChannelCreate, ClientFrame, Empty, Header, ServerFrame, Step};
 
+/// A gateway with Claude Code as the agent named `claude` beside the built-in demo; `default`
+/// names the default agent.
+async fn with_claude(env: &claude::ClaudeEnv, default: &str) -> TestGateway {
+    TestGateway::start_with(|c| {
+        c.agent_command = None;
+        c.default_agent = Some(default.into());
+        c.agents = vec![NamedAgent {
+            name: "claude".into(),
+            command: env.command_line(),
+            cwd: Some(env.work.clone()),
+            env: Vec::new(),
+            timeouts: AgentTimeouts::default(),
+        }];
+    })
+    .await
+}
+
 fn stop_text(events: &[Event], chat: &str) -> Option<String> {
     events.iter().find_map(|e| match &e.body {
         ServerFrame::MessageStop(s) if e.header.chat_id.as_deref() == Some(chat) => {
@@ -32,18 +49,7 @@ async fn claude_code_and_the_demo_answer_side_by_side_with_their_own_catalogs_an
     let Some(env) = claude::ClaudeEnv::new() else {
         return;
     };
-    let gw = TestGateway::start_with(|c| {
-        c.agent_command = None;
-        c.default_agent = Some("demo".into());
-        c.agents = vec![NamedAgent {
-            name: "claude".into(),
-            command: env.command_line(),
-            cwd: Some(env.work.clone()),
-            env: Vec::new(),
-            timeouts: AgentTimeouts::default(),
-        }];
-    })
-    .await;
+    let gw = with_claude(&env, "demo").await;
     let (mut a, _) = gw.connect("phone").await;
     let created = a
         .request(
@@ -151,18 +157,7 @@ async fn claude_code_s_plans_tools_and_approvals_reach_the_phone() {
     let Some(env) = claude::ClaudeEnv::new() else {
         return;
     };
-    let gw = TestGateway::start_with(|c| {
-        c.agent_command = None;
-        c.default_agent = Some("claude".into());
-        c.agents = vec![NamedAgent {
-            name: "claude".into(),
-            command: env.command_line(),
-            cwd: Some(env.work.clone()),
-            env: Vec::new(),
-            timeouts: AgentTimeouts::default(),
-        }];
-    })
-    .await;
+    let gw = with_claude(&env, "claude").await;
     let (mut a, _) = gw.connect("phone").await;
 
     // A TodoWrite plan: a checklist commentary, kept as the answer's plan step.
