@@ -232,6 +232,18 @@ async fn claude_code_s_plans_tools_and_approvals_reach_the_phone() {
         })
         .collect();
     assert_eq!(kinds, ["commentary", "tool", "picker"]);
+    // Claude Code sends the command after the card; the answer's tool step still has it.
+    let Step::Tool(tool) = &stop.steps[1] else {
+        unreachable!()
+    };
+    let args = tool.args.as_ref().unwrap_or_else(|| panic!("{tool:?}"));
+    assert_eq!(args["command"], command, "{tool:?}");
+    assert!(
+        tool.preview
+            .as_deref()
+            .is_some_and(|p| p.contains("echo hi")),
+        "{tool:?}"
+    );
     gw.stop().await;
 }
 

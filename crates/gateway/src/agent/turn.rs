@@ -71,6 +71,8 @@ struct ToolState {
     name: String,
     started: Instant,
     open: bool,
+    /// Whether the card shows the call's input yet (some agents send it in a later update).
+    has_input: bool,
 }
 
 /// How a turn ended.
@@ -144,6 +146,11 @@ fn content_text(content: &[ToolCallContent]) -> Option<String> {
         }
     }
     Some(out).filter(|s| !s.is_empty())
+}
+
+/// Whether a tool call's input says anything (Claude Code's adapter starts a card with `{}`).
+fn shows_input(raw_input: Option<&serde_json::Value>) -> bool {
+    raw_input.is_some_and(|v| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()))
 }
 
 /// A one-line preview of a tool call: the title's detail, else a command or path from its input.
@@ -293,7 +300,9 @@ impl TurnMapper {
                         tool_call_id: call.tool_call_id.clone(),
                         status: call.status,
                         content: Some(call.content.clone()),
+                        raw_input: call.raw_input.clone(),
                         raw_output: call.raw_output.clone(),
+                        title: Some(call.title.clone()),
                         ..ToolCallUpdate::default()
                     };
                     return self.on_tool_update(&update, now);
@@ -309,6 +318,7 @@ impl TurnMapper {
                     name: name.clone(),
                     started: now,
                     open: true,
+                    has_input: shows_input(call.raw_input.as_ref()),
                 });
                 let start = ToolStart {
                     index,
@@ -402,6 +412,23 @@ impl TurnMapper {
         let Some(tool) = self.tools.iter_mut().find(|t| t.id == update.tool_call_id) else {
             return out;
         };
+        let mut output_or_input = None;
+        if !tool.has_input && shows_input(update.raw_input.as_ref()) {
+            // The call's input came after its card (Claude Code's adapter does this): the
+            // answer's step gets it, and the live card sees it as progress.
+            tool.has_input = true;
+            let detail = update
+                .title
+                .as_deref()
+                .and_then(|t| tools::split_title(t).1);
+            let shown = preview(detail, update.raw_input.as_ref());
+            self.steps
+                .tool_input(tool.index, shown.clone(), update.raw_input.as_ref());
+            output_or_input = shown;
+        }
+        let Some(tool) = self.tools.iter_mut().find(|t| t.id == update.tool_call_id) else {
+            return out;
+        };
         let output = update
             .content
             .as_deref()
@@ -435,6 +462,7 @@ impl TurnMapper {
                 let key = format!("tp:{}:{}", self.cfg.message_id, tool.index);
                 let note = output
                     .map(|o| tail(&o, 200))
+                    .or(output_or_input)
                     .or_else(|| Some("running…".into()));
                 out.push(Out::Ephemeral(
                     EphemeralFrame::ToolProgress(ToolProgress {

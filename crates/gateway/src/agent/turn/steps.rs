@@ -68,6 +68,23 @@ impl Steps {
         }
     }
 
+    /// A tool call's input arrived after its start: the card's preview and arguments.
+    pub fn tool_input(
+        &mut self,
+        index: u32,
+        preview: Option<String>,
+        args: Option<&serde_json::Value>,
+    ) {
+        let at = self.tools.get(&index).copied();
+        self.revision += 1;
+        if let Some(Step::Tool(t)) = at.and_then(|at| self.steps.get_mut(at)) {
+            if t.preview.is_none() {
+                t.preview = preview;
+            }
+            t.args = ToolStep::bounded_args(args);
+        }
+    }
+
     /// A tool call ended.
     pub fn tool_end(&mut self, end: &ToolEnd) {
         let at = self.tools.get(&end.index).copied();

@@ -273,3 +273,52 @@ fn tails_keep_the_end() {
     assert_eq!(bare_model("openrouter:openai/gpt-5.4"), "gpt-5.4");
     assert_eq!(bare_model("fake-model"), "fake-model");
 }
+
+#[test]
+fn a_tool_s_input_sent_after_its_card_reaches_the_card_and_the_answer_s_steps() {
+    let mut m = mapper();
+    let t0 = Instant::now();
+    let mut all = m.on_update(
+        &update(json!({"sessionUpdate": "tool_call", "toolCallId": "b", "title": "Bash", "kind": "execute", "rawInput": {}})),
+        t0,
+    );
+    all.extend(m.on_update(
+        &update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "b", "rawInput": {"command": "echo hi > greeting.txt"}})),
+        t0,
+    ));
+    all.extend(m.on_update(
+        &update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "b", "status": "completed", "rawOutput": "hi"})),
+        t0,
+    ));
+    all.extend(m.on_update(&chunk("Done."), t0));
+    all.extend(m.finish(&Ending::default(), t0));
+    match &all[0] {
+        Out::Durable(DurableFrame::ToolStart(t)) => {
+            assert_eq!(
+                (t.preview.as_deref(), t.args.as_ref()),
+                (None, Some(&json!({})))
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    let progress = all.iter().find_map(|o| match o {
+        Out::Ephemeral(EphemeralFrame::ToolProgress(p), _) => Some(p.note.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        progress,
+        Some(Some("echo hi > greeting.txt".to_owned())),
+        "the live card learns the command"
+    );
+    match all.last().unwrap() {
+        Out::Final(DurableFrame::MessageStop(s), _) => match s.steps.first() {
+            Some(iris_protocol::Step::Tool(t)) => {
+                assert_eq!(t.preview.as_deref(), Some("echo hi > greeting.txt"));
+                assert_eq!(t.args, Some(json!({"command": "echo hi > greeting.txt"})));
+                assert_eq!(t.ok, Some(true));
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
