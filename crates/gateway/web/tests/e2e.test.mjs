@@ -6,37 +6,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, Gateway, PHONE, Proxy, TOKEN, launchBrowser, newDevice, noisePng, openSignedIn, send, shot, waitOnline,
+  DESKTOP, PHONE, Proxy, TOKEN, browserSuite, noisePng, openSignedIn, pageErrors, send, shot, waitOnline,
 } from './harness.mjs';
 
-let browser;
-const cleanups = [];
+const suite = browserSuite(before, after);
 
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn().catch(() => {});
-  if (browser) await browser.close();
-});
-
-async function gateway(opts) {
-  const gw = await new Gateway(opts).start();
-  cleanups.push(() => gw.dispose());
-  return gw;
-}
-
-async function device(viewport = DESKTOP) {
-  const d = await newDevice(browser, viewport);
-  cleanups.push(() => d.context.close());
-  return d;
-}
-
-/** Page errors, without the browser's own reports of refused connections (expected offline). */
-function pageErrors(page) {
-  return page.errors.filter((e) => !/WebSocket connection|ERR_CONNECTION|Failed to load resource/.test(e));
-}
+const gateway = suite.gateway;
+const device = suite.device;
 
 const assistant = (page, text) => page.locator('.msg.role-assistant:not(.streaming)', { hasText: text });
 const userMsg = (page, text) => page.locator('.msg.role-user', { hasText: text });
@@ -394,7 +370,7 @@ describe('Iris Web', { timeout: 240000 }, () => {
   test('after an offline gap the page syncs what it missed, without duplicate bubbles', { timeout: 90000 }, async () => {
     const gw = await gateway();
     const proxy = await new Proxy(gw.port).listen();
-    cleanups.push(() => proxy.close());
+    suite.cleanups.push(() => proxy.close());
     const a = await device(PHONE);
     const b = await device(DESKTOP);
     await openSignedIn(a.page, proxy.url);

@@ -8,19 +8,9 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import { blobType, showsInline } from '../assets/util.js';
-import { DESKTOP, Gateway, PHONE, launchBrowser, newDevice, noisePng, openSignedIn, send } from './harness.mjs';
+import { DESKTOP, PHONE, browserSuite, noisePng, openSignedIn, send } from './harness.mjs';
 
-let browser;
-const cleanups = [];
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn().catch(() => {});
-  if (browser) await browser.close();
-});
+const suite = browserSuite(before, after);
 
 // Each would write a marker into the page's storage and read the token, were it ever executed
 // in the gateway's origin.
@@ -30,8 +20,7 @@ const HTML = `<!DOCTYPE html><html><body><script>${PAYLOAD}</script>cat</body></
 
 /** A device whose page records the type of every blob it turns into an object URL. */
 async function device(viewport) {
-  const d = await newDevice(browser, viewport);
-  cleanups.push(() => d.context.close());
+  const d = await suite.device(viewport);
   await d.page.addInitScript(() => {
     const make = URL.createObjectURL.bind(URL);
     window.blobTypes = [];
@@ -56,8 +45,7 @@ test('only a verified raster image keeps its type in a blob', () => {
 
 describe('media in Iris Web', { timeout: 180000 }, () => {
   test('an SVG with a script and HTML sent as an image are downloads that never run', { timeout: 120000 }, async () => {
-    const gw = await new Gateway().start();
-    cleanups.push(() => gw.dispose());
+    const gw = await suite.gateway();
     const a = await device(DESKTOP);
     const b = await device(PHONE);
     await openSignedIn(a.page, gw.url);

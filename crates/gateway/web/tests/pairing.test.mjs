@@ -6,31 +6,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  Gateway, PHONE, launchBrowser, newDevice, openSignedIn, shot, waitOnline,
+  PHONE, browserSuite, openSignedIn, shot, waitOnline,
 } from './harness.mjs';
 
-let browser;
-const cleanups = [];
+const suite = browserSuite(before, after);
 
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  for (const fn of cleanups.reverse()) await fn().catch(() => {});
-  if (browser) await browser.close();
-});
-
-async function device(viewport) {
-  const d = await newDevice(browser, viewport);
-  cleanups.push(() => d.context.close());
-  return d;
-}
+const device = suite.device;
 
 describe('Pairing', { timeout: 120000 }, () => {
   test('a pairing link from another device signs in once and leaves a device token, not the code', { timeout: 90000 }, async () => {
-    const gw = await new Gateway({ agent: 'none' }).start();
-    cleanups.push(() => gw.dispose());
+    const gw = await suite.gateway({ agent: 'none' });
 
     const { page: laptop } = await device();
     await openSignedIn(laptop, gw.url);
