@@ -15,6 +15,8 @@
 //!   order, and only then answers the callers. So when [`Store::write`] returns `Ok`,
 //!   the job is durable and its frames have already been handed to the hook; a failed
 //!   job's writes and frames are discarded without affecting the rest of its batch.
+//!   A lazy job ([`Store::write_lazy`]) has no commit of its own: it joins the next batch of
+//!   other jobs, or is committed alone 200 ms after it came.
 //! * **Search is transactional.** The FTS5 index is maintained by triggers on the
 //!   messages table, so it changes in the same transaction as the rows and a deleted
 //!   message can never be found.

@@ -134,13 +134,45 @@ impl Store {
         F: FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
+        self.queue_job(f, false)
+    }
+
+    /// A write that needs no commit of its own (bookkeeping that may lag, such as delivery
+    /// watermarks): it is committed together with the next batch of other writes, or alone
+    /// about 200 ms after it was queued when nothing else is written. It may be committed after
+    /// writes queued later; otherwise it is [`Store::write`].
+    pub fn write_lazy<T, F>(
+        &self,
+        f: F,
+    ) -> impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.queue_job(f, true)
+    }
+
+    fn queue_job<T, F>(
+        &self,
+        f: F,
+        lazy: bool,
+    ) -> impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
         let (tx, rx) = oneshot::channel();
         let queued = if self.inner.closed.load(Ordering::Acquire) {
             Err(StoreError::Closed)
         } else {
+            let job = Box::new(TypedJob::new(f, tx));
+            let msg = match lazy {
+                true => WriterMsg::Lazy(job),
+                false => WriterMsg::Job(job),
+            };
             self.inner
                 .writer_tx
-                .send(WriterMsg::Job(Box::new(TypedJob::new(f, tx))))
+                .send(msg)
                 .map_err(|_| StoreError::Closed)
         };
         async move {

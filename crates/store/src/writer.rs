@@ -4,7 +4,8 @@
 use std::any::Any;
 use std::collections::{HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -15,8 +16,14 @@ use crate::{CommitHook, Committed, StoreError, WriteTx};
 /// the first job and the size of the hook call.
 pub(crate) const MAX_BATCH: usize = 512;
 
+/// How long a lazy job waits for a batch to ride along with before it is committed alone.
+pub(crate) const LAZY_DELAY: Duration = Duration::from_millis(200);
+
 pub(crate) enum WriterMsg {
     Job(Box<dyn Job>),
+    /// A job that needs no commit of its own: it joins the next batch, or is committed alone
+    /// [`LAZY_DELAY`] after it came when nothing else is written meanwhile.
+    Lazy(Box<dyn Job>),
     /// Run what is already queued, then exit.
     Shutdown,
 }
@@ -80,6 +87,13 @@ where
     }
 }
 
+fn push_lazy(lazy: &mut Vec<Box<dyn Job>>, since: &mut Instant, job: Box<dyn Job>) {
+    if lazy.is_empty() {
+        *since = Instant::now();
+    }
+    lazy.push(job);
+}
+
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
@@ -101,32 +115,56 @@ impl Writer {
     pub(crate) fn run(mut self) {
         let cap = if self.group_commit { MAX_BATCH } else { 1 };
         let mut open = true;
+        // Lazy jobs waiting for a batch, and when the first of them came.
+        let mut lazy: Vec<Box<dyn Job>> = Vec::new();
+        let mut lazy_since = Instant::now();
         loop {
-            // While open, block for the first job; after shutdown only drain what is queued.
+            // While open, block for the first job (until the lazy ones are due); after shutdown
+            // only drain what is queued.
             let first = if open {
-                match self.rx.recv() {
-                    Ok(WriterMsg::Job(job)) => job,
-                    Ok(WriterMsg::Shutdown) | Err(_) => {
+                let msg = if lazy.is_empty() {
+                    self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                } else {
+                    let due = lazy_since + LAZY_DELAY;
+                    self.rx
+                        .recv_timeout(due.saturating_duration_since(Instant::now()))
+                };
+                match msg {
+                    Ok(WriterMsg::Job(job)) => Some(job),
+                    Ok(WriterMsg::Lazy(job)) => {
+                        push_lazy(&mut lazy, &mut lazy_since, job);
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Ok(WriterMsg::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
                         open = false;
                         continue;
                     }
                 }
             } else {
                 match self.rx.try_recv() {
-                    Ok(WriterMsg::Job(job)) => job,
+                    Ok(WriterMsg::Job(job)) => Some(job),
+                    Ok(WriterMsg::Lazy(job)) => {
+                        push_lazy(&mut lazy, &mut lazy_since, job);
+                        continue;
+                    }
                     Ok(WriterMsg::Shutdown) => continue,
-                    Err(_) => break,
+                    Err(_) if lazy.is_empty() => break,
+                    Err(_) => None,
                 }
             };
             let mut batch = VecDeque::with_capacity(cap.min(64));
-            batch.push_back(first);
+            batch.extend(first);
             while batch.len() < cap {
                 match self.rx.try_recv() {
                     Ok(WriterMsg::Job(job)) => batch.push_back(job),
+                    Ok(WriterMsg::Lazy(job)) => push_lazy(&mut lazy, &mut lazy_since, job),
                     Ok(WriterMsg::Shutdown) => open = false,
                     Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
                 }
             }
+            // Lazy jobs ride along, after the jobs that were waited for.
+            batch.extend(lazy.drain(..));
             self.run_batch(batch);
         }
         tracing::debug!("store writer stopped");

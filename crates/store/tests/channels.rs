@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{lane_frame, msg, open_temp};
+use common::{lane_frame, msg, open_temp, replayed};
 use iris_store::{ChannelRow, StoreError};
 
 fn channel(id: &str, kind: &str, parent: Option<&str>) -> ChannelRow {
@@ -188,14 +188,7 @@ async fn delete_channel_wipes_everything_of_the_channel() {
         assert!(store.read_by(id).await.unwrap().is_empty());
     }
     assert_eq!(store.read_by("k1").await.unwrap(), ["phone"]);
-    let left: Vec<String> = store
-        .replay(0, 100)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(_, j)| j.to_string())
-        .collect();
-    assert_eq!(left, ["k1", "channel deleted"]);
+    assert_eq!(replayed(&store, 0).await, ["k1", "channel deleted"]);
     assert_eq!(store.lane_session("c1", None).await.unwrap(), None);
     assert_eq!(store.lane_session("c1", Some("t1")).await.unwrap(), None);
     assert_eq!(

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use common::{frame, lane_frame, msg, open_at, open_temp, poll_once, Gate};
+use common::{frame, lane_frame, msg, open_at, open_temp, poll_once, replayed, Gate};
 use iris_store::{FrameMeta, Store, StoreError};
 
 type Pending<T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send>>;
@@ -188,6 +188,40 @@ async fn without_group_commit_every_job_commits_alone() {
 }
 
 #[tokio::test]
+async fn a_lazy_write_rides_along_with_the_next_commit() {
+    let (_dir, store, rec) = open_temp();
+    let lazy = store.write_lazy(|tx| tx.append(frame("event", "lazy")));
+    let now = append_job(&store, "now").await.unwrap();
+    let lazy = lazy.await.unwrap();
+    assert_eq!(rec.calls(), 1, "one commit for both");
+    assert_eq!(
+        (now, lazy),
+        (1, 2),
+        "the lazy job ran after the write it rode with"
+    );
+}
+
+#[tokio::test]
+async fn a_lazy_write_alone_is_committed_soon_and_at_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("iris.db");
+    let (store, rec) = open_at(&path, true);
+    let alone = store.write_lazy(|tx| tx.append(frame("event", "alone")));
+    let cursor = tokio::time::timeout(std::time::Duration::from_secs(10), alone)
+        .await
+        .expect("a lazy write with nothing else to ride on still commits")
+        .unwrap();
+    assert_eq!((cursor, rec.calls()), (1, 1));
+    // Queued just before the store closes: committed, not dropped.
+    let last = store.write_lazy(|tx| tx.append(frame("event", "last")));
+    store.close();
+    assert_eq!(last.await.unwrap(), 2);
+    drop(store);
+    let (store, _) = open_at(&path, true);
+    assert_eq!(replayed(&store, 0).await, ["alone", "last"]);
+}
+
+#[tokio::test]
 async fn failing_and_panicking_jobs_do_not_affect_their_batch() {
     let (_dir, store, rec) = open_temp();
     let gate = Gate::close(&store).await;
@@ -230,14 +264,7 @@ async fn failing_and_panicking_jobs_do_not_affect_their_batch() {
         .map(|c| c.json.to_string())
         .collect();
     assert_eq!(seen, ["ok1", "ok2"]);
-    let replayed: Vec<String> = store
-        .replay(0, 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(_, j)| j.to_string())
-        .collect();
-    assert_eq!(replayed, ["ok1", "ok2"]);
+    assert_eq!(replayed(&store, 0).await, ["ok1", "ok2"]);
     assert_eq!(store.get_message("ghost").await.unwrap(), None);
     // The writer survived the panic.
     assert_eq!(append_job(&store, "after").await.unwrap(), 3);

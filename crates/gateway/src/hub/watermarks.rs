@@ -2,8 +2,9 @@
 //!
 //! A connection that gets a Pong records the cursor it proves in memory ([`Watermarks::confirm`])
 //! and goes on writing; one background task ([`spawn_writer`]) stores what was recorded, the
-//! latest cursor per device, all devices in one write job, and then announces each stored
-//! watermark on the hub. So a stored watermark may lag what a device confirmed by one batch (a
+//! latest cursor per device, all devices in one lazy write job (it rides along with the store's
+//! next commit, or is committed alone 200 ms later, so it never costs a turn an fsync of its
+//! own), and then announces each stored watermark on the hub. So a stored watermark may lag what a device confirmed by one batch (a
 //! device that reconnects within it is told the in-memory value, see [`Watermarks::unstored`];
 //! after a crash it is replayed frames it already has, and drops them by id), but it never runs
 //! ahead of a Pong. At shutdown the task stores what is left before the store closes.
@@ -92,7 +93,7 @@ async fn store_batch(hub: &Hub, store: &Store) {
     if batch.is_empty() {
         return;
     }
-    let stored = store.write(move |tx| tx.confirm_cursors(&batch)).await;
+    let stored = store.write_lazy(move |tx| tx.confirm_cursors(&batch)).await;
     pending.taken_done();
     match stored {
         Ok(stored) => {

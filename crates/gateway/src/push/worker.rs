@@ -190,8 +190,11 @@ impl Ctx {
             if !items.is_empty() {
                 tracing::debug!(frames = items.len(), upto = last, "push: queued");
             }
+            // Lazy: the scan follows every commit, and a push waits for its coalescing window
+            // anyway, so this rides along with the store's next commit instead of costing the
+            // turn that caused it an fsync of its own.
             store
-                .write(move |tx| {
+                .write_lazy(move |tx| {
                     for item in &items {
                         tx.queue_push(item)?;
                     }

@@ -148,3 +148,14 @@ pub async fn poll_once<F: Future + ?Sized>(fut: &mut Pin<Box<F>>) {
     })
     .await
 }
+
+/// The JSON of every outbox frame after `after`, in cursor order (at most 100).
+pub async fn replayed(store: &Store, after: u64) -> Vec<String> {
+    store
+        .replay(after, 100)
+        .await
+        .expect("replay")
+        .into_iter()
+        .map(|(_, j)| j.to_string())
+        .collect()
+}
