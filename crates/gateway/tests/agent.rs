@@ -21,22 +21,31 @@ async fn a_streamed_answer_arrives_in_order_on_every_device() {
     let user_id = message_id(&echo);
     let frames = until_idle(&mut a).await;
     let t = types(&frames);
-    assert_eq!(t[0], "read.receipt", "{t:?}");
-    assert_eq!(&t[1..3], ["agent.busy", "message.start"], "{t:?}");
+    // The lane was idle: busy was stored with the message, before the agent took it.
+    assert_eq!(
+        &t[0..3],
+        ["agent.busy", "read.receipt", "message.start"],
+        "{t:?}"
+    );
     assert!(t.contains(&"message.update"));
     assert_eq!(&t[t.len() - 2..], ["message.stop", "agent.idle"], "{t:?}");
     match &frames[0].body {
+        ServerFrame::AgentBusy(b) => assert_eq!(b.reason, BusyReason::Processing),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        frames[0].cursor.map(|c| c == echo.cursor.unwrap() + 1),
+        Some(true),
+        "busy is the frame after the message, in its commit"
+    );
+    match &frames[1].body {
         ServerFrame::ReadReceipt(r) => assert_eq!(r.message_id, user_id),
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        frames[0].cursor, None,
+        frames[1].cursor, None,
         "the sender's receipt is not outboxed"
     );
-    match &frames[1].body {
-        ServerFrame::AgentBusy(b) => assert_eq!(b.reason, BusyReason::Processing),
-        other => panic!("{other:?}"),
-    }
     // Updates carry the full text so far, growing.
     let updates: Vec<String> = frames
         .iter()

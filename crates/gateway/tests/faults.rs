@@ -109,3 +109,27 @@ async fn the_lane_recovers_from_every_agent_fault() {
     assert_eq!(restarts, (rounds * 3) as u64, "restarts: {restarts}");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn an_agent_that_cannot_start_leaves_the_lane_idle_with_a_reason() {
+    let gw = TestGateway::start_with(|c| {
+        c.agent_command = Some("/nonexistent/iris-test-agent acp".into());
+    })
+    .await;
+    let (mut a, _) = gw.connect("a").await;
+    for attempt in 0..2 {
+        send_default(&mut a, "hello").await;
+        let frames = until_idle(&mut a).await;
+        let t = types(&frames);
+        // busy went out with the message (the lane was idle), so the failure must end it.
+        assert_eq!(t.first(), Some(&"agent.busy"), "attempt {attempt}: {t:?}");
+        assert!(
+            system_texts(&frames)
+                .iter()
+                .any(|s| s.contains("The agent is not available")),
+            "attempt {attempt}: {:?}",
+            system_texts(&frames)
+        );
+        assert_eq!(t.last(), Some(&"agent.idle"), "attempt {attempt}: {t:?}");
+    }
+}

@@ -39,6 +39,16 @@ const LANE_CONTROL: usize = 64;
 pub struct Slot {
     /// The lane's count, or none without an agent (nothing ever waits then).
     queued: Option<Arc<AtomicUsize>>,
+    /// The lane held no other turn or command when this place was taken.
+    first: bool,
+}
+
+impl Slot {
+    /// Whether the lane held no other turn or command when this place was taken: the message
+    /// runs next unless a scheduled job got there first (see [`super::lane::PromptJob`]).
+    pub fn first(&self) -> bool {
+        self.first
+    }
 }
 
 impl Drop for Slot {
@@ -171,7 +181,10 @@ impl Agents {
     /// `rate_limited` when the lane already holds [`LANE_QUEUE`] turns and commands.
     pub fn reserve(&self, lane: &Lane) -> Result<Slot, WireError> {
         if self.bridge.disabled {
-            return Ok(Slot { queued: None });
+            return Ok(Slot {
+                queued: None,
+                first: false,
+            });
         }
         let queued = self
             .bridge
@@ -185,8 +198,9 @@ impl Agents {
             (n < LANE_QUEUE).then_some(n + 1)
         });
         match taken {
-            Ok(_) => Ok(Slot {
+            Ok(before) => Ok(Slot {
                 queued: Some(queued),
+                first: before == 0,
             }),
             Err(_) => Err(WireError::new(
                 ErrorCode::RateLimited,

@@ -13,7 +13,8 @@
 use std::collections::BTreeMap;
 
 use iris_protocol::{
-    DurableFrame, Message, MessageStop, PickerClosed, PickerOutcome, Role, Step, TurnEnd,
+    AgentBusy, BusyReason, DurableFrame, Message, MessageStop, PickerClosed, PickerOutcome, Role,
+    Step, TurnEnd,
 };
 use iris_store::{Store, StoreError, WriteTx};
 use serde::{Deserialize, Serialize};
@@ -94,6 +95,26 @@ fn load(tx: &WriteTx<'_>) -> Result<BTreeMap<String, OpenTurn>, StoreError> {
 fn save(tx: &mut WriteTx<'_>, turns: &BTreeMap<String, OpenTurn>) -> Result<(), StoreError> {
     let text = serde_json::to_string(turns).map_err(|e| StoreError::Internal(e.to_string()))?;
     tx.set_meta(KEY, &text)
+}
+
+/// `agent.busy` for a user's message that will start a turn in an idle lane, appended in the
+/// message's own transaction (so the turn needs no commit of its own before its prompt) and
+/// opening the lane's marker. Returns false, appending nothing, when the lane has a turn open
+/// already (its busy state stays as it is).
+pub fn busy_with_message(
+    tx: &mut WriteTx<'_>,
+    lane: &Lane,
+    origin: &Origin,
+) -> Result<bool, StoreError> {
+    if load(tx)?.contains_key(&lane_key(lane)) {
+        return Ok(false);
+    }
+    let frame = DurableFrame::AgentBusy(AgentBusy {
+        reason: BusyReason::Processing,
+    });
+    track(tx, lane, std::slice::from_ref(&frame))?;
+    outbox::append(tx, &lane.header(), frame, None, origin)?;
+    Ok(true)
 }
 
 /// Keeps the lane's marker in step with frames being appended in this transaction.

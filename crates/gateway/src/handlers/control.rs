@@ -104,6 +104,7 @@ pub(super) async fn retry(
         message_id: message.message_id,
         slot,
         retry: Some(tx),
+        busy_stored: false,
     };
     ctx.agents.send(&lane, LaneCmd::Prompt(job))?;
     match rx.await {

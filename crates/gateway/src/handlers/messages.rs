@@ -10,6 +10,7 @@ use iris_store::{ChannelRow, StoreError};
 use super::channels::create_channel_tx;
 use super::context::{resolve_lane, Context};
 use crate::agent::lane::{CommandJob, LaneCmd, PromptJob};
+use crate::agent::recovery;
 use crate::command::Command;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::{self, from_stored, to_stored, Origin};
@@ -60,7 +61,11 @@ pub(super) async fn send(
         lane.thread_id = Some(t.chat_id.clone());
     }
     // A lane that cannot take another turn refuses the message before it is stored.
-    let slot = Some(ctx.agents.reserve(&lane)?);
+    let slot = ctx.agents.reserve(&lane)?;
+    // A prompt for an idle lane: its `agent.busy` goes out with the message.
+    let busy_first = command.is_none() && slot.first();
+    let busy_lane = lane.clone();
+    let slot = Some(slot);
     let message = Message {
         message_id: new_id("m_"),
         role: Role::User,
@@ -75,7 +80,8 @@ pub(super) async fn send(
     let stored = to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
     let lane_header = lane.header();
     let tx_origin = origin.clone();
-    ctx.shared
+    let busy_stored = ctx
+        .shared
         .store
         .write(move |tx| {
             if let Some(t) = thread {
@@ -90,7 +96,11 @@ pub(super) async fn send(
                 frame,
                 Some(&stored.message_id),
                 &tx_origin,
-            )
+            )?;
+            match busy_first {
+                true => recovery::busy_with_message(tx, &busy_lane, &Origin::none()),
+                false => Ok(false),
+            }
         })
         .await?;
     let cmd = match command {
@@ -109,6 +119,7 @@ pub(super) async fn send(
                 message_id,
                 slot,
                 retry: None,
+                busy_stored,
             })
         }
     };

@@ -253,6 +253,8 @@ impl LaneActor {
             }
             LaneCmd::Prompt(mut p) => {
                 if !p.refuse_retry() {
+                    // The running job ends with `agent.idle`: this turn announces its own busy.
+                    p.busy_stored = false;
                     self.queue.push_back(Job::Prompt(p))
                 }
             }

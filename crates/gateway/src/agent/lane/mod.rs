@@ -58,6 +58,10 @@ pub struct PromptJob {
     /// For a retry (`message.retry`): told whether the lane took it. A lane that is running a
     /// turn refuses a retry instead of queueing it.
     pub retry: Option<oneshot::Sender<Result<(), WireError>>>,
+    /// `agent.busy` was stored with the message (the lane was idle then,
+    /// [`crate::agent::recovery::busy_with_message`]). It stands for this turn only if the lane
+    /// ran nothing else in between; otherwise the turn announces its own.
+    pub busy_stored: bool,
 }
 
 impl PromptJob {
@@ -275,6 +279,8 @@ impl LaneActor {
         match cmd {
             LaneCmd::Prompt(mut p) => {
                 p.take_retry();
+                // Something queued runs first and ends with `agent.idle`.
+                p.busy_stored &= self.queue.is_empty();
                 self.queue.push_back(Job::Prompt(p))
             }
             LaneCmd::Command(c) => self.queue.push_back(Job::Command(c)),

@@ -27,6 +27,10 @@ impl LaneActor {
                 self.read_receipt(job.origin_conn, &job.message_id);
                 self.system(format!("The agent is not available: {e}"))
                     .await;
+                if job.busy_stored {
+                    drop(slot);
+                    self.idle().await;
+                }
                 return;
             }
         };
@@ -39,7 +43,9 @@ impl LaneActor {
         let turn_started = Instant::now();
         // Queued, not awaited: the prompt goes out while it commits, and the turn's own frames
         // are stored after it (the store runs its jobs in order).
-        tokio::spawn(self.queue_busy(BusyReason::Processing));
+        if !job.busy_stored {
+            tokio::spawn(self.queue_busy(BusyReason::Processing));
+        }
         let mut mapper = TurnMapper::new(TurnConfig {
             message_id: new_id("m_"),
             role: Role::Assistant,
@@ -222,5 +228,6 @@ fn steer_job(text: String) -> PromptJob {
         message_id: String::new(),
         slot: None,
         retry: None,
+        busy_stored: false,
     }
 }
