@@ -9,8 +9,11 @@
 //! frame that puts it on screen. Per side and run: the first turn after the server starts (sent
 //! the moment the client is connected: send → first text), the start of the agent itself, paced
 //! answers (one chunk per 5 ms) and burst answers (all chunks at once), CPU time per turn and
-//! resident memory of the server and of the agent.
+//! resident memory of the server and of the agent. The same turns also go (c) straight to
+//! `hermes acp` over ACP from this program ([`direct`]): what Hermes' ACP adapter delivers by
+//! itself, so that the gateway's own share of a token's time to the screen can be told apart.
 
+mod direct;
 mod procs;
 mod sides;
 mod wire;
@@ -23,6 +26,7 @@ use serde_json::json;
 
 use crate::raw::{self, RawServer};
 use crate::report::{median, percentile, Report};
+use direct::AcpDirect;
 use procs::FakeModel;
 use sides::{GatewayHermes, HermesServe, Turn, Usage};
 
@@ -90,6 +94,7 @@ struct Figures {
 enum Side {
     Hermes(HermesServe),
     Gateway(GatewayHermes),
+    Direct(AcpDirect),
 }
 
 impl Side {
@@ -97,6 +102,7 @@ impl Side {
         match self {
             Side::Hermes(s) => s.turn(text, chunks).await,
             Side::Gateway(s) => s.turn(text, chunks).await,
+            Side::Direct(s) => s.turn(text, chunks).await,
         }
     }
 
@@ -104,6 +110,8 @@ impl Side {
         match self {
             Side::Hermes(s) => s.usage(),
             Side::Gateway(s) => s.usage(),
+            // Its figures are only the reference latencies.
+            Side::Direct(_) => Usage::default(),
         }
     }
 
@@ -111,6 +119,7 @@ impl Side {
         match self {
             Side::Hermes(s) => s.stop().await,
             Side::Gateway(s) => s.stop().await,
+            Side::Direct(s) => s.stop().await,
         }
     }
 }
@@ -157,10 +166,15 @@ fn load() -> f64 {
 
 const HERMES: &str = "Hermes' own WebSocket";
 const GATEWAY: &str = "gateway + hermes acp";
+const DIRECT: &str = "hermes acp alone (read by an ACP client)";
 
 /// Records one side's figures under `side`'s name.
 fn record(report: &mut Report, side: &str, f: &mut Figures) {
     let row = |what: &str| format!("{side}: {what}");
+    if side == DIRECT {
+        latencies(report, side, f);
+        return;
+    }
     report.add(
         &row("first turn after start, send → first text"),
         "ms",
@@ -179,12 +193,7 @@ fn record(report: &mut Report, side: &str, f: &mut Figures) {
         "agent start (server spawned → the session's agent built)"
     };
     report.add(&row(agent), "ms", f.agent_start_ms);
-    for (name, samples) in [("paced", &mut f.paced), ("burst", &mut f.burst)] {
-        for p in [50.0, 95.0] {
-            let v = percentile(samples, p) as f64 / 1e6;
-            report.add(&row(&format!("{name} token → visible p{p:.0}")), "ms", v);
-        }
-    }
+    latencies(report, side, f);
     let in_final = 100.0 * f.burst_in_final as f64 / f.burst_chunks.max(1) as f64;
     report.add(
         &row("burst chunks first shown by the final frame"),
@@ -211,7 +220,35 @@ fn record(report: &mut Report, side: &str, f: &mut Figures) {
     }
 }
 
-/// Both sides, `runs` times, beside the raw WebSocket echo round trip.
+/// A side's token → visible percentiles, paced and burst.
+fn latencies(report: &mut Report, side: &str, f: &mut Figures) {
+    for (name, samples) in [("paced", &mut f.paced), ("burst", &mut f.burst)] {
+        for p in [50.0, 95.0] {
+            let v = percentile(samples, p) as f64 / 1e6;
+            let row = format!("{side}: {name} token → visible p{p:.0}");
+            report.add(&row, "ms", v);
+        }
+    }
+}
+
+/// What the gateway adds to what `hermes acp` delivers by itself: the difference of the two
+/// percentiles of one run.
+fn added(report: &mut Report, gateway: &mut Figures, alone: &mut Figures) {
+    let pairs = [
+        ("paced", &mut gateway.paced, &mut alone.paced),
+        ("burst", &mut gateway.burst, &mut alone.burst),
+    ];
+    for (name, g, a) in pairs {
+        for p in [50.0, 95.0] {
+            let diff = percentile(g, p) as f64 / 1e6 - percentile(a, p) as f64 / 1e6;
+            let row = format!("{GATEWAY}: added to {DIRECT}, {name} p{p:.0}");
+            report.add(&row, "ms", diff);
+        }
+    }
+}
+
+/// Both sides and the reference (`hermes acp` read directly), `runs` times, beside the raw
+/// WebSocket echo round trip.
 pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Result<()> {
     let venv = procs::find_venv(opts.venv.clone())?;
     let dir = tempfile::Builder::new()
@@ -251,6 +288,14 @@ pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Re
         f.listening_ms = listening;
         side.stop().await;
         record(report, GATEWAY, &mut f);
+        let mut through_gateway = f;
+
+        let root = dir.path().join(format!("direct-{run}"));
+        let mut side = Side::Direct(AcpDirect::start(&venv, &root, model.port).await?);
+        let mut f = measure(&mut side, opts).await?;
+        side.stop().await;
+        record(report, DIRECT, &mut f);
+        added(report, &mut through_gateway, &mut f);
         report.add("machine load (1-minute average) after the run", "", load());
     }
     for what in [

@@ -32,6 +32,7 @@ pub struct Turn {
 }
 
 /// CPU time and resident memory of one side's processes.
+#[derive(Default)]
 pub struct Usage {
     /// The server's own CPU time so far, in milliseconds.
     pub server_cpu_ms: f64,
