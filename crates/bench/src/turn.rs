@@ -15,15 +15,31 @@ use crate::report::{percentile, Report};
 /// Unmeasured turns first: the agent process starts and the session opens.
 const WARM_UP: usize = 3;
 
+/// Warm turns sent after a pause, as a person's next message comes: the gateway (and the
+/// machine) have gone idle in between, as they have before the first turn after a start.
+const PAUSED: usize = 20;
+
+/// The pause before each of them.
+const PAUSE: Duration = Duration::from_millis(100);
+
 fn prompt(i: usize) -> String {
     format!("Hello there, this is turn number {i} of the turn overhead benchmark.")
 }
 
-/// Gateway turns: (p50, p99, first, agent start) nanoseconds from sending `message.send` to the
-/// turn's `message.stop`. `first` is the first turn after the gateway started, sent once its
-/// start-up (the agent's start and the default session) is over, as a device that connects a
-/// moment after a start would; the agent's own start time is the last figure.
-async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64, u64, u64)> {
+/// Gateway turns, nanoseconds from sending `message.send` to the turn's `message.stop`.
+struct GatewayTurns {
+    p50: u64,
+    p99: u64,
+    /// The first turn after the gateway started, sent once its start-up (the agent's start and
+    /// the default session) is over, as a device that connects a moment after a start would.
+    first: u64,
+    /// Warm turns each sent after [`PAUSE`], p50.
+    paused_p50: u64,
+    /// The agent's own start.
+    agent_start: u64,
+}
+
+async fn through_gateway(turns: usize) -> anyhow::Result<GatewayTurns> {
     let dir = tempfile::tempdir()?;
     let gw = InProcess::start(config(dir.path()))?;
     let mut device = connect(gw.options("turns")).await?;
@@ -32,8 +48,13 @@ async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64, u64, u64)> {
         .context("the gateway's start-up did not end")?;
     let agent_start = gw.agents.last_start().unwrap_or_default().as_nanos() as u64;
     let mut samples = Vec::with_capacity(turns);
+    let mut paused = Vec::with_capacity(PAUSED);
     let mut first = 0;
-    for i in 0..WARM_UP + turns {
+    for i in 0..WARM_UP + turns + PAUSED {
+        let pause = i >= WARM_UP + turns;
+        if pause {
+            tokio::time::sleep(PAUSE).await;
+        }
         let t = Instant::now();
         let frame = ClientFrame::MessageSend(MessageSend {
             text: prompt(i),
@@ -50,7 +71,9 @@ async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64, u64, u64)> {
         if i == 0 {
             first = t.elapsed().as_nanos() as u64;
         }
-        if i >= WARM_UP {
+        if pause {
+            paused.push(t.elapsed().as_nanos() as u64);
+        } else if i >= WARM_UP {
             samples.push(t.elapsed().as_nanos() as u64);
         }
         // Let the turn's trailing frames (agent.idle) arrive before the next one starts.
@@ -61,12 +84,13 @@ async fn through_gateway(turns: usize) -> anyhow::Result<(u64, u64, u64, u64)> {
         device.take_seen();
     }
     gw.stop();
-    Ok((
-        percentile(&mut samples, 50.0),
-        percentile(&mut samples, 99.0),
+    Ok(GatewayTurns {
+        p50: percentile(&mut samples, 50.0),
+        p99: percentile(&mut samples, 99.0),
         first,
+        paused_p50: percentile(&mut paused, 50.0),
         agent_start,
-    ))
+    })
 }
 
 /// The first turn sent the moment a device is connected to a gateway that has just started
@@ -133,19 +157,24 @@ pub async fn run(report: &mut Report, turns: usize, runs: usize) -> anyhow::Resu
     let first = "first turn after the gateway started (start-up over)".to_owned();
     let early = "first turn sent while the gateway starts".to_owned();
     let start = "agent start (spawn to initialize answered)".to_owned();
+    let paused = format!(
+        "turn through the gateway after {} ms idle p50",
+        PAUSE.as_millis()
+    );
     for run in 0..runs {
         println!("turn: run {}", run + 1);
         let (dp50, dp99) = direct(turns).await?;
-        let (gp50, gp99, g_first, g_start) = through_gateway(turns).await?;
+        let g = through_gateway(turns).await?;
         let g_early = first_during_start().await?;
         report.add(&d50, "ms", dp50 as f64 / 1e6);
         report.add(&d99, "ms", dp99 as f64 / 1e6);
-        report.add(&g50, "ms", gp50 as f64 / 1e6);
-        report.add(&g99, "ms", gp99 as f64 / 1e6);
-        report.add(&over, "ms", (gp50 as f64 - dp50 as f64) / 1e6);
-        report.add(&first, "ms", g_first as f64 / 1e6);
+        report.add(&g50, "ms", g.p50 as f64 / 1e6);
+        report.add(&g99, "ms", g.p99 as f64 / 1e6);
+        report.add(&over, "ms", (g.p50 as f64 - dp50 as f64) / 1e6);
+        report.add(&first, "ms", g.first as f64 / 1e6);
+        report.add(&paused, "ms", g.paused_p50 as f64 / 1e6);
         report.add(&early, "ms", g_early as f64 / 1e6);
-        report.add(&start, "ms", g_start as f64 / 1e6);
+        report.add(&start, "ms", g.agent_start as f64 / 1e6);
         let raw = RawServer::start()?;
         let (r50, _) = raw::echo_rtt(&raw.url, 200, 2000).await?;
         report.add(&rtt, "ms", r50 as f64 / 1e6);
@@ -153,6 +182,7 @@ pub async fn run(report: &mut Report, turns: usize, runs: usize) -> anyhow::Resu
     report.compare(&g50, "ms", &d50);
     report.compare(&over, "ms", &rtt);
     report.compare(&first, "ms", &g50);
+    report.compare(&paused, "ms", &g50);
     report.compare(&early, "ms", &g50);
     Ok(())
 }
