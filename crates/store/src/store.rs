@@ -2,7 +2,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle, ThreadId};
@@ -37,6 +37,10 @@ struct Inner {
     reader_count: usize,
     threads: Mutex<Vec<JoinHandle<()>>>,
     closed: AtomicBool,
+    /// Raised by the writer after each commit that changed the channel directory.
+    channels_gen: Arc<AtomicU64>,
+    /// The directory as last read, with the generation it was read at.
+    channels: Mutex<Option<(u64, Arc<Vec<ChannelRow>>)>>,
 }
 
 impl Store {
@@ -60,11 +64,13 @@ impl Store {
         let reader_rx = Arc::new(Mutex::new(reader_rx));
         let mut threads = Vec::with_capacity(reader_count + 1);
 
+        let channels_gen = Arc::new(AtomicU64::new(0));
         let writer = Writer {
             conn,
             rx: writer_rx,
             hook: on_commit,
             group_commit: cfg.group_commit,
+            channels_gen: channels_gen.clone(),
         };
         threads.push(
             thread::Builder::new()
@@ -100,6 +106,8 @@ impl Store {
                 reader_count,
                 threads: Mutex::new(threads),
                 closed: AtomicBool::new(false),
+                channels_gen,
+                channels: Mutex::new(None),
             }),
         })
     }
@@ -345,13 +353,47 @@ impl Store {
 
     /// All channels and threads in creation order.
     pub async fn list_channels(&self) -> Result<Vec<ChannelRow>, StoreError> {
-        self.read(|c| queries::list_channels(c)).await
+        Ok(self.channel_directory().await?.as_ref().clone())
     }
 
     /// The channel or thread with this id, if it exists.
     pub async fn get_channel(&self, id: &str) -> Result<Option<ChannelRow>, StoreError> {
-        let id = id.to_string();
-        self.read(move |c| queries::get_channel(c, &id)).await
+        Ok(self
+            .channel_directory()
+            .await?
+            .iter()
+            .find(|c| c.chat_id == id)
+            .cloned())
+    }
+
+    /// All channels and threads in creation order, shared. Every request names its lane, and a
+    /// read of the store per request would be a trip to a reader thread on every message, so
+    /// the directory is read once per change: the copy is valid while the writer's generation
+    /// is the one it was read at, and the writer raises it after a commit that changed a
+    /// channel and before it answers, so a caller whose write returned never gets the
+    /// directory from before it. (Only this process writes channels.)
+    pub async fn channel_directory(&self) -> Result<Arc<Vec<ChannelRow>>, StoreError> {
+        let generation = self.inner.channels_gen.load(Ordering::Acquire);
+        if let Some((g, rows)) = &*self
+            .inner
+            .channels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+        {
+            if *g == generation {
+                return Ok(rows.clone());
+            }
+        }
+        let rows = Arc::new(self.read(|c| queries::list_channels(c)).await?);
+        let mut cached = self
+            .inner
+            .channels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if cached.as_ref().is_none_or(|(g, _)| *g <= generation) {
+            *cached = Some((generation, rows.clone()));
+        }
+        Ok(rows)
     }
 
     /// The device with this id, if it is registered.

@@ -20,6 +20,8 @@ pub struct WriteTx<'a> {
     pub(crate) removed: Vec<u64>,
     /// Every cursor up to this value was deleted by this job (retention pruning).
     pub(crate) removed_upto: u64,
+    /// This job wrote to the channel directory (the store's cached copy must be read again).
+    pub(crate) channels_changed: bool,
 }
 
 impl<'a> WriteTx<'a> {
@@ -29,6 +31,7 @@ impl<'a> WriteTx<'a> {
             frames,
             removed: Vec::new(),
             removed_upto: 0,
+            channels_changed: false,
         }
     }
 
@@ -167,6 +170,7 @@ impl<'a> WriteTx<'a> {
     /// Inserts a channel or thread. Threads need an existing, non-thread parent; other
     /// kinds must not have one. Inserting a row with `is_default` moves the flag to it.
     pub fn insert_channel(&mut self, c: &ChannelRow) -> Result<(), StoreError> {
+        self.channels_changed = true;
         if c.chat_id.is_empty() {
             return Err(StoreError::Invalid("chat_id must not be empty".into()));
         }
@@ -238,6 +242,7 @@ impl<'a> WriteTx<'a> {
         known: &[String],
         default: &str,
     ) -> Result<Vec<String>, StoreError> {
+        self.channels_changed = true;
         let mut moved = Vec::new();
         for c in self.list_channels()? {
             if c.kind == "thread" || c.agent.as_ref().is_some_and(|a| known.contains(a)) {
@@ -269,6 +274,7 @@ impl<'a> WriteTx<'a> {
         chat_id: &str,
         agent: Option<&str>,
     ) -> Result<bool, StoreError> {
+        self.channels_changed = true;
         match self.get_channel(chat_id)? {
             None => Ok(false),
             Some(c) if c.kind == "thread" => Err(StoreError::Invalid(
@@ -301,6 +307,7 @@ impl<'a> WriteTx<'a> {
         name: &str,
         by_user: bool,
     ) -> Result<bool, StoreError> {
+        self.channels_changed = true;
         if name.trim().is_empty() {
             return Err(StoreError::Invalid(
                 "a channel name must not be empty".into(),
@@ -321,6 +328,7 @@ impl<'a> WriteTx<'a> {
 
     /// Makes `id` the default channel and clears the flag everywhere else.
     pub fn set_default(&mut self, id: &str) -> Result<(), StoreError> {
+        self.channels_changed = true;
         let row = self.get_channel(id)?.ok_or(StoreError::NotFound)?;
         if row.kind == "thread" {
             return Err(StoreError::Invalid(
@@ -344,6 +352,7 @@ impl<'a> WriteTx<'a> {
     /// jobs. The current default channel cannot be deleted. Append the deletion notice after
     /// this call.
     pub fn delete_channel(&mut self, id: &str) -> Result<DeletedChannel, StoreError> {
+        self.channels_changed = true;
         let row = self.get_channel(id)?.ok_or(StoreError::NotFound)?;
         if row.is_default {
             return Err(StoreError::Invalid(

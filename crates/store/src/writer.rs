@@ -4,7 +4,9 @@
 use std::any::Any;
 use std::collections::{HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -109,6 +111,9 @@ pub(crate) struct Writer {
     pub(crate) rx: Receiver<WriterMsg>,
     pub(crate) hook: CommitHook,
     pub(crate) group_commit: bool,
+    /// Raised after every batch that wrote to the channel directory, before its callers are
+    /// answered (see [`crate::Store::list_channels`]).
+    pub(crate) channels_gen: Arc<AtomicU64>,
 }
 
 impl Writer {
@@ -185,8 +190,9 @@ impl Writer {
             let mut done: Vec<Box<dyn Job>> = Vec::with_capacity(queue.len());
             let mut frames: Vec<Committed> = Vec::new();
             let mut aborted = None;
+            let mut channels_changed = false;
             while let Some(mut job) = queue.pop_front() {
-                let outcome = self.run_job(&mut *job, &mut frames);
+                let outcome = self.run_job(&mut *job, &mut frames, &mut channels_changed);
                 done.push(job);
                 if let Err(reason) = outcome {
                     aborted = Some(reason);
@@ -200,6 +206,11 @@ impl Writer {
                     .execute_batch("COMMIT")
                     .map_err(|e| format!("commit failed: {e}")),
             };
+            // After the commit (a copy read before it must not pass for a new one), before
+            // anyone is answered.
+            if channels_changed {
+                self.channels_gen.fetch_add(1, Ordering::AcqRel);
+            }
             match result {
                 Ok(()) => {
                     if !frames.is_empty() {
@@ -229,7 +240,12 @@ impl Writer {
 
     /// Runs one job inside its own savepoint. `Err` means the batch transaction is
     /// unusable; a job that merely failed is rolled back to its savepoint and is `Ok`.
-    fn run_job(&mut self, job: &mut dyn Job, frames: &mut Vec<Committed>) -> Result<(), String> {
+    fn run_job(
+        &mut self,
+        job: &mut dyn Job,
+        frames: &mut Vec<Committed>,
+        channels_changed: &mut bool,
+    ) -> Result<(), String> {
         let conn = &self.conn;
         let exec = |sql: &str| -> Result<(), String> {
             conn.prepare_cached(sql)
@@ -241,6 +257,7 @@ impl Writer {
         let mark = frames.len();
         let mut tx = WriteTx::new(conn, frames);
         let ok = job.run(&mut tx);
+        *channels_changed |= tx.channels_changed;
         let removed = std::mem::take(&mut tx.removed);
         let removed_upto = tx.removed_upto;
         if conn.is_autocommit() {

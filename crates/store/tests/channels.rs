@@ -501,3 +501,49 @@ async fn queued_writes_commit_in_the_order_they_were_queued() {
     let phone = store.get_device("phone").await.unwrap().unwrap();
     assert_eq!(phone.confirmed_cursor, 4);
 }
+
+#[tokio::test]
+async fn the_directory_read_before_a_change_is_never_served_after_it() {
+    let (_dir, store, _) = open_temp();
+    // Read (and keep) the directory, then change it in every way; each read after a write
+    // returned sees that write.
+    assert_eq!(store.list_channels().await.unwrap().len(), 1);
+    store
+        .write(|tx| tx.insert_channel(&channel("c1", "channel", None)))
+        .await
+        .unwrap();
+    assert_eq!(store.list_channels().await.unwrap().len(), 2);
+    store
+        .write(|tx| tx.rename_channel("c1", "Renamed", true))
+        .await
+        .unwrap();
+    let c1 = store.get_channel("c1").await.unwrap().unwrap();
+    assert_eq!(c1.name, "Renamed");
+    store.write(|tx| tx.set_default("c1")).await.unwrap();
+    assert!(store.get_channel("c1").await.unwrap().unwrap().is_default);
+    store
+        .write(|tx| tx.set_channel_agent("c1", Some("claude")))
+        .await
+        .unwrap();
+    let agent = store.get_channel("c1").await.unwrap().unwrap().agent;
+    assert_eq!(agent.as_deref(), Some("claude"));
+    store.write(|tx| tx.set_default("default")).await.unwrap();
+    store.write(|tx| tx.delete_channel("c1")).await.unwrap();
+    assert_eq!(store.get_channel("c1").await.unwrap(), None);
+    // A job that changed a channel and then failed leaves the directory as it was.
+    let failed = store
+        .write(|tx| {
+            tx.insert_channel(&channel("c2", "channel", None))?;
+            Err::<(), _>(StoreError::Invalid("changed my mind".into()))
+        })
+        .await;
+    assert!(failed.is_err());
+    let ids: Vec<String> = store
+        .list_channels()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.chat_id)
+        .collect();
+    assert_eq!(ids, ["default"]);
+}

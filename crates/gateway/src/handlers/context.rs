@@ -50,7 +50,7 @@ impl SearchRate {
 /// Resolves the lane a request names. A missing `chat_id` means the default channel; a `chat_id`
 /// naming a thread means that thread in its channel.
 pub async fn resolve_lane(ctx: &Context, header: &Header) -> Result<Lane> {
-    let channels = ctx.shared.store.list_channels().await?;
+    let channels = ctx.shared.store.channel_directory().await?;
     let chat = match &header.chat_id {
         Some(id) => channels
             .iter()
