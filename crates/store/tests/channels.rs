@@ -3,7 +3,7 @@
 mod common;
 
 use common::{lane_frame, msg, open_temp, replayed};
-use iris_store::{ChannelRow, StoreError};
+use iris_store::{ChannelRow, Store, StoreError};
 
 fn channel(id: &str, kind: &str, parent: Option<&str>) -> ChannelRow {
     ChannelRow {
@@ -18,6 +18,12 @@ fn channel(id: &str, kind: &str, parent: Option<&str>) -> ChannelRow {
     }
 }
 
+/// The ids of every channel and thread, in creation order.
+async fn channel_ids(store: &Store) -> Vec<String> {
+    let channels = store.list_channels().await.unwrap();
+    channels.into_iter().map(|c| c.chat_id).collect()
+}
+
 #[tokio::test]
 async fn channel_crud_and_default_rules() {
     let (_dir, store, _) = open_temp();
@@ -30,14 +36,7 @@ async fn channel_crud_and_default_rules() {
         })
         .await
         .unwrap();
-    let order: Vec<String> = store
-        .list_channels()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|c| c.chat_id)
-        .collect();
-    assert_eq!(order, ["default", "c1", "t1", "c2"]);
+    assert_eq!(channel_ids(&store).await, ["default", "c1", "t1", "c2"]);
     assert_eq!(
         store
             .get_channel("t1")
@@ -168,14 +167,7 @@ async fn delete_channel_wipes_everything_of_the_channel() {
     assert_eq!(deleted.chat_ids, ["c1", "t1", "t2"]);
     assert_eq!(deleted.message_ids, ["m1", "m2", "m3"]);
 
-    let channels: Vec<String> = store
-        .list_channels()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|c| c.chat_id)
-        .collect();
-    assert_eq!(channels, ["default", "c2"]);
+    assert_eq!(channel_ids(&store).await, ["default", "c2"]);
     let hits = store.search("payload", None, 10).await.unwrap();
     assert_eq!(
         hits.iter()
@@ -538,12 +530,5 @@ async fn the_directory_read_before_a_change_is_never_served_after_it() {
         })
         .await;
     assert!(failed.is_err());
-    let ids: Vec<String> = store
-        .list_channels()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|c| c.chat_id)
-        .collect();
-    assert_eq!(ids, ["default"]);
+    assert_eq!(channel_ids(&store).await, ["default"]);
 }
