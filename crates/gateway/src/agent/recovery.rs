@@ -117,6 +117,14 @@ pub fn busy_with_message(
     Ok(true)
 }
 
+/// `agent.idle` for a lane whose busy state was stored with a message that then could not be
+/// handed to the lane (see [`busy_with_message`]).
+pub fn idle_without_turn(tx: &mut WriteTx<'_>, lane: &Lane) -> Result<(), StoreError> {
+    let frame = DurableFrame::AgentIdle;
+    track(tx, lane, std::slice::from_ref(&frame))?;
+    outbox::append(tx, &lane.header(), frame, None, &Origin::none()).map(|_| ())
+}
+
 /// Keeps the lane's marker in step with frames being appended in this transaction.
 pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[DurableFrame]) -> Result<(), StoreError> {
     let relevant = frames.iter().any(|f| {

@@ -123,7 +123,17 @@ pub(super) async fn send(
             })
         }
     };
-    ctx.agents.send(&lane, cmd)?;
+    if let Err(e) = ctx.agents.send(&lane, cmd) {
+        if busy_stored {
+            // No turn will run: the busy state stored with the message ends here.
+            let lane = lane.clone();
+            ctx.shared
+                .store
+                .write(move |tx| recovery::idle_without_turn(tx, &lane))
+                .await?;
+        }
+        return Err(e);
+    }
     Ok(Reply::ViaOutbox)
 }
 

@@ -4,10 +4,11 @@
 //! and goes on writing; one background task ([`spawn_writer`]) stores what was recorded, the
 //! latest cursor per device, all devices in one lazy write job (it rides along with the store's
 //! next commit, or is committed alone 200 ms later, so it never costs a turn an fsync of its
-//! own), and then announces each stored watermark on the hub. So a stored watermark may lag what a device confirmed by one batch (a
-//! device that reconnects within it is told the in-memory value, see [`Watermarks::unstored`];
-//! after a crash it is replayed frames it already has, and drops them by id), but it never runs
-//! ahead of a Pong. At shutdown the task stores what is left before the store closes.
+//! own), and then announces each stored watermark on the hub. So a stored watermark may lag what
+//! a device confirmed by one batch (a device that reconnects within it is told the in-memory
+//! value, see [`Watermarks::unstored`]; after a crash it is replayed frames it already has, and
+//! drops them by id), but it never runs ahead of a Pong. At shutdown the task stores what is left
+//! before the store closes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
