@@ -54,11 +54,15 @@ export function refreshTicks(root) {
   }
 }
 
-/** Keeps the ticks of the lane shown right as messages are drawn, from history or live. */
+/**
+ * Keeps the ticks of the lane shown right as messages are drawn, from history or live. Only
+ * bubbles coming or going (children of the log, or of the lane shown in it) can change them; a
+ * streaming update rewrites a bubble's inside and costs no scan of the lane.
+ */
 export function watchTicks(log) {
   let queued = false;
-  new MutationObserver(() => {
-    if (queued) return;
+  new MutationObserver((records) => {
+    if (queued || !records.some((r) => r.target === log || r.target.parentNode === log)) return;
     queued = true;
     queueMicrotask(() => {
       queued = false;
