@@ -425,3 +425,21 @@ fn a_token_on_the_command_line_is_warned_about() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).is_empty());
 }
+
+#[tokio::test]
+async fn a_device_stays_out_when_the_store_cannot_say_whether_it_was_revoked() {
+    let gw = TestGateway::start().await;
+    let (phone, _) = gw.connect("phone").await;
+    phone.close().await.expect("close");
+    // The store stops answering (a failed disk, say): nobody can tell whether this id was
+    // revoked meanwhile, so it is not let in, even with the right token.
+    gw.shared.store.close();
+    assert_eq!(
+        hello(&gw, TOKEN, "phone").await.map(|_| ()),
+        Err((
+            ErrorCode::Internal,
+            "the gateway cannot check this device now; try again".into()
+        ))
+    );
+    gw.stop().await;
+}
