@@ -80,7 +80,8 @@ pub fn spawn_writer(hub: Arc<Hub>, store: Store, stop: CancellationToken) -> Joi
                 _ = hub.watermarks_pending.ready.notified() => false,
                 _ = stop.cancelled() => true,
             };
-            store_batch(&hub, &store).await;
+            // The last batch is stored at once: nothing else will be written to ride along with.
+            store_batch(&hub, &store, !stopping).await;
             if stopping {
                 return;
             }
@@ -88,13 +89,17 @@ pub fn spawn_writer(hub: Arc<Hub>, store: Store, stop: CancellationToken) -> Joi
     })
 }
 
-async fn store_batch(hub: &Hub, store: &Store) {
+async fn store_batch(hub: &Hub, store: &Store, lazy: bool) {
     let pending = &hub.watermarks_pending;
     let batch = pending.take();
     if batch.is_empty() {
         return;
     }
-    let stored = store.write_lazy(move |tx| tx.confirm_cursors(&batch)).await;
+    let job = move |tx: &mut iris_store::WriteTx<'_>| tx.confirm_cursors(&batch);
+    let stored = match lazy {
+        true => store.write_lazy(job).await,
+        false => store.write(job).await,
+    };
     pending.taken_done();
     match stored {
         Ok(stored) => {
