@@ -205,27 +205,34 @@ pub struct ServerProcess {
     pub url: String,
 }
 
+/// `iris-gateway serve` on a fresh loopback port with the tool's token, `agent` as its agent
+/// command line, its data in `data_dir`, the settings of `config`, and `IRIS_LOG=log`.
+pub fn serve_command(
+    agent: &str,
+    data_dir: &Path,
+    config: &Path,
+    log: &str,
+) -> anyhow::Result<Command> {
+    let mut cmd = Command::new(gateway_binary()?);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
+        .arg("--agent")
+        .arg(agent)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("--config")
+        .arg(config)
+        .env("IRIS_LOG", log)
+        .env("NO_COLOR", "1");
+    Ok(cmd)
+}
+
 impl ServerProcess {
     /// `iris-gateway serve` on a fresh port with no agent, in `data_dir`.
     pub async fn gateway(data_dir: &Path) -> anyhow::Result<ServerProcess> {
         std::fs::create_dir_all(data_dir)?;
         let config = data_dir.join("bench.toml");
         std::fs::write(&config, PROCESS_CONFIG)?;
-        let mut cmd = Command::new(gateway_binary()?);
-        cmd.args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            TOKEN,
-            "--agent",
-            "none",
-        ])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .arg("--config")
-        .arg(&config)
-        .env("IRIS_LOG", "error");
+        let cmd = serve_command("none", data_dir, &config, "error")?;
         Self::spawn(cmd, "WebSocket: ").await
     }
 

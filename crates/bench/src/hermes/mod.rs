@@ -115,6 +115,24 @@ impl Side {
         }
     }
 
+    /// From spawning the server to it accepting connections (nothing for `hermes acp` alone).
+    fn listening(&self) -> Option<Duration> {
+        match self {
+            Side::Hermes(s) => Some(s.listening),
+            Side::Gateway(s) => Some(s.listening),
+            Side::Direct(_) => None,
+        }
+    }
+
+    /// The agent's own start (see [`record`]).
+    fn agent_start(&self) -> Option<Duration> {
+        match self {
+            Side::Hermes(s) => s.agent_built,
+            Side::Gateway(s) => s.agent_start(),
+            Side::Direct(_) => None,
+        }
+    }
+
     async fn stop(self) {
         match self {
             Side::Hermes(s) => s.stop().await,
@@ -149,6 +167,15 @@ async fn measure(side: &mut Side, opts: &Options) -> anyhow::Result<Figures> {
     f.agent_cpu_ms = (after.agent_cpu_ms - before.agent_cpu_ms) / turns;
     f.server_rss_mib = after.server_rss_mib;
     f.agent_rss_mib = after.agent_rss_mib;
+    Ok(f)
+}
+
+/// A side's turns, its start-up figures, then the side stopped.
+async fn run_side(mut side: Side, opts: &Options) -> anyhow::Result<Figures> {
+    let mut f = measure(&mut side, opts).await?;
+    f.listening_ms = side.listening().map_or(f64::NAN, ms);
+    f.agent_start_ms = side.agent_start().map_or(f64::NAN, ms);
+    side.stop().await;
     Ok(f)
 }
 
@@ -266,34 +293,18 @@ pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Re
         report.add(rtt, "ms", r50 as f64 / 1e6);
 
         let root = dir.path().join(format!("serve-{run}"));
-        let serve = HermesServe::start(&venv, &root, model.port).await?;
-        let listening = ms(serve.listening);
-        let mut side = Side::Hermes(serve);
-        let mut f = measure(&mut side, opts).await?;
-        if let Side::Hermes(s) = &side {
-            f.agent_start_ms = s.agent_built.map_or(f64::NAN, ms);
-        }
-        f.listening_ms = listening;
-        side.stop().await;
+        let side = Side::Hermes(HermesServe::start(&venv, &root, model.port).await?);
+        let mut f = run_side(side, opts).await?;
         record(report, HERMES, &mut f);
 
         let root = dir.path().join(format!("gateway-{run}"));
-        let gateway = GatewayHermes::start(&venv, &root, model.port).await?;
-        let listening = ms(gateway.listening);
-        let mut side = Side::Gateway(gateway);
-        let mut f = measure(&mut side, opts).await?;
-        if let Side::Gateway(g) = &side {
-            f.agent_start_ms = g.agent_start().map_or(f64::NAN, ms);
-        }
-        f.listening_ms = listening;
-        side.stop().await;
-        record(report, GATEWAY, &mut f);
-        let mut through_gateway = f;
+        let side = Side::Gateway(GatewayHermes::start(&venv, &root, model.port).await?);
+        let mut through_gateway = run_side(side, opts).await?;
+        record(report, GATEWAY, &mut through_gateway);
 
         let root = dir.path().join(format!("direct-{run}"));
-        let mut side = Side::Direct(AcpDirect::start(&venv, &root, model.port).await?);
-        let mut f = measure(&mut side, opts).await?;
-        side.stop().await;
+        let side = Side::Direct(AcpDirect::start(&venv, &root, model.port).await?);
+        let mut f = run_side(side, opts).await?;
         record(report, DIRECT, &mut f);
         added(report, &mut through_gateway, &mut f);
         report.add("machine load (1-minute average) after the run", "", load());

@@ -16,7 +16,7 @@ use tokio::process::Command;
 
 use super::procs::{cpu_ms, descendants, first_line_with, rss_mib, HermesHome, Server};
 use super::wire::{self, HermesFrame, Screen};
-use crate::gateway::{connect, gateway_binary, TOKEN};
+use crate::gateway::{connect, serve_command, TOKEN};
 use crate::unix_nanos;
 
 /// Longest wait for any one frame (the first turn waits for Hermes to start on a loaded
@@ -232,22 +232,7 @@ impl GatewayHermes {
                 serde_json::to_string(&work)?
             ),
         )?;
-        let mut cmd = Command::new(gateway_binary()?);
-        cmd.args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            TOKEN,
-            "--agent",
-        ])
-        .arg(&line)
-        .arg("--data-dir")
-        .arg(&data)
-        .arg("--config")
-        .arg(&config)
-        .env("IRIS_LOG", "info")
-        .env("NO_COLOR", "1");
+        let cmd = serve_command(&line, &data, &config, "info")?;
         let log = root.join("gateway.log");
         let (server, stdout) = Server::spawn(cmd, &log)?;
         let url = first_line_with(stdout, "WebSocket: ").await?;
