@@ -2,8 +2,20 @@
 
 mod common;
 
+use std::collections::BTreeSet;
+
 use common::*;
-use iris_protocol::ServerFrame;
+use iris_client::{Client, RawConnection};
+use iris_protocol::{
+    ChannelCreate, ClientFrame, Empty, Header, HistoryRequest, MessageDelete, Search, SearchScope,
+    ServerFrame,
+};
+
+/// Sends `text` to the default channel; the cursor of its stored message.
+async fn sent_cursor(client: &mut Client, text: &str) -> u64 {
+    let echo = send_text(client, "default", text).await;
+    echo.cursor.expect("a stored message has a cursor")
+}
 
 #[tokio::test]
 async fn a_message_is_echoed_to_the_sender_and_broadcast_to_the_others() {
@@ -29,13 +41,6 @@ async fn a_message_is_echoed_to_the_sender_and_broadcast_to_the_others() {
     }
     gw.stop().await;
 }
-
-use std::collections::BTreeSet;
-
-use iris_client::{Client, RawConnection};
-use iris_protocol::{
-    ChannelCreate, ClientFrame, Empty, Header, HistoryRequest, MessageDelete, Search, SearchScope,
-};
 
 /// Waits until the gateway has stored `cursor` (or more) as the device's delivery watermark.
 async fn confirmed(
@@ -167,10 +172,7 @@ async fn a_sync_racing_with_new_traffic_loses_nothing_and_duplicates_nothing() {
     let writer = tokio::spawn(async move {
         let mut last = 0;
         for i in 0..200 {
-            last = send_text(&mut a, "default", &format!("racing {i}"))
-                .await
-                .cursor
-                .unwrap();
+            last = sent_cursor(&mut a, &format!("racing {i}")).await;
         }
         (a, last)
     });
@@ -528,10 +530,7 @@ async fn a_device_that_stops_reading_is_dropped_and_catches_up_by_sync() {
     let big = "x".repeat(60 * 1024);
     let mut last = 0;
     for i in 0..400 {
-        last = send_text(&mut a, "default", &format!("{i} {big}"))
-            .await
-            .cursor
-            .unwrap();
+        last = sent_cursor(&mut a, &format!("{i} {big}")).await;
         if i % 50 == 49 && !gw.shared.hub.is_online("slow") {
             break;
         }
@@ -580,10 +579,7 @@ async fn a_confirmed_watermark_survives_a_restart() {
     let (mut b, _) = gw.connect("b").await;
     let mut last = 0;
     for i in 0..5 {
-        last = send_text(&mut a, "default", &format!("m{i}"))
-            .await
-            .cursor
-            .unwrap();
+        last = sent_cursor(&mut a, &format!("m{i}")).await;
     }
     while b.durable_log().last().map(|l| l.0) < Some(last) {
         b.next_event().await.unwrap();
