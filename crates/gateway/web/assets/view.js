@@ -38,11 +38,24 @@ export function initView() {
     },
   }, h('span', { class: 'chevron', 'aria-hidden': 'true' }), h('span', { class: 'new-count', hidden: true }));
   scroller.after(button);
+  // Only the reader leaves the end, by scrolling up: content that grows below the view between a
+  // programmatic scroll and its scroll event is not a reason to stop following.
+  let lastTop = scroller.scrollTop;
   scroller.addEventListener('scroll', () => {
-    atBottom = nearBottom();
+    const top = scroller.scrollTop;
+    if (nearBottom()) atBottom = true;
+    else if (top < lastTop) atBottom = false;
+    lastTop = top;
     if (atBottom && app.current) clearNew(currentLane());
     renderButton();
   }, { passive: true });
+  // At the end, the end stays in view when the lane grows without a frame (an image loads, a
+  // footer is drawn) or the scroller shrinks (the busy bar shows).
+  const keepEnd = new ResizeObserver(() => {
+    if (atBottom) scroller.scrollTop = scroller.scrollHeight;
+  });
+  keepEnd.observe($('log'));
+  keepEnd.observe(scroller);
 }
 
 function nearBottom() {

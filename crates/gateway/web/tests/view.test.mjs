@@ -26,6 +26,25 @@ async function exchange(page, text) {
   await assistant(page, `Echo: ${text.split('\n')[0]}`).waitFor();
 }
 
+/**
+ * Drops `files` ([name, type, bytes]) on the transcript of `page` and waits for their uploads;
+ * `whileShown` runs while the drop zone is up.
+ */
+async function dropFiles(page, files, whileShown = async () => {}) {
+  const dt = await page.evaluateHandle((list) => {
+    const t = new DataTransfer();
+    for (const [name, type, bytes] of list) t.items.add(new File([new Uint8Array(bytes)], name, { type }));
+    return t;
+  }, files.map(([name, type, bytes]) => [name, type, [...bytes]]));
+  await page.locator('#scroller').dispatchEvent('dragenter', { dataTransfer: dt });
+  const zone = page.locator('#dropzone', { hasText: 'Drop files to attach them' });
+  await zone.waitFor();
+  await whileShown();
+  await page.locator('#scroller').dispatchEvent('drop', { dataTransfer: dt });
+  await zone.waitFor({ state: 'hidden' });
+  for (const [name] of files) await page.locator('#tray .attachment[data-state=done]', { hasText: name }).waitFor({ timeout: 30000 });
+}
+
 /** The distance of the scroller from its end, in pixels. */
 function fromEnd(page) {
   return page.locator('#scroller').evaluate((s) => s.scrollHeight - s.scrollTop - s.clientHeight);
@@ -77,6 +96,17 @@ describe('the transcript view', { timeout: 600000 }, () => {
         return s.scrollHeight - s.scrollTop - s.clientHeight < 2;
       });
       assert.equal(await page.locator('.new-divider').count(), 0);
+
+      // At the end, a picture that grows its message once loaded keeps the end in view.
+      await dropFiles(other.page, [['tall.png', 'image/png', noisePng(300, 900)]]);
+      await send(other.page, 'a tall picture');
+      const picture = userMsg(page, 'a tall picture').locator('img.inline-image');
+      await page.waitForFunction((el) => el.complete && el.naturalWidth === 300, await picture.elementHandle());
+      await page.waitForFunction(() => {
+        const s = document.getElementById('scroller');
+        return s.scrollHeight - s.scrollTop - s.clientHeight < 2;
+      });
+      assert.ok((await picture.boundingBox()).height > 300, 'the picture is drawn at its height');
 
       // Scrolled up, new messages stay below, marked and counted.
       await page.locator('#scroller').evaluate((s) => { s.scrollTop = 0; });
@@ -185,21 +215,10 @@ describe('the transcript view', { timeout: 600000 }, () => {
       const { page } = await suite.device(viewport);
       await openSignedIn(page, gw.url);
 
-      const png = noisePng(640, 480);
-      const files = await page.evaluateHandle(([pngBytes]) => {
-        const dt = new DataTransfer();
-        dt.items.add(new File([new Uint8Array(pngBytes)], 'dropped.png', { type: 'image/png' }));
-        dt.items.add(new File(['a note that was dropped\n'], 'notes.txt', { type: 'text/plain' }));
-        return dt;
-      }, [[...png]]);
-      await page.locator('#scroller').dispatchEvent('dragenter', { dataTransfer: files });
-      const zone = page.locator('#dropzone', { hasText: 'Drop files to attach them' });
-      await zone.waitFor();
-      await shot(page, `drop-zone-${size}`);
-      await page.locator('#scroller').dispatchEvent('drop', { dataTransfer: files });
-      await zone.waitFor({ state: 'hidden' });
-      await page.locator('#tray .attachment[data-state=done]', { hasText: 'dropped.png' }).waitFor({ timeout: 30000 });
-      await page.locator('#tray .attachment[data-state=done]', { hasText: 'notes.txt' }).waitFor({ timeout: 30000 });
+      await dropFiles(page, [
+        ['dropped.png', 'image/png', noisePng(640, 480)],
+        ['notes.txt', 'text/plain', Buffer.from('a note that was dropped\n')],
+      ], () => shot(page, `drop-zone-${size}`));
       await send(page, 'two dropped files');
       await assistant(page, 'Echo: two dropped files').waitFor();
 
