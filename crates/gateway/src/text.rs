@@ -34,6 +34,26 @@ pub fn clean_title(title: &str) -> Option<String> {
     Some(t).filter(|t| !t.trim().is_empty())
 }
 
+/// The first `max` characters of a text, with a trailing `…` when it was cut.
+pub fn head(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// The longest start of `text` of at most `max` bytes that ends on a character boundary.
+pub fn prefix_bytes(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// The last `max` characters of a text, with a leading `…` when it was cut.
 pub fn tail(text: &str, max: usize) -> String {
     let count = text.chars().count();

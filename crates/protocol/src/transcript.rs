@@ -15,9 +15,16 @@ pub enum TurnEnd {
     Stopped,
     /// The gateway itself went down during the turn; the text is the last checkpoint of it.
     CutOff,
-    /// The agent failed the turn: it reported an error, crashed or went silent for too long.
+    /// The agent failed the turn: it reported an error, crashed, went silent for too long, or
+    /// wrote more than a turn may hold ([`MAX_TURN_TEXT`], [`MAX_TURN_TOOLS`]).
     AgentFailed,
 }
+
+/// The text of one turn (its answer, commentary and reasoning together) is at most this many
+/// bytes: an agent that writes more has its turn stopped, and the answer keeps what fit.
+pub const MAX_TURN_TEXT: usize = 512 * 1024;
+/// One turn starts at most this many tool calls: an agent that starts more has its turn stopped.
+pub const MAX_TURN_TOOLS: usize = 1000;
 
 /// At most this many steps are kept on one message; later ones are left out (the plan, which is
 /// updated in place, always fits).

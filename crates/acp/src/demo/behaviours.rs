@@ -15,6 +15,12 @@ use crate::types::*;
 /// Chunks of a `slow` turn.
 const SLOW_CHUNKS: usize = 20;
 
+/// What a `flood` turn writes: this many chunks of this many bytes.
+const FLOOD_CHUNKS: usize = 128;
+const FLOOD_CHUNK_BYTES: usize = 64 * 1024;
+/// Tool calls of a `spree` turn.
+const SPREE_CALLS: usize = 2_000;
+
 /// Most chunks one `bench` turn streams, and the longest pause between two.
 const BENCH_MAX_CHUNKS: usize = 100_000;
 const BENCH_MAX_GAP_US: u64 = 1_000_000;
@@ -76,6 +82,29 @@ impl Turn<'_> {
     pub(super) async fn hang(&mut self) -> Step {
         self.wait_cancel().await;
         Err(Stop::Cancelled)
+    }
+
+    /// `flood`: text without end, as a runaway agent writes it, until cancelled.
+    pub(super) async fn flood(&mut self) -> Step {
+        let text = "flood ".repeat(FLOOD_CHUNK_BYTES / 6);
+        for _ in 0..FLOOD_CHUNKS {
+            // Lets the cancel in.
+            tokio::task::yield_now().await;
+            self.check()?;
+            self.update(SessionUpdate::AgentMessageChunk(chunk(&text)));
+        }
+        Ok(Flow::Done)
+    }
+
+    /// `spree`: tool calls without end, as a runaway agent makes them, until cancelled.
+    pub(super) async fn spree(&mut self) -> Step {
+        for _ in 0..SPREE_CALLS {
+            tokio::task::yield_now().await;
+            self.check()?;
+            let id = self.start_tool("true");
+            self.tool_status(&id, ToolCallStatus::Completed, None, None);
+        }
+        Ok(Flow::Done)
     }
 
     /// A slash command, answered locally.

@@ -35,6 +35,8 @@ enum Behaviour {
     Garbage,
     Crash,
     Hang,
+    Flood,
+    Spree,
     SlashCommand,
     Bench,
     Silent,
@@ -113,6 +115,18 @@ const SCRIPT: &[Rule] = &[
         &["hang"],
         Behaviour::Hang,
         "sends nothing and answers only when cancelled",
+    ),
+    keyword(
+        &["flood"],
+        Behaviour::Flood,
+        "a runaway agent's text: 8 MiB in 64 KiB `agent_message_chunk`s, stopping when \
+         cancelled; ends the turn",
+    ),
+    keyword(
+        &["spree"],
+        Behaviour::Spree,
+        "a runaway agent's tool calls: 2,000 `terminal: true` calls, each completed at once, \
+         stopping when cancelled; ends the turn",
     ),
     Rule {
         trigger: Trigger::SlashCommand,
@@ -355,6 +369,8 @@ impl Turn<'_> {
             Behaviour::Garbage => self.garbage(),
             Behaviour::Crash => self.crash().await,
             Behaviour::Hang => self.hang().await,
+            Behaviour::Flood => self.flood().await,
+            Behaviour::Spree => self.spree().await,
             Behaviour::SlashCommand => self.slash_command(prompt),
             Behaviour::Bench => self.bench(prompt).await,
             Behaviour::Silent => self.silent(),

@@ -14,6 +14,9 @@
 //! - Files in the answer (ACP image/resource content, `MEDIA:<path>` lines) are collected for the
 //!   lane to store ([`TurnMapper::take_files`]); `MEDIA:` lines never show in the text, and the
 //!   stored files are listed in the final message's `media`.
+//! - A turn holds at most [`MAX_TURN_TEXT`] bytes of text (answer, commentary and reasoning) and
+//!   [`MAX_TURN_TOOLS`] tool calls; what comes beyond is left out, and [`TurnMapper::runaway`]
+//!   tells the lane to stop the turn. Live cards are cut as the answer's steps are.
 //! - [`TurnMapper::finish`] closes what is still open and produces the final `message.stop` (or a
 //!   `message` when nothing streamed) with the runtime footer.
 
@@ -26,13 +29,16 @@ use iris_acp::{
 use iris_protocol::{
     AgentBusy, BusyReason, Commentary, DurableFrame, EphemeralFrame, MediaInfo, Message,
     MessageStart, MessageStop, MessageUpdate, PickerClosed, Role, Runtime, ToolEnd, ToolProgress,
-    ToolStart, TurnEnd,
+    ToolStart, ToolStep, TurnEnd, MAX_STEP_TEXT, MAX_TURN_TEXT, MAX_TURN_TOOLS,
 };
 
 use super::tools;
 use crate::ids::{new_id, now_ms};
 use crate::media::agent::{self as media_agent, AgentFile};
 use steps::Steps;
+
+/// A tool's name on its card is cut to this many characters.
+const MAX_TOOL_NAME: usize = 100;
 
 /// What the turn wants sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,9 +126,13 @@ pub struct TurnMapper {
     steps: Steps,
     /// The user message the turn answers.
     reply_to: Option<String>,
+    /// Bytes of text (answer, commentary, reasoning) taken so far, at most [`MAX_TURN_TEXT`].
+    written: usize,
+    /// The agent wrote more than a turn may hold: the turn is to be stopped.
+    runaway: bool,
 }
 
-use crate::text::tail;
+use crate::text::{head, prefix_bytes, tail};
 
 fn content_text(content: &[ToolCallContent]) -> Option<String> {
     let mut out = String::new();
@@ -184,7 +194,24 @@ impl TurnMapper {
             media_shas: HashSet::new(),
             steps: Steps::default(),
             reply_to: None,
+            written: 0,
+            runaway: false,
         }
+    }
+
+    /// Whether the agent wrote more text or started more tool calls than a turn may hold
+    /// ([`MAX_TURN_TEXT`], [`MAX_TURN_TOOLS`]): what came beyond was left out, and the turn is
+    /// to be stopped.
+    pub fn runaway(&self) -> bool {
+        self.runaway
+    }
+
+    /// The part of `text` the turn's text budget still holds; a cut marks the turn a runaway.
+    fn within_budget<'t>(&mut self, text: &'t str) -> &'t str {
+        let kept = prefix_bytes(text, MAX_TURN_TEXT - self.written);
+        self.written += kept.len();
+        self.runaway |= kept.len() < text.len();
+        kept
     }
 
     /// The turn answers this user message: its answer's `reply_to`.
@@ -272,26 +299,13 @@ impl TurnMapper {
             SessionUpdate::AgentMessageChunk(chunk) => {
                 self.files.extend(media_agent::from_block(&chunk.content));
                 if let ContentBlock::Text(t) = &chunk.content {
-                    if !self.bubble_started {
-                        self.bubble_started = true;
-                        out.push(Out::Durable(DurableFrame::MessageStart(MessageStart {
-                            message_id: self.cfg.message_id.clone(),
-                            role: self.cfg.role,
-                        })));
-                    }
-                    // Hermes opens the text after a tool with blank lines; a bubble never starts with them.
-                    self.text.push_str(if self.text.is_empty() {
-                        t.text.trim_start_matches(['\n', '\r'])
-                    } else {
-                        &t.text
-                    });
-                    self.dirty = true;
-                    out.extend(self.flush_due(now));
+                    self.answer_text(&t.text, now, &mut out);
                 }
             }
             SessionUpdate::AgentThoughtChunk(chunk) => {
                 if let Some(t) = chunk.content.as_text() {
-                    self.reasoning.push_str(t);
+                    let kept = self.within_budget(t);
+                    self.reasoning.push_str(kept);
                 }
             }
             SessionUpdate::ToolCall(call) => {
@@ -307,10 +321,15 @@ impl TurnMapper {
                     };
                     return self.on_tool_update(&update, now);
                 }
+                if self.tools.len() >= MAX_TURN_TOOLS {
+                    self.runaway = true;
+                    return out;
+                }
                 self.commentary_before_tool(&mut out);
                 self.files_in(&call.content);
                 let was_idle = !self.tool_open();
                 let (name, detail) = tools::split_title(&call.title);
+                let name = head(&name, MAX_TOOL_NAME);
                 let index = self.tools.len() as u32;
                 self.tools.push(ToolState {
                     id: call.tool_call_id.clone(),
@@ -324,7 +343,8 @@ impl TurnMapper {
                     index,
                     emoji: tools::emoji(&name).map(str::to_owned),
                     preview: preview(detail, call.raw_input.as_ref()),
-                    args: call.raw_input.clone(),
+                    // Live cards show what the answer's steps keep.
+                    args: ToolStep::bounded_args(call.raw_input.as_ref()),
                     name,
                 };
                 self.steps.tool_start(&start);
@@ -362,7 +382,7 @@ impl TurnMapper {
                 self.steps.plan(&text);
                 out.push(Out::Durable(DurableFrame::Commentary(Commentary {
                     message_id: id,
-                    text,
+                    text: head(&text, MAX_STEP_TEXT),
                 })));
             }
             SessionUpdate::UsageUpdate(usage) => {
@@ -381,6 +401,27 @@ impl TurnMapper {
         out
     }
 
+    /// Text of the answer: the bubble opens with the first, and updates follow (leading edge).
+    fn answer_text(&mut self, text: &str, now: Instant, out: &mut Vec<Out>) {
+        if !self.bubble_started {
+            self.bubble_started = true;
+            out.push(Out::Durable(DurableFrame::MessageStart(MessageStart {
+                message_id: self.cfg.message_id.clone(),
+                role: self.cfg.role,
+            })));
+        }
+        // Hermes opens the text after a tool with blank lines; a bubble never starts with them.
+        let text = if self.text.is_empty() {
+            text.trim_start_matches(['\n', '\r'])
+        } else {
+            text
+        };
+        let kept = self.within_budget(text);
+        self.text.push_str(kept);
+        self.dirty = true;
+        out.extend(self.flush_due(now));
+    }
+
     fn commentary_before_tool(&mut self, out: &mut Vec<Out>) {
         if self.text.trim().is_empty() {
             return;
@@ -390,7 +431,7 @@ impl TurnMapper {
         self.steps.commentary(&text);
         out.push(Out::Durable(DurableFrame::Commentary(Commentary {
             message_id: new_id("m_"),
-            text,
+            text: head(&text, MAX_STEP_TEXT),
         })));
         if self.bubble_started {
             out.push(self.update_frame());

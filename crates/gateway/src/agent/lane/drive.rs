@@ -50,6 +50,8 @@ pub(super) struct Driven {
     pub ended: Ended,
     /// The turn was cancelled because the agent sent nothing for too long.
     pub timed_out: bool,
+    /// The turn was cancelled because the agent wrote more than a turn may hold.
+    pub runaway: bool,
     /// Steering handed to the agent, and how many tool calls the turn had finished by then.
     pub steered: Option<(String, usize)>,
 }
@@ -66,6 +68,7 @@ struct Running<'a> {
     crashed: Option<String>,
     last_activity: Instant,
     timed_out: bool,
+    runaway: bool,
     steered: Option<(String, usize)>,
 }
 
@@ -105,6 +108,7 @@ impl LaneActor {
             crashed: None,
             last_activity: Instant::now(),
             timed_out: false,
+            runaway: false,
             steered: None,
         };
         self.checkpoints = super::checkpoint::Checkpoints::started(Instant::now());
@@ -206,6 +210,11 @@ impl LaneActor {
                 let steered = run.steered.is_some();
                 self.take_update(run.mode, update, mapper, &run.turn_id, steered)
                     .await;
+                if mapper.runaway() && !run.runaway {
+                    tracing::warn!(lane = ?self.lane, "the agent wrote more than a turn may hold; cancelling the turn");
+                    run.runaway = true;
+                    self.cancel_run(run);
+                }
             }
             LaneEvent::Permission(request, responder) => {
                 if !run.live() || run.stopping.since.is_some() {
@@ -356,6 +365,8 @@ impl LaneActor {
         Driven {
             ended,
             timed_out: run.timed_out,
+            // Also when the agent ended the turn before the gateway could stop it.
+            runaway: run.runaway || mapper.runaway(),
             steered: run.steered,
         }
     }

@@ -120,7 +120,10 @@ impl LaneActor {
         });
         let blocks = vec![ContentBlock::text(prompt.to_owned())];
         let Driven {
-            ended, timed_out, ..
+            ended,
+            timed_out,
+            runaway,
+            ..
         } = self
             .drive(
                 Mode::Scheduled,
@@ -152,6 +155,12 @@ impl LaneActor {
             let secs = self.host().timeouts.turn_idle.as_secs();
             return Some(Outcome::Failed(format!(
                 "the agent sent nothing for {secs} s, so the run was cancelled"
+            )));
+        }
+        if runaway {
+            return Some(Outcome::Failed(format!(
+                "the agent wrote more than one answer may hold ({}), so the run was stopped",
+                super::turns::turn_bounds()
             )));
         }
         if cancelled {

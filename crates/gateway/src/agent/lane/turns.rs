@@ -4,7 +4,9 @@
 use std::time::Instant;
 
 use iris_acp::ContentBlock;
-use iris_protocol::{BusyReason, DurableFrame, Message, PickerOutcome, Role};
+use iris_protocol::{
+    BusyReason, DurableFrame, Message, PickerOutcome, Role, MAX_TURN_TEXT, MAX_TURN_TOOLS,
+};
 use tokio::sync::mpsc;
 
 use super::super::host::Instance;
@@ -68,6 +70,7 @@ impl LaneActor {
             ended,
             steered,
             timed_out,
+            runaway,
         } = self
             .drive(
                 Mode::Live,
@@ -79,30 +82,7 @@ impl LaneActor {
             )
             .await;
         self.ev_rx = rx;
-        let mut ending = Ending::default();
-        let notice = match ended {
-            Ended::Answered { cancelled, tokens } => {
-                ending.cancelled = cancelled;
-                ending.tokens = tokens;
-                None
-            }
-            Ended::Stopped => {
-                ending.cancelled = true;
-                None
-            }
-            Ended::Crashed(detail) => {
-                ending.failed = true;
-                Some(format!(
-                    "The agent stopped unexpectedly ({detail}). Your next message will restart it."
-                ))
-            }
-            Ended::Failed(detail) => {
-                ending.failed = true;
-                Some(format!("The agent reported an error: {detail}"))
-            }
-        };
-        // An agent that went silent for too long failed the turn, though it was cancelled.
-        ending.failed |= timed_out;
+        let (ending, notice) = ending_of(ended, timed_out, runaway);
         mapper.end_text();
         self.collect_files(&mut mapper).await;
         // Hermes adds steering to the result of the tool batch that ends next (a tool running
@@ -230,4 +210,52 @@ fn steer_job(text: String) -> PromptJob {
         retry: None,
         busy_stored: false,
     }
+}
+
+/// How a live turn ended, and what the lane says about it.
+fn ending_of(ended: Ended, timed_out: bool, runaway: bool) -> (Ending, Option<String>) {
+    let mut ending = Ending::default();
+    let mut notice = match ended {
+        Ended::Answered { cancelled, tokens } => {
+            ending.cancelled = cancelled;
+            ending.tokens = tokens;
+            None
+        }
+        Ended::Stopped => {
+            ending.cancelled = true;
+            None
+        }
+        Ended::Crashed(detail) => {
+            ending.failed = true;
+            Some(format!(
+                "The agent stopped unexpectedly ({detail}). Your next message will restart it."
+            ))
+        }
+        Ended::Failed(detail) => {
+            ending.failed = true;
+            Some(format!("The agent reported an error: {detail}"))
+        }
+    };
+    // An agent that went silent for too long, or wrote without end, failed the turn, though it
+    // was cancelled.
+    ending.failed |= timed_out || runaway;
+    if runaway {
+        notice.get_or_insert_with(|| {
+            format!(
+                "The agent wrote more than one answer may hold ({}), so the turn was stopped. \
+                 The answer keeps what came before.",
+                turn_bounds()
+            )
+        });
+    }
+    (ending, notice)
+}
+
+/// How much a turn may hold, as notices name it: more ends the turn ([`TurnMapper::runaway`]).
+pub(super) fn turn_bounds() -> String {
+    format!(
+        "{} KiB of text or {} tool calls",
+        MAX_TURN_TEXT / 1024,
+        MAX_TURN_TOOLS
+    )
 }

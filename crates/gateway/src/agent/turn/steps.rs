@@ -8,6 +8,8 @@ use iris_protocol::{
     PickerClosed, PickerStep, Step, ToolEnd, ToolStart, ToolStep, MAX_STEPS, MAX_STEP_TEXT,
 };
 
+use crate::text::head;
+
 /// The steps collected so far.
 #[derive(Debug, Default)]
 pub struct Steps {
@@ -17,14 +19,6 @@ pub struct Steps {
     pickers: HashMap<String, usize>,
     /// Counts changes, so that a checkpoint knows when the steps changed.
     revision: u64,
-}
-
-/// The first `max` characters of a text, with a trailing `…` when it was cut.
-fn head(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
 }
 
 impl Steps {

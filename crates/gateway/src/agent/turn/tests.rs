@@ -322,3 +322,50 @@ fn a_tool_s_input_sent_after_its_card_reaches_the_card_and_the_answer_s_steps() 
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_turn_holds_its_bound_of_text_cut_on_a_character_and_live_cards_hold_what_steps_keep() {
+    let mut m = mapper();
+    let t0 = Instant::now();
+    // Reasoning and answer share the bound; two-byte characters never split.
+    m.on_update(
+        &update(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "t".repeat(1001)}})),
+        t0,
+    );
+    assert!(!m.runaway());
+    m.on_update(&chunk(&"é".repeat(MAX_TURN_TEXT / 2)), t0);
+    assert!(m.runaway());
+    assert_eq!(
+        m.text().len(),
+        MAX_TURN_TEXT - 1002,
+        "cut before a split character"
+    );
+    assert!(m.text().chars().all(|c| c == 'é'));
+    m.on_update(&chunk("more"), t0);
+    assert!(!m.text().ends_with("more"), "nothing after the bound");
+
+    let mut m = mapper();
+    let long = "x".repeat(MAX_STEP_TEXT * 2);
+    m.on_update(&chunk(&long), t0);
+    let out = m.on_update(
+        &update(json!({"sessionUpdate": "tool_call", "toolCallId": "a", "title": format!("{} now", "n".repeat(500)), "rawInput": {"data": long}})),
+        t0,
+    );
+    assert_eq!(
+        types(&out),
+        ["commentary", "message.update", "tool.start", "agent.busy"]
+    );
+    for o in &out {
+        match o {
+            Out::Durable(DurableFrame::Commentary(c)) => {
+                assert_eq!(c.text.chars().count(), MAX_STEP_TEXT + 1, "cut, with …")
+            }
+            Out::Durable(DurableFrame::ToolStart(s)) => {
+                assert!(s.name.chars().count() <= MAX_TOOL_NAME + 1);
+                assert!(serde_json::to_string(&s.args).unwrap().len() < MAX_STEP_TEXT);
+            }
+            _ => {}
+        }
+    }
+    assert!(!m.runaway());
+}

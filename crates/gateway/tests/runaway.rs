@@ -1,0 +1,156 @@
+//! A runaway agent (prompt-injected, or simply broken) cannot flood the store or the devices:
+//! a turn holds at most `MAX_TURN_TEXT` bytes of text and `MAX_TURN_TOOLS` tool calls. The
+//! gateway stops a turn that goes beyond, keeps what fit, says why, and the lane goes on; a
+//! scheduled run beyond the bounds fails with them named.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use iris_client::{Client, Event};
+use iris_gateway::cron::ManualClock;
+use iris_protocol::{Role, ServerFrame, TurnEnd, MAX_STEPS, MAX_TURN_TEXT, MAX_TURN_TOOLS};
+
+/// The final answer of a turn's frames: `message.stop`, or `message` when no text streamed.
+struct Final {
+    message_id: String,
+    text: String,
+    ended: Option<TurnEnd>,
+    steps: usize,
+}
+
+fn final_of(frames: &[Event]) -> Final {
+    frames
+        .iter()
+        .find_map(|e| match &e.body {
+            ServerFrame::MessageStop(s) => Some(Final {
+                message_id: s.message_id.clone(),
+                text: s.final_text.clone(),
+                ended: s.ended,
+                steps: s.steps.len(),
+            }),
+            ServerFrame::Message(m) if m.role == Role::Assistant => Some(Final {
+                message_id: m.message_id.clone(),
+                text: m.text.clone(),
+                ended: m.ended,
+                steps: m.steps.len(),
+            }),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no final answer in {:?}", types(frames)))
+}
+
+/// The lane says why the turn was stopped, stores the answer as it was sent, and answers the
+/// next message.
+async fn assert_stopped_and_recovered(client: &mut Client, frames: &[Event], case: &str) {
+    let stop = final_of(frames);
+    assert_eq!(stop.ended, Some(TurnEnd::AgentFailed), "{case}");
+    let notices = system_texts(frames);
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("more than one answer may hold")),
+        "{case}: {notices:?}"
+    );
+    let stored = lane_history(client, default_lane()).await;
+    let kept = stored
+        .iter()
+        .find(|m| m.message_id == stop.message_id)
+        .unwrap_or_else(|| panic!("{case}: the answer is in history"));
+    assert_eq!(kept.text, stop.text, "{case}: history holds what was sent");
+    assert_eq!(kept.ended, Some(TurnEnd::AgentFailed), "{case}");
+
+    let frames = turn(client, default_lane(), "after the runaway").await;
+    assert_eq!(
+        answer(&frames).as_deref(),
+        Some("Echo: after the runaway"),
+        "{case}: the lane goes on"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_writing_without_end_is_stopped_at_the_bound_of_a_turn() {
+    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    // The demo agent would write 8 MiB.
+    let frames = turn(&mut phone, default_lane(), "flood").await;
+
+    let stop = final_of(&frames);
+    assert!(
+        stop.text.len() <= MAX_TURN_TEXT && stop.text.len() > MAX_TURN_TEXT - 64 * 1024,
+        "the answer keeps what fit: {} bytes",
+        stop.text.len()
+    );
+    assert!(stop.text.starts_with("flood flood"));
+    let largest_update = frames
+        .iter()
+        .filter_map(|e| match &e.body {
+            ServerFrame::MessageUpdate(u) => Some(u.text.len()),
+            _ => None,
+        })
+        .max()
+        .expect("the answer streamed");
+    assert!(largest_update <= MAX_TURN_TEXT, "{largest_update} bytes");
+    assert_stopped_and_recovered(&mut phone, &frames, "flood").await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_starting_tool_calls_without_end_is_stopped_at_the_bound_of_a_turn() {
+    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    // The demo agent would start 2,000.
+    let frames = turn(&mut phone, default_lane(), "spree").await;
+
+    let started = frames
+        .iter()
+        .filter(|e| e.frame_type() == "tool.start")
+        .count();
+    assert_eq!(started, MAX_TURN_TOOLS, "tool cards shown");
+    let stop = final_of(&frames);
+    assert_eq!(stop.steps, MAX_STEPS, "steps kept on the answer");
+    assert_stopped_and_recovered(&mut phone, &frames, "spree").await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_scheduled_run_of_a_runaway_agent_fails_with_the_bound_named() {
+    let clock = ManualClock::new(1_906_696_800_000);
+    let gw = TestGateway::start_with({
+        let clock = clock.clone();
+        move |c| {
+            c.agent_command = Some(demo_agent());
+            c.cron.clock = clock.clock();
+        }
+    })
+    .await;
+    let (mut phone, _) = gw.connect("phone").await;
+    send(
+        &mut phone,
+        default_lane(),
+        "/cron add every 1h flood job",
+        false,
+    )
+    .await;
+    let added = until(&mut phone, |e| {
+        !system_texts(std::slice::from_ref(e)).is_empty()
+    })
+    .await;
+    assert!(system_texts(&added)[0].contains("flood job"), "{added:?}");
+
+    clock.advance(Duration::from_secs(3600));
+    tokio::time::timeout(FRAME_WAIT, gw.cron.settled(gw.cron.now_ms()))
+        .await
+        .expect("the scheduler looked at the job");
+    let run = until_idle(&mut phone).await;
+    let reports = system_texts(&run);
+    assert!(
+        reports.iter().any(|r| r.starts_with(
+            "Scheduled job 1 “flood job” failed: the agent wrote more than one answer may hold \
+             (512 KiB of text or 1000 tool calls)"
+        )),
+        "{reports:?}"
+    );
+    gw.stop().await;
+}
