@@ -60,9 +60,18 @@ const PURIFY = {
   RETURN_DOM_FRAGMENT: true,
 };
 
-/** Renders Markdown text to a sanitized DocumentFragment. */
+/**
+ * Texts longer than this many characters are shown as plain text: parsing some shapes of
+ * Markdown (thousands of unclosed `[`) grows faster than their length, and a runaway agent may
+ * write up to the gateway's bound of a turn (512 KiB).
+ */
+export const FORMAT_MAX = 128 * 1024;
+
+/** Renders Markdown text to a sanitized DocumentFragment (plain text above [FORMAT_MAX]). */
 export function markdown(text) {
-  const frag = DOMPurify.sanitize(md.render(String(text ?? '')), PURIFY);
+  const source = String(text ?? '');
+  if (source.length > FORMAT_MAX) return plainText(source);
+  const frag = DOMPurify.sanitize(md.render(source), PURIFY);
   for (const a of frag.querySelectorAll('a')) {
     if (!safeUrl(a.getAttribute('href') || '')) {
       a.replaceWith(...a.childNodes);
@@ -79,6 +88,19 @@ export function markdown(text) {
   }
   markTasks(frag);
   frameCodeBlocks(frag);
+  return frag;
+}
+
+/** A text too long to format, as it is, with a note saying so. */
+function plainText(source) {
+  const frag = document.createDocumentFragment();
+  const note = document.createElement('p');
+  note.className = 'md-note';
+  note.textContent = 'Shown as plain text: too long to format.';
+  const body = document.createElement('div');
+  body.className = 'md-plain';
+  body.textContent = source;
+  frag.append(note, body);
   return frag;
 }
 

@@ -222,6 +222,30 @@ export function upsertMessage(lane, m, frame) {
   return el;
 }
 
+/**
+ * Draws a streaming bubble's latest text soon, once for all updates that came meanwhile, and
+ * spaced by four times what the last draw cost: a long answer, whose every draw renders all of
+ * its Markdown again, cannot keep the page busy. `message.stop` draws the final text itself.
+ */
+function drawStreaming(el, lane, id, text) {
+  el.pendingText = text;
+  if (el.drawQueued) return;
+  el.drawQueued = true;
+  const wait = Math.max(0, (el.drawnAt || 0) + 4 * (el.drawCost || 0) - performance.now());
+  setTimeout(() => {
+    el.drawQueued = false;
+    const pending = el.pendingText;
+    el.pendingText = undefined;
+    if (pending === undefined || !el.classList.contains('streaming')) return;
+    const start = performance.now();
+    fillMessage(el, lane, { message_id: id, role: el.dataset.role, text: pending }, { streaming: true });
+    el.drawnAt = performance.now();
+    el.drawCost = el.drawnAt - start;
+    el.hidden = false;
+    scrollToEnd(false);
+  }, wait);
+}
+
 /** `message.start`, `message.update` and `message.stop`: a streamed answer. */
 export function onStreamFrame(frame) {
   const lane = laneOf(frame);
@@ -240,9 +264,7 @@ export function onStreamFrame(frame) {
       const el = lane.items.get(p.message_id);
       if (!el || !el.classList.contains('streaming')) break;
       // Each update carries the whole text so far (conn.js rebuilds it from appends): replace.
-      fillMessage(el, lane, { message_id: p.message_id, role: el.dataset.role, text: p.text }, { streaming: true });
-      el.hidden = false;
-      scrollToEnd(false);
+      drawStreaming(el, lane, p.message_id, p.text);
       break;
     }
     case 'message.stop': {

@@ -123,6 +123,30 @@ describe('vendored libraries', { timeout: 240000 }, () => {
     assert.ok(ms < 1000, `a smoke bound only; the figure is in BENCHMARKS.md (took ${ms.toFixed(1)} ms)`);
   });
 
+  test('a runaway answer ends at the gateway\'s bound and is shown as plain text; a long text never goes to the parser', { timeout: 90000 }, async () => {
+    const { page } = await signedIn(DESKTOP);
+    // The demo agent would write 8 MiB; the gateway keeps 512 KiB and stops the turn.
+    await send(page, 'flood');
+    const answer = assistant(page, 'flood flood');
+    await answer.waitFor({ timeout: 60000 });
+    assert.equal(await answer.locator('.md-note').textContent(), 'Shown as plain text: too long to format.');
+    const kept = await answer.locator('.md-plain').evaluate((el) => el.textContent.length);
+    assert.ok(kept > 448 * 1024 && kept <= 512 * 1024, `${kept} characters kept`);
+    await answer.locator('.ended', { hasText: 'Agent failed' }).waitFor();
+    await page.locator('.msg.role-system', { hasText: 'more than one answer may hold' }).waitFor();
+    await send(page, 'still answering');
+    await assistant(page, 'Echo: still answering').waitFor();
+
+    // Thousands of unclosed `[` (slow for a Markdown parser) beyond the limit stay as they are.
+    const { limit, text } = await page.evaluate(async () => {
+      const { markdown, FORMAT_MAX } = await import('/assets/markdown.js');
+      const frag = markdown('['.repeat(FORMAT_MAX + 1));
+      return { limit: FORMAT_MAX, text: frag.querySelector('.md-plain').textContent };
+    });
+    assert.equal(text, '['.repeat(limit + 1));
+    assert.deepEqual(page.errors, []);
+  });
+
   test('a code block is highlighted, labelled, and copied with "Copied" feedback', { timeout: 60000 }, async () => {
     const { page, context } = await signedIn(DESKTOP);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
