@@ -1,5 +1,6 @@
 //! A runaway agent (prompt-injected, or simply broken) cannot flood the store or the devices:
-//! a turn holds at most `MAX_TURN_TEXT` bytes of text and `MAX_TURN_TOOLS` tool calls. The
+//! a turn holds at most `MAX_TURN_TEXT` bytes of text, `MAX_TURN_TOOLS` tool calls and
+//! `MAX_TURN_FILES` files. The
 //! gateway stops a turn that goes beyond, keeps what fit, says why, and the lane goes on; a
 //! scheduled run beyond the bounds fails with them named.
 
@@ -10,7 +11,9 @@ use std::time::Duration;
 use common::*;
 use iris_client::{Client, Event};
 use iris_gateway::cron::ManualClock;
-use iris_protocol::{Role, ServerFrame, TurnEnd, MAX_STEPS, MAX_TURN_TEXT, MAX_TURN_TOOLS};
+use iris_protocol::{
+    Role, ServerFrame, TurnEnd, MAX_STEPS, MAX_TURN_FILES, MAX_TURN_TEXT, MAX_TURN_TOOLS,
+};
 
 /// The final answer of a turn's frames: `message.stop`, or `message` when no text streamed.
 struct Final {
@@ -18,6 +21,7 @@ struct Final {
     text: String,
     ended: Option<TurnEnd>,
     steps: usize,
+    media: usize,
 }
 
 fn final_of(frames: &[Event]) -> Final {
@@ -29,12 +33,14 @@ fn final_of(frames: &[Event]) -> Final {
                 text: s.final_text.clone(),
                 ended: s.ended,
                 steps: s.steps.len(),
+                media: s.media.len(),
             }),
             ServerFrame::Message(m) if m.role == Role::Assistant => Some(Final {
                 message_id: m.message_id.clone(),
                 text: m.text.clone(),
                 ended: m.ended,
                 steps: m.steps.len(),
+                media: m.media.len(),
             }),
             _ => None,
         })
@@ -115,6 +121,27 @@ async fn an_agent_starting_tool_calls_without_end_is_stopped_at_the_bound_of_a_t
 }
 
 #[tokio::test]
+async fn an_agent_sending_files_without_end_is_stopped_at_the_bound_of_a_turn() {
+    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    // The demo agent would send 100.
+    let frames = turn(&mut phone, default_lane(), "hoard").await;
+
+    let offered = frames
+        .iter()
+        .filter(|e| e.frame_type() == "media.offer")
+        .count();
+    assert_eq!(offered, MAX_TURN_FILES, "files offered");
+    assert_eq!(
+        final_of(&frames).media,
+        MAX_TURN_FILES,
+        "files on the answer"
+    );
+    assert_stopped_and_recovered(&mut phone, &frames, "hoard").await;
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn a_scheduled_run_of_a_runaway_agent_fails_with_the_bound_named() {
     let clock = ManualClock::new(1_906_696_800_000);
     let gw = TestGateway::start_with({
@@ -148,7 +175,7 @@ async fn a_scheduled_run_of_a_runaway_agent_fails_with_the_bound_named() {
     assert!(
         reports.iter().any(|r| r.starts_with(
             "Scheduled job 1 “flood job” failed: the agent wrote more than one answer may hold \
-             (512 KiB of text or 1000 tool calls)"
+             (512 KiB of text, 1000 tool calls or 64 files)"
         )),
         "{reports:?}"
     );

@@ -16,7 +16,7 @@ pub enum TurnEnd {
     /// The gateway itself went down during the turn; the text is the last checkpoint of it.
     CutOff,
     /// The agent failed the turn: it reported an error, crashed, went silent for too long, or
-    /// wrote more than a turn may hold ([`MAX_TURN_TEXT`], [`MAX_TURN_TOOLS`]).
+    /// sent more than a turn may hold ([`MAX_TURN_TEXT`], [`MAX_TURN_TOOLS`], [`MAX_TURN_FILES`]).
     AgentFailed,
 }
 
@@ -25,6 +25,9 @@ pub enum TurnEnd {
 pub const MAX_TURN_TEXT: usize = 512 * 1024;
 /// One turn starts at most this many tool calls: an agent that starts more has its turn stopped.
 pub const MAX_TURN_TOOLS: usize = 1000;
+/// One turn sends at most this many files (each at most `[media] max_upload_bytes`): an agent
+/// that sends more has its turn stopped, and the answer keeps the first ones.
+pub const MAX_TURN_FILES: usize = 64;
 
 /// At most this many steps are kept on one message; later ones are left out (the plan, which is
 /// updated in place, always fits).

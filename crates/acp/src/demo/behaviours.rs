@@ -20,6 +20,8 @@ const FLOOD_CHUNKS: usize = 128;
 const FLOOD_CHUNK_BYTES: usize = 64 * 1024;
 /// Tool calls of a `spree` turn.
 const SPREE_CALLS: usize = 2_000;
+/// Files of a `hoard` turn.
+const HOARD_FILES: usize = 100;
 
 /// Most chunks one `bench` turn streams, and the longest pause between two.
 const BENCH_MAX_CHUNKS: usize = 100_000;
@@ -103,6 +105,23 @@ impl Turn<'_> {
             self.check()?;
             let id = self.start_tool("true");
             self.tool_status(&id, ToolCallStatus::Completed, None, None);
+        }
+        Ok(Flow::Done)
+    }
+
+    /// `hoard`: files without end, as a runaway agent sends them, until cancelled.
+    pub(super) async fn hoard(&mut self) -> Step {
+        for i in 0..HOARD_FILES {
+            tokio::task::yield_now().await;
+            self.check()?;
+            let resource = ResourceContents {
+                uri: format!("file:///hoard/note-{i}.txt"),
+                mime_type: Some("text/plain".into()),
+                text: Some(format!("note {i}\n")),
+                blob: None,
+            };
+            let content = ContentBlock::Resource(EmbeddedResource { resource });
+            self.update(SessionUpdate::AgentMessageChunk(ContentChunk { content }));
         }
         Ok(Flow::Done)
     }

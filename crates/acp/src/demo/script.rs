@@ -37,6 +37,7 @@ enum Behaviour {
     Hang,
     Flood,
     Spree,
+    Hoard,
     SlashCommand,
     Bench,
     Silent,
@@ -127,6 +128,12 @@ const SCRIPT: &[Rule] = &[
         Behaviour::Spree,
         "a runaway agent's tool calls: 2,000 `terminal: true` calls, each completed at once, \
          stopping when cancelled; ends the turn",
+    ),
+    keyword(
+        &["hoard"],
+        Behaviour::Hoard,
+        "a runaway agent's files: 100 small text files as embedded `resource`s, stopping when \
+         cancelled; ends the turn",
     ),
     Rule {
         trigger: Trigger::SlashCommand,
@@ -371,6 +378,7 @@ impl Turn<'_> {
             Behaviour::Hang => self.hang().await,
             Behaviour::Flood => self.flood().await,
             Behaviour::Spree => self.spree().await,
+            Behaviour::Hoard => self.hoard().await,
             Behaviour::SlashCommand => self.slash_command(prompt),
             Behaviour::Bench => self.bench(prompt).await,
             Behaviour::Silent => self.silent(),

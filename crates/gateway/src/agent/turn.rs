@@ -14,8 +14,8 @@
 //! - Files in the answer (ACP image/resource content, `MEDIA:<path>` lines) are collected for the
 //!   lane to store ([`TurnMapper::take_files`]); `MEDIA:` lines never show in the text, and the
 //!   stored files are listed in the final message's `media`.
-//! - A turn holds at most [`MAX_TURN_TEXT`] bytes of text (answer, commentary and reasoning) and
-//!   [`MAX_TURN_TOOLS`] tool calls; what comes beyond is left out, and [`TurnMapper::runaway`]
+//! - A turn holds at most [`MAX_TURN_TEXT`] bytes of text (answer, commentary and reasoning),
+//!   [`MAX_TURN_TOOLS`] tool calls and [`MAX_TURN_FILES`] files; what comes beyond is left out, and [`TurnMapper::runaway`]
 //!   tells the lane to stop the turn. Live cards are cut as the answer's steps are.
 //! - [`TurnMapper::finish`] closes what is still open and produces the final `message.stop` (or a
 //!   `message` when nothing streamed) with the runtime footer.
@@ -29,7 +29,7 @@ use iris_acp::{
 use iris_protocol::{
     AgentBusy, BusyReason, Commentary, DurableFrame, EphemeralFrame, MediaInfo, Message,
     MessageStart, MessageStop, MessageUpdate, PickerClosed, Role, Runtime, ToolEnd, ToolProgress,
-    ToolStart, ToolStep, TurnEnd, MAX_STEP_TEXT, MAX_TURN_TEXT, MAX_TURN_TOOLS,
+    ToolStart, ToolStep, TurnEnd, MAX_STEP_TEXT, MAX_TURN_FILES, MAX_TURN_TEXT, MAX_TURN_TOOLS,
 };
 
 use super::tools;
@@ -128,6 +128,8 @@ pub struct TurnMapper {
     reply_to: Option<String>,
     /// Bytes of text (answer, commentary, reasoning) taken so far, at most [`MAX_TURN_TEXT`].
     written: usize,
+    /// Files the agent sent so far, at most [`MAX_TURN_FILES`].
+    files_seen: usize,
     /// The agent wrote more than a turn may hold: the turn is to be stopped.
     runaway: bool,
 }
@@ -195,15 +197,28 @@ impl TurnMapper {
             steps: Steps::default(),
             reply_to: None,
             written: 0,
+            files_seen: 0,
             runaway: false,
         }
     }
 
-    /// Whether the agent wrote more text or started more tool calls than a turn may hold
-    /// ([`MAX_TURN_TEXT`], [`MAX_TURN_TOOLS`]): what came beyond was left out, and the turn is
-    /// to be stopped.
+    /// Whether the agent wrote more text, started more tool calls or sent more files than a turn
+    /// may hold ([`MAX_TURN_TEXT`], [`MAX_TURN_TOOLS`], [`MAX_TURN_FILES`]): what came beyond
+    /// was left out, and the turn is to be stopped.
     pub fn runaway(&self) -> bool {
         self.runaway
+    }
+
+    /// Files for the lane to store, as many as the turn may still hold; more mark it a runaway.
+    fn add_files(&mut self, files: impl IntoIterator<Item = AgentFile>) {
+        for file in files {
+            if self.files_seen == MAX_TURN_FILES {
+                self.runaway = true;
+                return;
+            }
+            self.files_seen += 1;
+            self.files.push(file);
+        }
     }
 
     /// The part of `text` the turn's text budget still holds; a cut marks the turn a runaway.
@@ -227,7 +242,7 @@ impl TurnMapper {
     /// The turn's text is complete: its `MEDIA:` lines become files to store.
     pub fn end_text(&mut self) {
         let (_, paths) = media_agent::split_media_lines(&self.text);
-        self.files.extend(paths.into_iter().map(AgentFile::Path));
+        self.add_files(paths.into_iter().map(AgentFile::Path));
     }
 
     /// Files in a tool's result: images and embedded resources. Links are left out: tools link
@@ -236,7 +251,7 @@ impl TurnMapper {
         for c in content {
             if let ToolCallContent::Content(chunk) = c {
                 if !matches!(chunk.content, ContentBlock::ResourceLink(_)) {
-                    self.files.extend(media_agent::from_block(&chunk.content));
+                    self.add_files(media_agent::from_block(&chunk.content));
                 }
             }
         }
@@ -297,7 +312,7 @@ impl TurnMapper {
         let mut out = Vec::new();
         match update {
             SessionUpdate::AgentMessageChunk(chunk) => {
-                self.files.extend(media_agent::from_block(&chunk.content));
+                self.add_files(media_agent::from_block(&chunk.content));
                 if let ContentBlock::Text(t) = &chunk.content {
                     self.answer_text(&t.text, now, &mut out);
                 }
@@ -427,7 +442,7 @@ impl TurnMapper {
             return;
         }
         let (text, paths) = media_agent::split_media_lines(&std::mem::take(&mut self.text));
-        self.files.extend(paths.into_iter().map(AgentFile::Path));
+        self.add_files(paths.into_iter().map(AgentFile::Path));
         self.steps.commentary(&text);
         out.push(Out::Durable(DurableFrame::Commentary(Commentary {
             message_id: new_id("m_"),

@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use iris_acp::ContentBlock;
 use iris_protocol::{
-    BusyReason, DurableFrame, Message, PickerOutcome, Role, MAX_TURN_TEXT, MAX_TURN_TOOLS,
+    BusyReason, DurableFrame, Message, PickerOutcome, Role, MAX_TURN_FILES, MAX_TURN_TEXT,
+    MAX_TURN_TOOLS,
 };
 use tokio::sync::mpsc;
 
@@ -82,8 +83,9 @@ impl LaneActor {
             )
             .await;
         self.ev_rx = rx;
-        let (ending, notice) = ending_of(ended, timed_out, runaway);
+        // The answer's `MEDIA:` lines count among the files a turn may hold.
         mapper.end_text();
+        let (ending, notice) = ending_of(ended, timed_out, runaway || mapper.runaway());
         self.collect_files(&mut mapper).await;
         // Hermes adds steering to the result of the tool batch that ends next (a tool running
         // when it came, or a later one); a turn in which no tool call finished after the steer
@@ -254,8 +256,9 @@ fn ending_of(ended: Ended, timed_out: bool, runaway: bool) -> (Ending, Option<St
 /// How much a turn may hold, as notices name it: more ends the turn ([`TurnMapper::runaway`]).
 pub(super) fn turn_bounds() -> String {
     format!(
-        "{} KiB of text or {} tool calls",
+        "{} KiB of text, {} tool calls or {} files",
         MAX_TURN_TEXT / 1024,
-        MAX_TURN_TOOLS
+        MAX_TURN_TOOLS,
+        MAX_TURN_FILES
     )
 }
