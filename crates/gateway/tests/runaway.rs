@@ -1,8 +1,9 @@
 //! A runaway agent (prompt-injected, or simply broken) cannot flood the store or the devices:
 //! a turn holds at most `MAX_TURN_TEXT` bytes of text, `MAX_TURN_TOOLS` tool calls and
-//! `MAX_TURN_FILES` files. The
-//! gateway stops a turn that goes beyond, keeps what fit, says why, and the lane goes on; a
-//! scheduled run beyond the bounds fails with them named.
+//! `MAX_TURN_FILES` files. The gateway stops a turn that goes beyond, keeps what fit, says why,
+//! and the lane goes on; a scheduled run beyond the bounds fails with them named. A lane shows
+//! at most eight approvals at once, cut like the answer's steps; the agent's further requests
+//! are answered `cancelled`.
 
 mod common;
 
@@ -12,7 +13,8 @@ use common::*;
 use iris_client::{Client, Event};
 use iris_gateway::cron::ManualClock;
 use iris_protocol::{
-    Role, ServerFrame, TurnEnd, MAX_STEPS, MAX_TURN_FILES, MAX_TURN_TEXT, MAX_TURN_TOOLS,
+    Role, ServerFrame, TurnEnd, MAX_STEPS, MAX_STEP_TEXT, MAX_TURN_FILES, MAX_TURN_TEXT,
+    MAX_TURN_TOOLS,
 };
 
 /// The final answer of a turn's frames: `message.stop`, or `message` when no text streamed.
@@ -178,6 +180,54 @@ async fn a_scheduled_run_of_a_runaway_agent_fails_with_the_bound_named() {
              (512 KiB of text, 1000 tool calls or 64 files)"
         )),
         "{reports:?}"
+    );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_asking_without_end_shows_a_few_bounded_approvals_and_the_rest_are_cancelled() {
+    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    // The demo agent asks 20 approvals at once, each with a 10,000-character title and 40
+    // options, and counts aloud those that come back cancelled.
+    send(&mut phone, default_lane(), "pester", false).await;
+    let mut shown = Vec::new();
+    let mut twelve_cancelled = false;
+    until(&mut phone, |e| {
+        match &e.body {
+            ServerFrame::PickerApproval(p) => shown.push(p.clone()),
+            ServerFrame::MessageUpdate(u) => twelve_cancelled |= u.text.contains("cancelled 12."),
+            _ => {}
+        }
+        shown.len() == 8 && twelve_cancelled
+    })
+    .await;
+    for approval in &shown {
+        assert!(
+            approval.title.chars().count() <= MAX_STEP_TEXT + 1,
+            "title cut"
+        );
+        assert_eq!(approval.choices.len(), 16, "choices shown");
+        assert!(approval
+            .choices
+            .iter()
+            .all(|c| c.label.chars().count() <= 101));
+    }
+    for approval in &shown {
+        select(&mut phone, &approval.picker_id, "option_0")
+            .await
+            .expect("answered");
+    }
+    let frames = until_idle(&mut phone).await;
+    let more = frames
+        .iter()
+        .filter(|e| e.frame_type() == "picker.approval")
+        .count();
+    assert_eq!(more, 0, "no approval beyond the eight open ones");
+    let text = final_of(&frames).text;
+    assert!(
+        text.ends_with("Pestered: 8 answered, 12 cancelled."),
+        "{text}"
     );
     gw.stop().await;
 }

@@ -8,6 +8,10 @@ use super::server::to_json;
 use super::turn::{text_content, Cancelled, Turn};
 use crate::types::*;
 
+/// Permission requests a `pester` turn puts at once, and the options of each.
+const PESTER_REQUESTS: usize = 20;
+const PESTER_OPTIONS: usize = 40;
+
 /// `(option id, name)` of the answers to the clarifying question.
 const COLORS: [(&str, &str); 2] = [("red", "Red"), ("blue", "Blue")];
 
@@ -38,6 +42,59 @@ impl Turn<'_> {
                 Ok(None)
             }
         }
+    }
+
+    /// `pester`: a runaway agent's permission requests, all at once, each with a 10,000-character
+    /// title and 40 long options; counts each cancelled one aloud as it comes back, then says how
+    /// many were answered (any option) and how many cancelled.
+    pub(super) async fn pester(&mut self) -> Step {
+        let mut asks = tokio::task::JoinSet::new();
+        for i in 0..PESTER_REQUESTS {
+            let options = (0..PESTER_OPTIONS)
+                .map(|j| PermissionOption {
+                    option_id: format!("option_{j}"),
+                    name: format!("{} {j}", "choice ".repeat(100)),
+                    kind: PermissionOptionKind::RejectOnce,
+                })
+                .collect();
+            let request = RequestPermissionRequest {
+                session_id: self.session_id.into(),
+                tool_call: ToolCallUpdate {
+                    tool_call_id: format!("pester-{i}"),
+                    title: Some(format!("terminal: {}", "x".repeat(10_000))),
+                    ..ToolCallUpdate::default()
+                },
+                options,
+            };
+            let conn = self.demo.conn.clone();
+            asks.spawn(async move {
+                let answer = conn
+                    .request(method::SESSION_REQUEST_PERMISSION, to_json(&request))
+                    .await;
+                answer
+                    .ok()
+                    .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v).ok())
+                    .is_some_and(|r| matches!(r.outcome, RequestPermissionOutcome::Selected { .. }))
+            });
+        }
+        let (mut answered, mut cancelled) = (0, 0);
+        loop {
+            tokio::select! {
+                joined = asks.join_next() => match joined {
+                    None => break,
+                    Some(Ok(true)) => answered += 1,
+                    Some(_) => {
+                        cancelled += 1;
+                        self.say(&format!("cancelled {cancelled}. "));
+                    }
+                },
+                _ = self.wait_cancel() => return Err(Stop::Cancelled),
+            }
+        }
+        self.say(&format!(
+            "Pestered: {answered} answered, {cancelled} cancelled."
+        ));
+        Ok(Flow::Done)
     }
 
     /// `permission` or `approve`: a command that runs only if the client allows it.

@@ -38,6 +38,7 @@ enum Behaviour {
     Flood,
     Spree,
     Hoard,
+    Pester,
     SlashCommand,
     Bench,
     Silent,
@@ -134,6 +135,13 @@ const SCRIPT: &[Rule] = &[
         Behaviour::Hoard,
         "a runaway agent's files: 100 small text files as embedded `resource`s, stopping when \
          cancelled; ends the turn",
+    ),
+    keyword(
+        &["pester"],
+        Behaviour::Pester,
+        "a runaway agent's approvals: 20 `session/request_permission`s at once, each with a \
+         10,000-character title and 40 long options; says `cancelled <k>. ` as each is cancelled, \
+         then `Pestered: <n> answered, <m> cancelled.`; ends the turn",
     ),
     Rule {
         trigger: Trigger::SlashCommand,
@@ -379,6 +387,7 @@ impl Turn<'_> {
             Behaviour::Flood => self.flood().await,
             Behaviour::Spree => self.spree().await,
             Behaviour::Hoard => self.hoard().await,
+            Behaviour::Pester => self.pester().await,
             Behaviour::SlashCommand => self.slash_command(prompt),
             Behaviour::Bench => self.bench(prompt).await,
             Behaviour::Silent => self.silent(),

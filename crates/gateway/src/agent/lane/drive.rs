@@ -217,7 +217,7 @@ impl LaneActor {
                 }
             }
             LaneEvent::Permission(request, responder) => {
-                if !run.live() || run.stopping.since.is_some() {
+                if !run.live() || run.stopping.since.is_some() || self.approvals_full() {
                     responder.cancel();
                 } else if let Some(id) = self.open_permission(request, responder, mapper).await {
                     run.turn_pickers.push(id);

@@ -10,17 +10,34 @@ use std::time::Instant;
 use iris_acp::{PermissionResponder, RequestPermissionRequest};
 use iris_protocol::{
     AgentBusy, BusyReason, Choice, DurableFrame, Notification, PickerApproval, PickerClarify,
-    PickerClosed, PickerOutcome,
+    PickerClosed, PickerOutcome, MAX_STEP_TEXT,
 };
 use tokio::time::Instant as TokioInstant;
 
 use super::super::turn::TurnMapper;
 use super::{LaneActor, Pending};
 use crate::ids::{new_id, now_ms};
-use crate::text::tail;
+use crate::text::{head, tail};
 use crate::wire::WireError;
 
+/// Approvals of one lane open at once; the agent's further requests are answered `cancelled`
+/// without being shown.
+pub(super) const MAX_OPEN_APPROVALS: usize = 8;
+/// Choices shown of one approval, and the longest label and option id kept.
+const MAX_CHOICES: usize = 16;
+const MAX_CHOICE_LABEL: usize = 100;
+const MAX_OPTION_ID_BYTES: usize = 256;
+
 impl LaneActor {
+    /// Whether the agent may open one more approval now ([`MAX_OPEN_APPROVALS`]).
+    pub(super) fn approvals_full(&self) -> bool {
+        self.pickers
+            .values()
+            .filter(|p| matches!(p, Pending::Approval { .. }))
+            .count()
+            >= MAX_OPEN_APPROVALS
+    }
+
     pub(super) fn next_picker_deadline(&self) -> Option<TokioInstant> {
         self.pickers
             .values()
@@ -99,17 +116,24 @@ impl LaneActor {
         responder: PermissionResponder,
         mapper: &mut TurnMapper,
     ) -> Option<String> {
+        // What a device shows is bounded like a step of the answer.
         let choices: Vec<Choice> = request
             .options
             .iter()
+            .filter(|o| o.option_id.len() <= MAX_OPTION_ID_BYTES)
+            .take(MAX_CHOICES)
             .map(|o| Choice {
                 value: o.option_id.clone(),
-                label: o.name.clone(),
+                label: head(&o.name, MAX_CHOICE_LABEL),
                 is_current: false,
             })
             .collect();
+        if choices.is_empty() {
+            responder.cancel();
+            return None;
+        }
         let deadline = Instant::now() + self.host().timeouts.approval;
-        let question = request.clarify_question().map(str::to_owned);
+        let question = request.clarify_question().map(|q| head(q, MAX_STEP_TEXT));
         let id = self.register_picker(Pending::Approval {
             responder,
             options: choices.clone(),
@@ -128,11 +152,10 @@ impl LaneActor {
                 q,
             ),
             None => {
-                let title = request
-                    .tool_call
-                    .title
-                    .clone()
-                    .unwrap_or_else(|| "The agent asks for permission".into());
+                let title = request.tool_call.title.as_deref().map_or_else(
+                    || "The agent asks for permission".into(),
+                    |t| head(t, MAX_STEP_TEXT),
+                );
                 let preview = request
                     .tool_call
                     .content
