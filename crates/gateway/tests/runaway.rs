@@ -3,7 +3,7 @@
 //! `MAX_TURN_FILES` files. The gateway stops a turn that goes beyond, keeps what fit, says why,
 //! and the lane goes on; a scheduled run beyond the bounds fails with them named. A lane shows
 //! at most eight approvals at once, cut like the answer's steps; the agent's further requests
-//! are answered `cancelled`.
+//! are answered `cancelled`, and the agent's command list is kept to a bounded catalog.
 
 mod common;
 
@@ -13,8 +13,8 @@ use common::*;
 use iris_client::{Client, Event};
 use iris_gateway::cron::ManualClock;
 use iris_protocol::{
-    Role, ServerFrame, TurnEnd, MAX_STEPS, MAX_STEP_TEXT, MAX_TURN_FILES, MAX_TURN_TEXT,
-    MAX_TURN_TOOLS,
+    ClientFrame, Empty, Header, Role, ServerFrame, TurnEnd, MAX_STEPS, MAX_STEP_TEXT,
+    MAX_TURN_FILES, MAX_TURN_TEXT, MAX_TURN_TOOLS,
 };
 
 /// The final answer of a turn's frames: `message.stop`, or `message` when no text streamed.
@@ -229,5 +229,37 @@ async fn an_agent_asking_without_end_shows_a_few_bounded_approvals_and_the_rest_
         text.ends_with("Pestered: 8 answered, 12 cancelled."),
         "{text}"
     );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_advertising_commands_without_end_is_kept_to_a_bounded_catalog() {
+    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    // 5,001 commands, the first with a 1,000-character name, all with long texts.
+    let frames = turn(&mut phone, default_lane(), "crowd").await;
+    assert_eq!(answer(&frames).as_deref(), Some("Crowded."));
+
+    let reply = phone
+        .request(Header::default(), ClientFrame::CommandsCatalog(Empty {}))
+        .await
+        .expect("catalog answered");
+    let ServerFrame::CommandsCatalog(catalog) = reply.body else {
+        panic!("expected the catalog, got {reply:?}");
+    };
+    let agent: Vec<_> = catalog
+        .commands
+        .iter()
+        .filter(|c| c.category == "Agent")
+        .collect();
+    assert_eq!(agent.len(), 200, "commands kept");
+    assert_eq!(
+        agent[0].name, "/crowd0",
+        "a name no one can type is left out"
+    );
+    for c in &agent {
+        assert!(c.description.chars().count() <= 301, "{}", c.name);
+        assert!(c.args_hint.chars().count() <= 101, "{}", c.name);
+    }
     gw.stop().await;
 }

@@ -22,6 +22,8 @@ const FLOOD_CHUNK_BYTES: usize = 64 * 1024;
 const SPREE_CALLS: usize = 2_000;
 /// Files of a `hoard` turn.
 const HOARD_FILES: usize = 100;
+/// Commands a `crowd` turn advertises.
+const CROWD_COMMANDS: usize = 5_000;
 
 /// Most chunks one `bench` turn streams, and the longest pause between two.
 const BENCH_MAX_CHUNKS: usize = 100_000;
@@ -123,6 +125,28 @@ impl Turn<'_> {
             let content = ContentBlock::Resource(EmbeddedResource { resource });
             self.update(SessionUpdate::AgentMessageChunk(ContentChunk { content }));
         }
+        Ok(Flow::Done)
+    }
+
+    /// `crowd`: a runaway agent's command list, with a name of 1,000 characters first.
+    pub(super) fn crowd(&mut self) -> Step {
+        let long = |word: &str, n: usize| word.repeat(n);
+        let mut available_commands = vec![AvailableCommand {
+            name: long("n", 1_000),
+            description: "a name no one can type".into(),
+            input: None,
+        }];
+        available_commands.extend((0..CROWD_COMMANDS).map(|i| AvailableCommand {
+            name: format!("crowd{i}"),
+            description: long("words ", 200),
+            input: Some(AvailableCommandInput {
+                hint: long("hint ", 100),
+            }),
+        }));
+        self.update(SessionUpdate::AvailableCommandsUpdate(
+            AvailableCommandsUpdate { available_commands },
+        ));
+        self.say("Crowded.");
         Ok(Flow::Done)
     }
 

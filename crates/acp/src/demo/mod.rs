@@ -19,6 +19,7 @@
 //! | `spree` | a runaway agent's tool calls: 2,000 `terminal: true` calls, each completed at once, stopping when cancelled; ends the turn |
 //! | `hoard` | a runaway agent's files: 100 small text files as embedded `resource`s, stopping when cancelled; ends the turn |
 //! | `pester` | a runaway agent's approvals: 20 `session/request_permission`s at once, each with a 10,000-character title and 40 long options; says `cancelled <k>. ` as each is cancelled, then `Pestered: <n> answered, <m> cancelled.`; ends the turn |
+//! | `crowd` | a runaway agent's command list: an `available_commands_update` with a 1,000-character name first, then 5,000 commands (`crowd<i>`) with 1,200-character descriptions and 500-character hints; answers `Crowded.`; ends the turn |
 //! | `/<command>` | the prompt text starts with `/`: a slash command (`/help`, `/tools`, `/model`) answered locally; ends the turn |
 //! | `bench <n> [<gap_us>]` | only as the whole prompt: `n` chunks (at most 100,000), each its send time in unix nanoseconds and a space, `gap_us` microseconds apart (default 0); ends the turn. The load tool `iris-bench` measures chunk-to-device latency with them |
 //! | `silent` | answers exactly `[SILENT] nothing to report` (the marker of a scheduled job with nothing to say); ends the turn |

@@ -39,6 +39,7 @@ enum Behaviour {
     Spree,
     Hoard,
     Pester,
+    Crowd,
     SlashCommand,
     Bench,
     Silent,
@@ -142,6 +143,13 @@ const SCRIPT: &[Rule] = &[
         "a runaway agent's approvals: 20 `session/request_permission`s at once, each with a \
          10,000-character title and 40 long options; says `cancelled <k>. ` as each is cancelled, \
          then `Pestered: <n> answered, <m> cancelled.`; ends the turn",
+    ),
+    keyword(
+        &["crowd"],
+        Behaviour::Crowd,
+        "a runaway agent's command list: an `available_commands_update` with a 1,000-character \
+         name first, then 5,000 commands (`crowd<i>`) with 1,200-character descriptions and \
+         500-character hints; answers `Crowded.`; ends the turn",
     ),
     Rule {
         trigger: Trigger::SlashCommand,
@@ -388,6 +396,7 @@ impl Turn<'_> {
             Behaviour::Spree => self.spree().await,
             Behaviour::Hoard => self.hoard().await,
             Behaviour::Pester => self.pester().await,
+            Behaviour::Crowd => self.crowd(),
             Behaviour::SlashCommand => self.slash_command(prompt),
             Behaviour::Bench => self.bench(prompt).await,
             Behaviour::Silent => self.silent(),

@@ -348,7 +348,8 @@ impl AgentHost {
         match event {
             AgentEvent::Update(n) => {
                 if let SessionUpdate::AvailableCommandsUpdate(cmds) = &n.update {
-                    *self.commands.lock().expect("commands lock") = cmds.available_commands.clone();
+                    *self.commands.lock().expect("commands lock") =
+                        super::catalog::bounded(&cmds.available_commands);
                 }
                 if let Some(route) = self.routes.lock().expect("routes lock").get(&n.session_id) {
                     let _ = route.tx.send(LaneEvent::Update(n.update));
