@@ -263,3 +263,22 @@ async fn an_agent_advertising_commands_without_end_is_kept_to_a_bounded_catalog(
     }
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn an_agent_renaming_without_end_renames_the_thread_a_few_times_per_turn() {
+    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    // 50 titles during the turn, in a new thread the agent may name.
+    let echo = send(&mut phone, default_lane(), "rename this thread", true).await;
+    let thread = echo.header.thread_id.clone().expect("a new thread");
+    let frames = until_idle(&mut phone).await;
+    let renames: Vec<&str> = frames
+        .iter()
+        .filter_map(|e| match &e.body {
+            ServerFrame::ChannelRenamed(r) if r.chat_id == thread => Some(r.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(renames, ["Title 1", "Title 2", "Title 3"]);
+    gw.stop().await;
+}

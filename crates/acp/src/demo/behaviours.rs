@@ -20,6 +20,8 @@ const FLOOD_CHUNKS: usize = 128;
 const FLOOD_CHUNK_BYTES: usize = 64 * 1024;
 /// Tool calls of a `spree` turn.
 const SPREE_CALLS: usize = 2_000;
+/// Titles of a `rename` turn.
+const RENAME_TITLES: usize = 50;
 /// Files of a `hoard` turn.
 const HOARD_FILES: usize = 100;
 /// Commands a `crowd` turn advertises.
@@ -32,7 +34,19 @@ const BENCH_MAX_GAP_US: u64 = 1_000_000;
 impl Turn<'_> {
     /// `title`: a title follows the answer.
     pub(super) fn mark_title(&mut self) -> Step {
-        self.title = true;
+        self.titles.push("Demo title".into());
+        Ok(Flow::Next)
+    }
+
+    /// `rename`: titles without end, during the turn.
+    pub(super) fn rename(&mut self) -> Step {
+        for i in 1..=RENAME_TITLES {
+            let info = SessionInfoUpdate {
+                title: Some(format!("Title {i}")),
+                updated_at: None,
+            };
+            self.update(SessionUpdate::SessionInfoUpdate(info));
+        }
         Ok(Flow::Next)
     }
 

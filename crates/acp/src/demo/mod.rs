@@ -10,6 +10,7 @@
 //! | trigger | what the turn does |
 //! |---|---|
 //! | `title` | a `session_info_update` with title "Demo title", sent just after the prompt's answer |
+//! | `rename` | a runaway agent's titles: 50 `session_info_update`s titled `Title 1` … `Title 50`, during the turn |
 //! | `freeze` | sends nothing and ignores cancel: a hung agent (the client has to kill it) |
 //! | `wedge` | a running `terminal: sleep 30` tool until cancelled; then, like Hermes, the prompt fails with -32603 and the session is wedged: every later prompt is answered "Queued for the next turn." and never runs |
 //! | `garbage` | writes a line that is not JSON, then goes on |

@@ -30,6 +30,7 @@ enum Trigger {
 #[derive(Clone, Copy)]
 enum Behaviour {
     Title,
+    Rename,
     Freeze,
     Wedge,
     Garbage,
@@ -91,6 +92,12 @@ const SCRIPT: &[Rule] = &[
         &["title"],
         Behaviour::Title,
         "a `session_info_update` with title \"Demo title\", sent just after the prompt's answer",
+    ),
+    keyword(
+        &["rename"],
+        Behaviour::Rename,
+        "a runaway agent's titles: 50 `session_info_update`s titled `Title 1` … `Title 50`, \
+         during the turn",
     ),
     keyword(
         &["freeze"],
@@ -352,7 +359,7 @@ impl Turn<'_> {
             self.say("Queued for the next turn.");
             return Ending {
                 stop_reason: StopReason::EndTurn,
-                title: false,
+                titles: Vec::new(),
                 error: None,
             };
         }
@@ -364,7 +371,7 @@ impl Turn<'_> {
         };
         Ending {
             stop_reason,
-            title: self.title,
+            titles: std::mem::take(&mut self.titles),
             error,
         }
     }
@@ -387,6 +394,7 @@ impl Turn<'_> {
     async fn perform(&mut self, behaviour: Behaviour, prompt: &Prompt<'_>) -> Step {
         match behaviour {
             Behaviour::Title => self.mark_title(),
+            Behaviour::Rename => self.rename(),
             Behaviour::Freeze => self.freeze().await,
             Behaviour::Wedge => self.wedge().await,
             Behaviour::Garbage => self.garbage(),

@@ -436,9 +436,9 @@ impl Demo {
             ending.stop_reason,
             responder,
         );
-        if ending.title {
+        for title in ending.titles {
             let info = SessionInfoUpdate {
-                title: Some("Demo title".into()),
+                title: Some(title),
                 updated_at: None,
             };
             self.send_update(&session_id, SessionUpdate::SessionInfoUpdate(info));

@@ -19,8 +19,8 @@ pub(super) struct Cancelled;
 pub(super) struct Ending {
     /// Why the turn ended.
     pub(super) stop_reason: StopReason,
-    /// A `session_info_update` with a title follows the answer.
-    pub(super) title: bool,
+    /// A `session_info_update` with each of these titles follows the answer.
+    pub(super) titles: Vec<String>,
     /// The prompt fails with this JSON-RPC error instead of answering.
     pub(super) error: Option<(i64, String)>,
 }
@@ -37,8 +37,8 @@ pub(super) struct Turn<'a> {
     pub(super) said: String,
     /// The session's working directory.
     pub(super) cwd: String,
-    /// Set by the `title` keyword: a title follows the answer.
-    pub(super) title: bool,
+    /// Set by the `title` and `rename` keywords: titles that follow the answer.
+    pub(super) titles: Vec<String>,
 }
 
 impl<'a> Turn<'a> {
@@ -55,7 +55,7 @@ impl<'a> Turn<'a> {
             cancel,
             said: String::new(),
             cwd,
-            title: false,
+            titles: Vec::new(),
         }
     }
 

@@ -112,6 +112,7 @@ impl LaneActor {
             steered: None,
         };
         self.checkpoints = super::checkpoint::Checkpoints::started(Instant::now());
+        self.agent_titles_left = super::AGENT_TITLES_PER_TURN;
         let client = instance.client.clone();
         let sid = session_id.to_owned();
         let prompt = async move { client.prompt(&sid, blocks).await };

@@ -168,6 +168,10 @@ struct Session {
     usage: UsageMeter,
 }
 
+/// Titles the agent may give a thread from the start of one turn to the start of the next
+/// (while it is idle as well); later ones are ignored.
+const AGENT_TITLES_PER_TURN: u8 = 3;
+
 pub(super) struct LaneActor {
     bridge: Arc<Bridge>,
     /// The agent of the lane's channel (read when the actor starts).
@@ -190,6 +194,9 @@ pub(super) struct LaneActor {
     epoch: u64,
     /// Checkpoints of the running answer's text.
     checkpoints: checkpoint::Checkpoints,
+    /// Titles the agent may still give the thread before the next turn starts
+    /// ([`AGENT_TITLES_PER_TURN`]).
+    agent_titles_left: u8,
     /// Pickers closed since the last [`LaneActor::flush_closed`], with the chosen label.
     closed: Vec<(PickerClosed, Option<String>)>,
 }
@@ -220,6 +227,7 @@ impl LaneActor {
             deleted,
             epoch: u64::MAX,
             checkpoints: checkpoint::Checkpoints::default(),
+            agent_titles_left: AGENT_TITLES_PER_TURN,
             closed: Vec::new(),
         }
     }

@@ -29,6 +29,11 @@ impl LaneActor {
         let (Some(thread), Some(name)) = (self.lane.thread_id.clone(), clean_title(title)) else {
             return;
         };
+        // Each rename is a commit and a frame to every device: a runaway agent gets a few.
+        if self.agent_titles_left == 0 {
+            return;
+        }
+        self.agent_titles_left -= 1;
         self.rename(&thread, &name, false).await;
     }
 
