@@ -23,7 +23,8 @@ pub enum TurnEnd {
 /// The text of one turn (its answer, commentary and reasoning together) is at most this many
 /// bytes: an agent that writes more has its turn stopped, and the answer keeps what fit.
 pub const MAX_TURN_TEXT: usize = 512 * 1024;
-/// One turn starts at most this many tool calls: an agent that starts more has its turn stopped.
+/// One turn starts at most this many tool calls (a plan update counts as one): an agent that
+/// starts more has its turn stopped.
 pub const MAX_TURN_TOOLS: usize = 1000;
 /// One turn sends at most this many files (each at most `[media] max_upload_bytes`): an agent
 /// that sends more has its turn stopped, and the answer keeps the first ones.

@@ -130,6 +130,8 @@ pub struct TurnMapper {
     written: usize,
     /// Files the agent sent so far, at most [`MAX_TURN_FILES`].
     files_seen: usize,
+    /// Tool calls started and plan updates so far, at most [`MAX_TURN_TOOLS`].
+    calls: usize,
     /// The agent wrote more than a turn may hold: the turn is to be stopped.
     runaway: bool,
 }
@@ -198,6 +200,7 @@ impl TurnMapper {
             reply_to: None,
             written: 0,
             files_seen: 0,
+            calls: 0,
             runaway: false,
         }
     }
@@ -207,6 +210,16 @@ impl TurnMapper {
     /// was left out, and the turn is to be stopped.
     pub fn runaway(&self) -> bool {
         self.runaway
+    }
+
+    /// Counts a tool call or plan update; false (and the turn a runaway) beyond the bound.
+    fn one_more_call(&mut self) -> bool {
+        if self.calls == MAX_TURN_TOOLS {
+            self.runaway = true;
+            return false;
+        }
+        self.calls += 1;
+        true
     }
 
     /// Files for the lane to store, as many as the turn may still hold; more mark it a runaway.
@@ -336,8 +349,7 @@ impl TurnMapper {
                     };
                     return self.on_tool_update(&update, now);
                 }
-                if self.tools.len() >= MAX_TURN_TOOLS {
-                    self.runaway = true;
+                if !self.one_more_call() {
                     return out;
                 }
                 self.commentary_before_tool(&mut out);
@@ -384,6 +396,10 @@ impl TurnMapper {
             }
             SessionUpdate::ToolCallUpdate(update) => out.extend(self.on_tool_update(update, now)),
             SessionUpdate::Plan(plan) => {
+                // Each update is a durable frame: it counts like a tool call.
+                if !self.one_more_call() {
+                    return out;
+                }
                 let id = self.plan_id.get_or_insert_with(|| new_id("m_")).clone();
                 let mut text = String::from("Plan:");
                 for e in &plan.entries {

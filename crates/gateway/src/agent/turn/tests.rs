@@ -369,3 +369,17 @@ fn a_turn_holds_its_bound_of_text_cut_on_a_character_and_live_cards_hold_what_st
     }
     assert!(!m.runaway());
 }
+
+#[test]
+fn plan_updates_count_like_tool_calls_toward_the_bound_of_a_turn() {
+    let mut m = mapper();
+    let t0 = Instant::now();
+    let plan = update(json!({"sessionUpdate": "plan", "entries": [
+        {"content": "step", "priority": "medium", "status": "pending"}]}));
+    let mut shown = 0;
+    for _ in 0..MAX_TURN_TOOLS + 5 {
+        shown += m.on_update(&plan, t0).len();
+    }
+    assert_eq!(shown, MAX_TURN_TOOLS, "one commentary per counted update");
+    assert!(m.runaway());
+}
