@@ -17,6 +17,22 @@ use iris_protocol::{
     MAX_TURN_FILES, MAX_TURN_TEXT, MAX_TURN_TOOLS,
 };
 
+/// A gateway with the demo agent as a process, a device on it, and the frames of one turn.
+async fn runaway_turn(prompt: &str) -> (TestGateway, Client, Vec<Event>) {
+    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    let frames = turn(&mut phone, default_lane(), prompt).await;
+    (gw, phone, frames)
+}
+
+/// How many frames of a type a turn holds.
+fn count(frames: &[Event], frame_type: &str) -> usize {
+    frames
+        .iter()
+        .filter(|e| e.frame_type() == frame_type)
+        .count()
+}
+
 /// The final answer of a turn's frames: `message.stop`, or `message` when no text streamed.
 struct Final {
     message_id: String,
@@ -79,10 +95,8 @@ async fn assert_stopped_and_recovered(client: &mut Client, frames: &[Event], cas
 
 #[tokio::test]
 async fn an_agent_writing_without_end_is_stopped_at_the_bound_of_a_turn() {
-    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
-    let (mut phone, _) = gw.connect("phone").await;
     // The demo agent would write 8 MiB.
-    let frames = turn(&mut phone, default_lane(), "flood").await;
+    let (gw, mut phone, frames) = runaway_turn("flood").await;
 
     let stop = final_of(&frames);
     assert!(
@@ -106,16 +120,14 @@ async fn an_agent_writing_without_end_is_stopped_at_the_bound_of_a_turn() {
 
 #[tokio::test]
 async fn an_agent_starting_tool_calls_without_end_is_stopped_at_the_bound_of_a_turn() {
-    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
-    let (mut phone, _) = gw.connect("phone").await;
     // The demo agent would start 2,000.
-    let frames = turn(&mut phone, default_lane(), "spree").await;
+    let (gw, mut phone, frames) = runaway_turn("spree").await;
 
-    let started = frames
-        .iter()
-        .filter(|e| e.frame_type() == "tool.start")
-        .count();
-    assert_eq!(started, MAX_TURN_TOOLS, "tool cards shown");
+    assert_eq!(
+        count(&frames, "tool.start"),
+        MAX_TURN_TOOLS,
+        "tool cards shown"
+    );
     let stop = final_of(&frames);
     assert_eq!(stop.steps, MAX_STEPS, "steps kept on the answer");
     assert_stopped_and_recovered(&mut phone, &frames, "spree").await;
@@ -124,16 +136,14 @@ async fn an_agent_starting_tool_calls_without_end_is_stopped_at_the_bound_of_a_t
 
 #[tokio::test]
 async fn an_agent_sending_files_without_end_is_stopped_at_the_bound_of_a_turn() {
-    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
-    let (mut phone, _) = gw.connect("phone").await;
     // The demo agent would send 100.
-    let frames = turn(&mut phone, default_lane(), "hoard").await;
+    let (gw, mut phone, frames) = runaway_turn("hoard").await;
 
-    let offered = frames
-        .iter()
-        .filter(|e| e.frame_type() == "media.offer")
-        .count();
-    assert_eq!(offered, MAX_TURN_FILES, "files offered");
+    assert_eq!(
+        count(&frames, "media.offer"),
+        MAX_TURN_FILES,
+        "files offered"
+    );
     assert_eq!(
         final_of(&frames).media,
         MAX_TURN_FILES,
@@ -219,11 +229,11 @@ async fn an_agent_asking_without_end_shows_a_few_bounded_approvals_and_the_rest_
             .expect("answered");
     }
     let frames = until_idle(&mut phone).await;
-    let more = frames
-        .iter()
-        .filter(|e| e.frame_type() == "picker.approval")
-        .count();
-    assert_eq!(more, 0, "no approval beyond the eight open ones");
+    assert_eq!(
+        count(&frames, "picker.approval"),
+        0,
+        "no approval beyond the eight open ones"
+    );
     let text = final_of(&frames).text;
     assert!(
         text.ends_with("Pestered: 8 answered, 12 cancelled."),
@@ -234,10 +244,8 @@ async fn an_agent_asking_without_end_shows_a_few_bounded_approvals_and_the_rest_
 
 #[tokio::test]
 async fn an_agent_advertising_commands_without_end_is_kept_to_a_bounded_catalog() {
-    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
-    let (mut phone, _) = gw.connect("phone").await;
     // 5,001 commands, the first with a 1,000-character name, all with long texts.
-    let frames = turn(&mut phone, default_lane(), "crowd").await;
+    let (gw, mut phone, frames) = runaway_turn("crowd").await;
     assert_eq!(answer(&frames).as_deref(), Some("Crowded."));
 
     let reply = phone
