@@ -192,6 +192,34 @@ describe('Iris Web', { timeout: 240000 }, () => {
     assert.deepEqual(pageErrors(page), []);
   });
 
+  test('approvals asked all at once are shown one after another, at most eight, and each fits the screen', { timeout: 90000 }, async () => {
+    const gw = await gateway();
+    const { page } = await device(PHONE);
+    await openSignedIn(page, gw.url);
+
+    // The demo agent asks 20 approvals at once, each with a 10,000-character title and 40 long
+    // options; the gateway shows 8, with 16 choices each.
+    await send(page, 'pester');
+    for (let i = 0; i < 8; i++) {
+      const dialog = page.locator('dialog#picker[open]');
+      await dialog.waitFor();
+      const choices = dialog.locator('.choices button');
+      assert.equal(await choices.count(), 16, `approval ${i + 1}`);
+      assert.ok(await dialog.evaluate((d) => d.scrollWidth <= d.clientWidth), `approval ${i + 1} fits the width`);
+      const title = await dialog.locator('#picker-title').boundingBox();
+      assert.ok(title.height < PHONE.height / 3, `its title leaves room for the choices (${title.height}px)`);
+      if (i === 0) await shot(page, 'approval-long-phone');
+      await choices.first().click();
+    }
+    await assistant(page, 'Pestered: 8 answered, 12 cancelled.').waitFor();
+    for (const card of await page.locator('.picker-card').all()) {
+      const box = await card.boundingBox();
+      assert.ok(box.x + box.width <= PHONE.width && box.height < PHONE.height / 4, `a card stays a few lines of the lane (${JSON.stringify(box)})`);
+    }
+    assert.equal(await page.locator('dialog#picker[open]').count(), 0);
+    assert.deepEqual(pageErrors(page), []);
+  });
+
   test('an approval answered on another device closes the stale dialog here', { timeout: 60000 }, async () => {
     const gw = await gateway();
     const a = await device(DESKTOP);
