@@ -203,8 +203,10 @@ async fn an_agent_asking_without_end_shows_a_few_bounded_approvals_and_the_rest_
     send(&mut phone, default_lane(), "pester", false).await;
     let mut shown = Vec::new();
     let mut twelve_cancelled = false;
+    let mut notified = 0;
     until(&mut phone, |e| {
         match &e.body {
+            ServerFrame::Notification(n) if n.kind == "approval" => notified += 1,
             ServerFrame::PickerApproval(p) => shown.push(p.clone()),
             ServerFrame::MessageUpdate(u) => twelve_cancelled |= u.text.contains("cancelled 12."),
             _ => {}
@@ -212,6 +214,7 @@ async fn an_agent_asking_without_end_shows_a_few_bounded_approvals_and_the_rest_
         shown.len() == 8 && twelve_cancelled
     })
     .await;
+    assert_eq!(notified, 1, "the phone is told once while approvals wait");
     for approval in &shown {
         assert!(
             approval.title.chars().count() <= MAX_STEP_TEXT + 1,

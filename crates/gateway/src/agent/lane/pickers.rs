@@ -132,6 +132,11 @@ impl LaneActor {
             responder.cancel();
             return None;
         }
+        // One notification while approvals wait: the phone is told once, not for each.
+        let notify = !self
+            .pickers
+            .values()
+            .any(|p| matches!(p, Pending::Approval { .. }));
         let deadline = Instant::now() + self.host().timeouts.approval;
         let question = request.clarify_question().map(|q| head(q, MAX_STEP_TEXT));
         let id = self.register_picker(Pending::Approval {
@@ -191,18 +196,15 @@ impl LaneActor {
             body: Some(tail(&title, 200)),
             ts: now_ms(),
         });
-        self.durable(
-            vec![
-                frame,
-                note,
-                DurableFrame::AgentBusy(AgentBusy {
-                    reason: BusyReason::WaitingInput,
-                }),
-            ],
-            None,
-            None,
-        )
-        .await;
+        let busy = DurableFrame::AgentBusy(AgentBusy {
+            reason: BusyReason::WaitingInput,
+        });
+        let frames = if notify {
+            vec![frame, note, busy]
+        } else {
+            vec![frame, busy]
+        };
+        self.durable(frames, None, None).await;
         Some(id)
     }
 
