@@ -15,8 +15,9 @@
 //!   lane to store ([`TurnMapper::take_files`]); `MEDIA:` lines never show in the text, and the
 //!   stored files are listed in the final message's `media`.
 //! - A turn holds at most [`MAX_TURN_TEXT`] bytes of text (answer, commentary and reasoning),
-//!   [`MAX_TURN_TOOLS`] tool calls and [`MAX_TURN_FILES`] files; what comes beyond is left out, and [`TurnMapper::runaway`]
-//!   tells the lane to stop the turn. Live cards are cut as the answer's steps are.
+//!   [`MAX_TURN_TOOLS`] tool calls (plan updates count as ones) and [`MAX_TURN_FILES`] files;
+//!   what comes beyond is left out, and [`TurnMapper::runaway`] tells the lane to stop the turn.
+//!   Live cards are cut as the answer's steps are.
 //! - [`TurnMapper::finish`] closes what is still open and produces the final `message.stop` (or a
 //!   `message` when nothing streamed) with the runtime footer.
 

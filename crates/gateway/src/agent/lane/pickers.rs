@@ -22,14 +22,15 @@ use crate::wire::WireError;
 
 /// Approvals of one lane open at once; the agent's further requests are answered `cancelled`
 /// without being shown.
-pub(super) const MAX_OPEN_APPROVALS: usize = 8;
+const MAX_OPEN_APPROVALS: usize = 8;
 /// Choices shown of one approval, and the longest label and option id kept.
 const MAX_CHOICES: usize = 16;
 const MAX_CHOICE_LABEL: usize = 100;
 const MAX_OPTION_ID_BYTES: usize = 256;
 
 impl LaneActor {
-    /// Whether the agent may open one more approval now ([`MAX_OPEN_APPROVALS`]).
+    /// Whether the lane shows as many approvals as it may ([`MAX_OPEN_APPROVALS`]): the agent's
+    /// next request is then answered `cancelled`.
     pub(super) fn approvals_full(&self) -> bool {
         self.pickers
             .values()
