@@ -112,7 +112,7 @@ pub(crate) struct Writer {
     pub(crate) hook: CommitHook,
     pub(crate) group_commit: bool,
     /// Raised after every batch that wrote to the channel directory, before its callers are
-    /// answered (see [`crate::Store::list_channels`]).
+    /// answered (see [`crate::Store::channel_directory`]).
     pub(crate) channels_gen: Arc<AtomicU64>,
 }
 

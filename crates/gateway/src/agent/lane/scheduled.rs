@@ -159,8 +159,8 @@ impl LaneActor {
         }
         if runaway {
             return Some(Outcome::Failed(format!(
-                "the agent wrote more than one answer may hold ({}), so the run was stopped",
-                super::turns::turn_bounds()
+                "the agent {}, so the run was stopped",
+                super::turns::beyond_bounds()
             )));
         }
         if cancelled {

@@ -244,19 +244,19 @@ fn ending_of(ended: Ended, timed_out: bool, runaway: bool) -> (Ending, Option<St
     if runaway {
         notice.get_or_insert_with(|| {
             format!(
-                "The agent wrote more than one answer may hold ({}), so the turn was stopped. \
-                 The answer keeps what came before.",
-                turn_bounds()
+                "The agent {}, so the turn was stopped. The answer keeps what came before.",
+                beyond_bounds()
             )
         });
     }
     (ending, notice)
 }
 
-/// How much a turn may hold, as notices name it: more ends the turn ([`TurnMapper::runaway`]).
-pub(super) fn turn_bounds() -> String {
+/// What a runaway agent did, as notices name it: more than a turn may hold ends the turn
+/// ([`TurnMapper::runaway`]).
+pub(super) fn beyond_bounds() -> String {
     format!(
-        "{} KiB of text, {} tool calls or {} files",
+        "wrote more than one answer may hold ({} KiB of text, {} tool calls or {} files)",
         MAX_TURN_TEXT / 1024,
         MAX_TURN_TOOLS,
         MAX_TURN_FILES
