@@ -165,22 +165,26 @@ async function steer() {
  * Loads the command list of the lane shown (its agent's commands follow the gateway's). Called at
  * sync, when the drawer opens, on a lane switch and when a turn starts or ends: the gateway has no
  * frame that announces an agent's new commands, and an agent announces them when its session
- * starts, i.e. during a turn.
+ * starts, i.e. during a turn. `forText`: the text typed when the drawer asked (see `updateDrawer`).
  */
-export async function loadCatalog() {
+export async function loadCatalog(forText = null) {
   const lane = currentLane();
   try {
     const res = await app.conn.request('commands.catalog', {}, lane);
     if (lane !== currentLane()) return;
     app.catalog = res.payload.commands || [];
     app.catalogLoaded = true;
-    if (!$('drawer').hidden) updateDrawer(!/^\/\S*$/.test(input.value));
+    // Asked for what is still typed: a command the older list lacked left the drawer closed.
+    if (!$('drawer').hidden || (forText !== null && input.value === forText)) {
+      updateDrawer(!/^\/\S*$/.test(input.value), false);
+    }
   } catch {
     app.catalogLoaded = false;
   }
 }
 
-function updateDrawer(showAll = false) {
+/** Shows the commands matching what is typed (all with `showAll`); `refresh` asks for the list again. */
+function updateDrawer(showAll = false, refresh = true) {
   const text = input.value;
   const m = /^(\/\S*)$/.exec(text);
   if (!showAll && !m) {
@@ -188,7 +192,7 @@ function updateDrawer(showAll = false) {
     return;
   }
   // Opening the drawer asks again: the agent may have announced commands since.
-  if ($('drawer').hidden && app.conn && app.conn.online) loadCatalog();
+  if (refresh && $('drawer').hidden && app.conn && app.conn.online) loadCatalog(text);
   const list = showAll && !m ? app.catalog : matchCommands(app.catalog, m ? m[1] : '/');
   const drawer = $('drawer');
   if (!list.length) {
