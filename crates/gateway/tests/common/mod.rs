@@ -16,7 +16,10 @@ use iris_protocol::{ClientFrame, Header, HelloAck, MessageSend, Role, ServerFram
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub mod bad;
+pub mod media;
 pub mod tcp;
+pub mod turns;
 
 pub const TOKEN: &str = "test-token-0123456789";
 
