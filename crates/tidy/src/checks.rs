@@ -1,4 +1,4 @@
-//! The five rules, each on data already read from disk.
+//! The six rules, each on data already read from disk.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -114,6 +114,23 @@ pub fn unwraps(path: &str, file: &rust::RustFile) -> Vec<Violation> {
             )
         })
         .collect()
+}
+
+/// Rule 6 for a file under `crates/*/tests`: its first line that is not blank is a `//!` comment.
+pub fn test_subject(path: &str, text: &str) -> Option<Violation> {
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    (!first.trim_start().starts_with("//!")).then(|| {
+        violation(
+            Rule::TestSubject,
+            path,
+            1,
+            "the file does not begin with a `//!` comment saying what it tests".to_string(),
+            "begin it with `//! <subject>: what these tests show`",
+        )
+    })
 }
 
 /// The top-level modules of a directory's files, each with the file that defines it.

@@ -9,10 +9,12 @@
 //! 2. **Circles.** In a layered directory no more than [`checks::MAX_CIRCLE`] files import each
 //!    other in a circle.
 //! 3. **File size.** No source file over [`checks::MAX_FILE_LINES`] lines, except those listed in
-//!    [`FILE_SIZE_EXCEPTIONS`].
+//!    [`FILE_SIZE_EXCEPTIONS`]; test files (`crates/*/tests/**.rs`) included.
 //! 4. **Function length.** No function over [`checks::MAX_FN_LINES`] lines, in Rust or in the
-//!    web client's JavaScript.
+//!    web client's JavaScript (not in test files: a test reads as one story, or holds a table).
 //! 5. **No `.unwrap()`** in non-test Rust code: `?`, or `.expect("why this cannot fail")`.
+//! 6. **Test files say their subject.** Every file under `crates/*/tests` begins with a `//!`
+//!    comment saying what it tests, so that a new test finds the file of its subject.
 //!
 //! The scanners are not parsers: they work on the source with comments and literals blanked
 //! out ([`lex`]), which is enough for the way this code base is written.
@@ -61,15 +63,17 @@ pub enum Rule {
     FileSize,
     FnLength,
     Unwrap,
+    TestSubject,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 5] = [
+    pub const ALL: [Rule; 6] = [
         Rule::Layers,
         Rule::Circles,
         Rule::FileSize,
         Rule::FnLength,
         Rule::Unwrap,
+        Rule::TestSubject,
     ];
 
     pub fn title(self) -> &'static str {
@@ -79,6 +83,7 @@ impl Rule {
             Rule::FileSize => "File size",
             Rule::FnLength => "Function length",
             Rule::Unwrap => "No unwrap",
+            Rule::TestSubject => "Test files say their subject",
         }
     }
 
@@ -87,9 +92,10 @@ impl Rule {
         match self {
             Rule::Layers => "In a layered directory every top-level module is placed in exactly one layer, and a module uses only modules of its own layer or of the layers below it.".to_string(),
             Rule::Circles => format!("In a layered directory, at most {} files may import each other in a circle.", checks::MAX_CIRCLE),
-            Rule::FileSize => format!("No file in crates/*/src or {WEB_ASSETS} is longer than {} lines (exceptions, with a reason, only in FILE_SIZE_EXCEPTIONS in crates/tidy/src/lib.rs).", checks::MAX_FILE_LINES),
-            Rule::FnLength => format!("No function is longer than {} lines, counted from its first line to its closing brace (Rust outside #[cfg(test)], and the web client's JavaScript).", checks::MAX_FN_LINES),
+            Rule::FileSize => format!("No file in crates/*/src, crates/*/tests or {WEB_ASSETS} is longer than {} lines (exceptions, with a reason, only in FILE_SIZE_EXCEPTIONS in crates/tidy/src/lib.rs).", checks::MAX_FILE_LINES),
+            Rule::FnLength => format!("No function is longer than {} lines, counted from its first line to its closing brace (Rust outside #[cfg(test)] and crates/*/tests, and the web client's JavaScript).", checks::MAX_FN_LINES),
             Rule::Unwrap => "Non-test code never calls `.unwrap()`: data from outside never meets it; use `?`, or `.expect(\"why this cannot fail\")`.".to_string(),
+            Rule::TestSubject => "Every file under crates/*/tests begins with a `//!` comment saying what it tests; tests go to the file of their subject, or to a new file named by it.".to_string(),
         }
     }
 }
@@ -136,10 +142,23 @@ pub fn check_tree(root: &Path, architecture: &str) -> io::Result<Vec<Violation>>
     let mut out = Vec::new();
     let mut sizes = Vec::new();
     let mut dirs: BTreeMap<String, Vec<modules::SourceFile>> = BTreeMap::new();
+    let mut test_dirs = Vec::new();
     for krate in sorted_entries(&root.join("crates"))? {
         let src = krate.join("src");
         if src.is_dir() {
             dirs.insert(rel(root, &src), load_dir(&src)?);
+        }
+        let tests = krate.join("tests");
+        if tests.is_dir() {
+            test_dirs.push(tests);
+        }
+    }
+    for dir in &test_dirs {
+        for file in walk(dir, &["rs"])? {
+            let path = rel(root, &file);
+            let text = read_lossy(&file)?;
+            sizes.push((path.clone(), lex::line_count(&text)));
+            out.extend(checks::test_subject(&path, &text));
         }
     }
     for (dir, files) in &dirs {
@@ -360,6 +379,12 @@ mod tests {
             ("crates/store/src/lib.rs", &rust_fn),
             ("crates/store/src/big.rs", &big),
             ("crates/gateway/web/assets/app.js", &js_fn),
+            ("crates/store/tests/big.rs", &format!("//! Big.\n{big}")),
+            (
+                "crates/store/tests/common/mod.rs",
+                &format!("\n//! Helpers.\n{rust_fn}fn t() {{ Some(1).unwrap(); }}\n"),
+            ),
+            ("crates/store/tests/nameless.rs", "#[test]\nfn t() {}\n"),
             ("crates/gateway/web/assets/vendor/lib.js", &big),
         ]);
         let architecture = "# A\n<!-- tidy:layers crates/gateway/src -->\n| layer | modules |\n|---|---|\n| top | `lib`, `main`, `conn` |\n| ground | `hub` |\n<!-- /tidy:layers -->\n";
@@ -373,9 +398,11 @@ mod tests {
             [
                 "crates/gateway/src/hub.rs:1: `hub` (layer ground) uses `conn` (layer top, above it) in `crate::conn`",
                 "crates/store/src/big.rs:1: 801 lines, over the limit of 800",
+                "crates/store/tests/big.rs:1: 802 lines, over the limit of 800",
                 "crates/gateway/web/assets/app.js:1: function `draw` has 127 lines, over the limit of 120",
                 "crates/store/src/lib.rs:1: fn `long` has 132 lines, over the limit of 120",
                 "crates/gateway/src/hub.rs:2: `.unwrap()` in non-test code",
+                "crates/store/tests/nameless.rs:1: the file does not begin with a `//!` comment saying what it tests",
             ]
         );
         let missing = check_tree(&tree.0, "no table").expect("check");

@@ -17,7 +17,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub mod bad;
+pub mod fake_push;
 pub mod media;
+pub mod schedule;
 pub mod tcp;
 pub mod turns;
 
