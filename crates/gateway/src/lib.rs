@@ -2,10 +2,10 @@
 //! Iris v1 WebSocket protocol, and never loses a frame.
 //!
 //! See ARCHITECTURE.md for the bird's-eye view and the layers of this crate. In short, from the
-//! top: [`server`] binds and serves; [`conn`] runs one WebSocket; [`handlers`] answer requests;
-//! [`agent`] drives the agent's lanes; [`media`], [`push`] and [`cron`] are services; and the
-//! ground floor ([`outbox`], [`hub`], [`wire`], [`command`], [`config`], …) imports nothing
-//! above it. The store (crate `iris-store`) is the source of truth.
+//! top: [`server`] binds and serves; [`conn`] runs one WebSocket; [`admin`] holds the owner's
+//! commands (devices, backup, export); [`handlers`] answer requests; [`agent`] drives the agent's
+//! lanes; [`media`], [`push`] and [`cron`] are services; and the ground floor ([`outbox`],
+//! [`hub`], [`wire`], [`command`], [`config`], …) imports nothing above it. The store (crate `iris-store`) is the source of truth.
 
 // Server layer.
 pub mod listener;
@@ -14,9 +14,9 @@ pub mod server;
 pub mod web;
 // Connection layer.
 pub mod conn;
+// Admin layer.
+pub mod admin;
 // Request layer.
-pub mod archive;
-pub mod devices;
 pub mod handlers;
 // Agent layer.
 pub mod agent;

@@ -174,7 +174,7 @@ fn backup(file: &std::path::Path, args: ConfigArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    match iris_gateway::archive::backup(&config.data_dir, file) {
+    match iris_gateway::admin::archive::backup(&config.data_dir, file) {
         Ok(done) => {
             println!(
                 "Wrote {} ({} bytes: the store, {} media files, the keys).",
@@ -201,7 +201,7 @@ fn backup(file: &std::path::Path, args: ConfigArgs) -> ExitCode {
 }
 
 fn export(args: ExportArgs) -> ExitCode {
-    use iris_gateway::archive::{ExportFormat, ExportRequest};
+    use iris_gateway::admin::archive::{ExportFormat, ExportRequest};
     let config = match args.args.resolve() {
         Ok(c) => c,
         Err(code) => return code,
@@ -216,7 +216,7 @@ fn export(args: ExportArgs) -> ExitCode {
         media: args.media,
     };
     let now = iris_gateway::ids::now_ms();
-    match iris_gateway::archive::export(&config.data_dir, &req, now) {
+    match iris_gateway::admin::archive::export(&config.data_dir, &req, now) {
         Ok(done) => {
             println!(
                 "Exported {} messages in {} files to {} ({} media files copied).",
@@ -376,7 +376,7 @@ fn shared_token(config: &Config) -> Result<String, ExitCode> {
 }
 
 fn devices(command: DevicesCommand) -> ExitCode {
-    use iris_gateway::devices;
+    use iris_gateway::admin::devices;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -430,7 +430,7 @@ fn devices(command: DevicesCommand) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn devices_table(list: &[iris_gateway::devices::DeviceSummary]) -> String {
+fn devices_table(list: &[iris_gateway::admin::devices::DeviceSummary]) -> String {
     use iris_gateway::credentials::printable;
     let now = iris_gateway::ids::now_ms();
     let rows: Vec<[String; 5]> = list
@@ -516,7 +516,7 @@ mod tests {
 
     #[test]
     fn the_device_table_prints_no_control_characters_a_client_chose() {
-        let d = iris_gateway::devices::DeviceSummary {
+        let d = iris_gateway::admin::devices::DeviceSummary {
             device_id: "web_1".into(),
             name: "Phone\u{1b}]0;owned\u{7}\u{1b}[2J\nroot".into(),
             last_seen: 0,

@@ -247,7 +247,7 @@ impl Gateway {
         ctx.media.spawn_sweeper(stop.clone());
         self.cron.spawn(stop.clone());
         ctx.agents.warm();
-        crate::devices::spawn_admin(shared.clone(), stop.clone());
+        crate::admin::devices::spawn_admin(shared.clone(), stop.clone());
         let push = self
             .push
             .spawn(shared.clone(), ctx.agents.label().to_owned());

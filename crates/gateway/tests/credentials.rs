@@ -176,7 +176,7 @@ async fn a_code_presented_under_a_revoked_id_is_refused_and_not_spent() {
     let gw = TestGateway::start().await;
     let (old, _) = gw.connect("old-phone").await;
     old.close().await.expect("close");
-    iris_gateway::devices::revoke(&gw.dir, "old-phone")
+    iris_gateway::admin::devices::revoke(&gw.dir, "old-phone")
         .await
         .expect("revoke");
     let code = new_code(&gw, Duration::from_secs(600)).await;
@@ -211,7 +211,7 @@ async fn a_revoked_device_token_is_dead_whatever_id_it_claims_and_its_connection
         .expect("read")
         .is_none());
 
-    let revoked = iris_gateway::devices::revoke(&gw.dir, "lost-phone")
+    let revoked = iris_gateway::admin::devices::revoke(&gw.dir, "lost-phone")
         .await
         .expect("revoke");
     assert!(revoked.existed && revoked.disconnected, "{revoked:?}");
@@ -279,7 +279,9 @@ async fn devices_list_shows_where_each_device_last_connected_from() {
     let before = iris_gateway::ids::now_ms();
     phone.close().await.expect("close");
 
-    let list = iris_gateway::devices::list(&gw.dir).await.expect("list");
+    let list = iris_gateway::admin::devices::list(&gw.dir)
+        .await
+        .expect("list");
     let find = |id: &str| {
         list.iter()
             .find(|d| d.device_id == id)

@@ -370,7 +370,7 @@ fn message_id(event: &Event) -> String {
 }
 
 async fn push_backends(gw: &TestGateway, device: &str) -> Vec<String> {
-    let list = iris_gateway::devices::list(&gw.dir)
+    let list = iris_gateway::admin::devices::list(&gw.dir)
         .await
         .expect("devices list");
     list.into_iter()
@@ -627,7 +627,7 @@ async fn the_vapid_key_survives_a_restart_and_revoking_drops_the_subscription() 
     verify_vapid(&push, &key, &fake.origin());
     assert_eq!(browser.decrypt(&push.body)["cursor"], cursor(&answer));
 
-    let revoked = iris_gateway::devices::revoke(&gw.dir, "browser")
+    let revoked = iris_gateway::admin::devices::revoke(&gw.dir, "browser")
         .await
         .expect("revoke");
     assert!(revoked.existed);

@@ -246,7 +246,7 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
     }
     // `iris-gateway devices revoke` blocks the id for good (see devices.rs). When the store
     // cannot say, the device stays out: a revoked phone must never slip in on an error.
-    match crate::devices::is_revoked(&ctx.shared.store, &hello.device_id).await {
+    match crate::admin::devices::is_revoked(&ctx.shared.store, &hello.device_id).await {
         Ok(false) => {}
         Ok(true) => {
             tracing::warn!(device_id = %hello.device_id, "hello from a revoked device");
