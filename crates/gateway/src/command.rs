@@ -4,7 +4,7 @@
 //!
 //! Ground floor: imports nothing of the gateway.
 
-use iris_protocol::{CommandInfo, CommandMatch, CommandsCatalog, CommandsComplete, ServerFrame};
+use iris_protocol::{CommandInfo, CommandMatch, CommandsCatalog, CommandsComplete, ResponseFrame};
 
 /// Which gateway command: one per entry of the catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -274,12 +274,12 @@ pub fn help_text(entries: &[CommandInfo]) -> String {
 }
 
 /// The `commands.catalog` response.
-pub fn catalog(entries: Vec<CommandInfo>) -> ServerFrame {
-    ServerFrame::CommandsCatalog(CommandsCatalog { commands: entries })
+pub fn catalog(entries: Vec<CommandInfo>) -> ResponseFrame {
+    ResponseFrame::CommandsCatalog(CommandsCatalog { commands: entries })
 }
 
 /// The `commands.complete` response: commands whose name or alias starts with the prefix.
-pub fn complete(entries: Vec<CommandInfo>, prefix: &str) -> ServerFrame {
+pub fn complete(entries: Vec<CommandInfo>, prefix: &str) -> ResponseFrame {
     let wanted = prefix.trim().to_lowercase();
     let matches = entries
         .into_iter()
@@ -290,7 +290,7 @@ pub fn complete(entries: Vec<CommandInfo>, prefix: &str) -> ServerFrame {
             args_hint: c.args_hint,
         })
         .collect();
-    ServerFrame::CommandsComplete(CommandsComplete {
+    ResponseFrame::CommandsComplete(CommandsComplete {
         prefix: prefix.to_owned(),
         matches,
     })

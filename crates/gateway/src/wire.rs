@@ -2,14 +2,24 @@
 //!
 //! Ground floor: imports nothing of the gateway.
 
-use iris_protocol::{Ack, ErrorCode, Header, ServerFrame};
+use iris_protocol::{Ack, ErrorCode, Header, ResponseFrame};
 use iris_store::StoreError;
 
 /// What a handler answers.
+///
+/// A durable frame cannot be a direct answer: it has no [`ResponseFrame`] variant, so it reaches
+/// devices only through the outbox.
+///
+/// ```compile_fail
+/// use iris_gateway::wire::Reply;
+/// use iris_protocol::{Header, Message, ServerFrame};
+/// let _ = Reply::Direct(ServerFrame::Message(Message::default()), Header::default());
+/// ```
 #[allow(clippy::large_enum_variant)] // one per request, moved once: boxing would only allocate
 pub enum Reply {
-    /// A response written straight to the requesting connection (not outboxed).
-    Direct(ServerFrame, Header),
+    /// A response written straight to the requesting connection. A [`ResponseFrame`] holds no
+    /// durable type, so nothing that must be stored first can be sent this way.
+    Direct(ResponseFrame, Header),
     /// The response is the durable frame the handler appended; it arrives through the queue.
     ViaOutbox,
     /// No response (a request without id that needs none).
@@ -20,7 +30,7 @@ impl Reply {
     /// `ack` for a request with an id; nothing for one without.
     pub fn ack(header: &Header) -> Reply {
         match header.id {
-            Some(_) => Reply::Direct(ServerFrame::Ack(Ack { ok: true }), Header::default()),
+            Some(_) => Reply::Direct(ResponseFrame::Ack(Ack { ok: true }), Header::default()),
             None => Reply::Nothing,
         }
     }

@@ -4,8 +4,11 @@
 //! without being stored, or an ephemeral one that took a cursor, breaks every client's count.
 //! The gateway therefore never picks by hand: it builds a [`DurableFrame`] (the only thing its
 //! outbox appends) or an [`EphemeralFrame`] (the only thing it broadcasts live without storing),
-//! and each converts into the [`ServerFrame`] that goes on the wire. Responses to one request
-//! (`history`, `search.results`, `ack`, `error`, …) are neither and are sent as [`ServerFrame`]s.
+//! and each converts into the [`ServerFrame`] that goes on the wire. The answer to one request
+//! (`history`, `search.results`, `ack`, …) is a [`ResponseFrame`]: written to the connection that
+//! asked, never stored. None of the three can hold another's type, so a durable frame cannot
+//! reach a device past the outbox. What remains (`hello.ack`, `error`, `sync.done`, `media.pull`,
+//! `media.pull.end`) the connection writes itself ([`CONNECTION_TYPES`]).
 
 use crate::client::Empty;
 use crate::server::*;
@@ -83,6 +86,54 @@ pub enum EphemeralFrame {
         /// The message.
         message_id: String,
     },
+}
+
+/// The answer to one request, written to the connection that sent it: never stored, never
+/// broadcast. Only types that are not durable are here, so an answer cannot bypass the outbox.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseFrame {
+    /// `ack` of a request that changes state.
+    Ack(Ack),
+    /// `pong` to a `ping`.
+    Pong(Pong),
+    /// A page of a lane's history.
+    History(History),
+    /// Search hits.
+    SearchResults(SearchResults),
+    /// The command catalog.
+    CommandsCatalog(CommandsCatalog),
+    /// Command completions for a prefix.
+    CommandsComplete(CommandsComplete),
+    /// An upload was stored.
+    MediaUploadAck(MediaUploadAck),
+    /// A pairing code made by `pair.create`.
+    PairCode(crate::pairing::PairCode),
+}
+
+/// Server frame types the connection writes itself, outside the three kinds above: the answer to
+/// `hello`, errors, the end of a `sync` replay, and a pull's header and end around its bytes.
+pub const CONNECTION_TYPES: &[&str] = &[
+    "hello.ack",
+    "error",
+    "sync.done",
+    "media.pull",
+    "media.pull.end",
+];
+
+impl From<ResponseFrame> for ServerFrame {
+    fn from(frame: ResponseFrame) -> ServerFrame {
+        use ResponseFrame as R;
+        match frame {
+            R::Ack(p) => ServerFrame::Ack(p),
+            R::Pong(p) => ServerFrame::Pong(p),
+            R::History(p) => ServerFrame::History(p),
+            R::SearchResults(p) => ServerFrame::SearchResults(p),
+            R::CommandsCatalog(p) => ServerFrame::CommandsCatalog(p),
+            R::CommandsComplete(p) => ServerFrame::CommandsComplete(p),
+            R::MediaUploadAck(p) => ServerFrame::MediaUploadAck(p),
+            R::PairCode(p) => ServerFrame::PairCode(p),
+        }
+    }
 }
 
 impl From<DurableFrame> for ServerFrame {
@@ -234,6 +285,60 @@ mod tests {
                 "{} must be ephemeral",
                 frame.frame_type()
             );
+        }
+    }
+
+    fn response_samples() -> Vec<ResponseFrame> {
+        use ResponseFrame as R;
+        vec![
+            R::Ack(Ack::default()),
+            R::Pong(Pong::default()),
+            R::History(History::default()),
+            R::SearchResults(SearchResults::default()),
+            R::CommandsCatalog(CommandsCatalog::default()),
+            R::CommandsComplete(CommandsComplete::default()),
+            R::MediaUploadAck(MediaUploadAck::default()),
+            R::PairCode(crate::pairing::PairCode::default()),
+        ]
+    }
+
+    #[test]
+    fn no_response_is_durable() {
+        for r in response_samples() {
+            let frame = ServerFrame::from(r);
+            assert!(
+                !frame.is_durable(),
+                "{} must not be durable",
+                frame.frame_type()
+            );
+        }
+    }
+
+    /// Every server frame type travels in exactly one way, so a new type must be placed.
+    #[test]
+    fn every_server_type_has_exactly_one_way() {
+        let mut ways: Vec<(String, &str)> = Vec::new();
+        for d in durable_samples() {
+            ways.push((d.frame_type().to_owned(), "durable"));
+        }
+        for e in ephemeral_samples() {
+            ways.push((ServerFrame::from(e).frame_type().to_owned(), "ephemeral"));
+        }
+        for r in response_samples() {
+            ways.push((ServerFrame::from(r).frame_type().to_owned(), "response"));
+        }
+        for ty in CONNECTION_TYPES {
+            ways.push((ty.to_string(), "connection"));
+        }
+        for ty in ServerFrame::TYPES {
+            let of: Vec<&str> = ways
+                .iter()
+                .filter(|(t, _)| t == ty)
+                .map(|(_, w)| *w)
+                .collect();
+            // `read.receipt` is durable with `device_id` and ephemeral without it.
+            let expected = if *ty == "read.receipt" { 2 } else { 1 };
+            assert_eq!(of.len(), expected, "{ty} travels as {of:?}");
         }
     }
 

@@ -18,7 +18,7 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::SinkExt;
 use iris_protocol::{
     decode, encode, splice_cursor, ClientFrame, ErrorCode, ErrorPayload, Header, RequestId,
-    ServerFrame, SyncDone,
+    ResponseFrame, ServerFrame, SyncDone,
 };
 use iris_store::Committed;
 
@@ -406,7 +406,7 @@ impl Conn {
         let reply = match decoded.body {
             ClientFrame::Sync(sync) => return self.sync(id, sync.cursor).await,
             ClientFrame::Ping(ping) => Ok(Reply::Direct(
-                ServerFrame::Pong(iris_protocol::Pong { ts: ping.ts }),
+                ResponseFrame::Pong(iris_protocol::Pong { ts: ping.ts }),
                 Header::default(),
             )),
             ClientFrame::Hello(_) => Err(WireError::bad_request(
@@ -436,7 +436,9 @@ impl Conn {
             }
         };
         match reply {
-            Ok(Reply::Direct(frame, header)) => self.send_direct(&header.with_id(id), &frame).await,
+            Ok(Reply::Direct(frame, header)) => {
+                self.send_direct(&header.with_id(id), &frame.into()).await
+            }
             Ok(Reply::ViaOutbox) | Ok(Reply::Nothing) => Ok(()),
             Err(e) => self.send_error(id, e).await,
         }

@@ -1,6 +1,6 @@
 //! Control of the agent's turns: stop, steer, retry, answering pickers, and the command catalog.
 
-use iris_protocol::{Ack, Header, MessageRetry, PickerSelect, Role, ServerFrame};
+use iris_protocol::{Ack, Header, MessageRetry, PickerSelect, ResponseFrame, Role};
 use tokio::sync::oneshot;
 
 use super::context::{resolve_lane, Context};
@@ -54,7 +54,7 @@ pub(super) async fn picker_select(ctx: &Context, device: &str, req: PickerSelect
     )?;
     match rx.await {
         Ok(Ok(())) => Ok(Reply::Direct(
-            ServerFrame::Ack(Ack { ok: true }),
+            ResponseFrame::Ack(Ack { ok: true }),
             lane.header(),
         )),
         Ok(Err(e)) => Err(e),

@@ -3,7 +3,7 @@
 
 use iris_protocol::{
     DurableFrame, ErrorCode, Header, History, HistoryRequest, Message, MessageDeleted, MessageSend,
-    ReadReceipt, Role, ServerFrame,
+    ReadReceipt, ResponseFrame, Role,
 };
 use iris_store::{ChannelRow, StoreError};
 
@@ -169,7 +169,7 @@ pub(super) async fn history(ctx: &Context, header: &Header, req: HistoryRequest)
         })?;
     let messages: Vec<Message> = page.messages.iter().map(from_stored).collect();
     let oldest_message_id = messages.first().map(|m| m.message_id.clone());
-    let frame = ServerFrame::History(History {
+    let frame = ResponseFrame::History(History {
         messages,
         has_more: page.has_more,
         oldest_message_id,

@@ -1,6 +1,6 @@
 //! `pair.create`: a signed-in device asks for a one-time pairing code for another device.
 
-use iris_protocol::{ErrorCode, Header, PairCode, ServerFrame};
+use iris_protocol::{ErrorCode, Header, PairCode, ResponseFrame};
 
 use super::context::Context;
 use crate::credentials::{self, CodeError, Link};
@@ -20,7 +20,7 @@ pub(super) async fn create(ctx: &Context, header: &Header) -> Result<Reply> {
             CodeError::Store(e) => WireError::from(e),
         })?;
     let link = Link::new(config, &issued.code);
-    let frame = ServerFrame::PairCode(PairCode {
+    let frame = ResponseFrame::PairCode(PairCode {
         qr_svg: link.qr_svg(),
         url: link.web_url,
         ws: link.ws_url,

@@ -3,7 +3,7 @@
 //! drops this future, and the store stops the running query).
 
 use iris_protocol::{
-    ErrorCode, Header, Role, Search, SearchHit, SearchResults, SearchScope, ServerFrame,
+    ErrorCode, Header, ResponseFrame, Role, Search, SearchHit, SearchResults, SearchScope,
 };
 use iris_store::StoreError;
 
@@ -68,7 +68,7 @@ pub async fn search(ctx: &Context, device: &str, header: &Header, req: Search) -
         })
         .collect();
     Ok(Reply::Direct(
-        ServerFrame::SearchResults(SearchResults {
+        ResponseFrame::SearchResults(SearchResults {
             query: req.query,
             scope: req.scope,
             hits,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use iris_protocol::{
     ErrorCode, Header, MediaPull, MediaUploadAck, MediaUploadEnd, MediaUploadStart, RequestId,
-    ServerFrame,
+    ResponseFrame,
 };
 use iris_store::MediaRow;
 
@@ -212,7 +212,7 @@ impl ConnMedia {
         drop(quota);
         tracing::debug!(size, "upload stored");
         Ok(Reply::Direct(
-            ServerFrame::MediaUploadAck(MediaUploadAck {
+            ResponseFrame::MediaUploadAck(MediaUploadAck {
                 ok: true,
                 media_ref,
             }),
