@@ -6,7 +6,8 @@
 //! titles, usage, models and `/steer` in `hermes_acp_session.rs`. When a Hermes upgrade changes
 //! any of these, a test here fails and says which assumption broke.
 //!
-//! Skipped (with a message) when no Hermes venv exists locally; never skipped under CI.
+//! Ignored where no Hermes venv or network namespaces exist (the build script looks); never
+//! under CI.
 
 #[path = "common/hermes_drive.rs"]
 #[macro_use]
@@ -26,6 +27,10 @@ use serde_json::json;
 /// `session/new` lists the models the fake endpoint serves, the modes, and the slash commands,
 /// without calling the LLM.
 #[tokio::test]
+#[cfg_attr(
+    not(has_hermes),
+    ignore = "needs a Hermes venv (IRIS_HERMES_VENV, or .venv; see README) and network namespaces (unshare, ip)"
+)]
 async fn initialize_and_new_session_report_capabilities_models_and_commands() {
     let env = hermes_env!(json!([]));
     within(async {
@@ -104,6 +109,10 @@ async fn initialize_and_new_session_report_capabilities_models_and_commands() {
 /// A scripted reply arrives as several agent_message_chunk updates that concatenate to it
 /// exactly; the next turn carries the history; unmatched prompts get the default echo.
 #[tokio::test]
+#[cfg_attr(
+    not(has_hermes),
+    ignore = "needs a Hermes venv (IRIS_HERMES_VENV, or .venv; see README) and network namespaces (unshare, ip)"
+)]
 async fn streamed_answer_is_the_concatenation_of_message_chunks() {
     let env = hermes_env!(json!([
         {"match": "hello", "reply": {"chunks": ["Hello ", "from the ", "fake LLM!"]}}
@@ -135,6 +144,10 @@ async fn streamed_answer_is_the_concatenation_of_message_chunks() {
 /// `delta.reasoning_content` from the model becomes agent_thought_chunk updates, all before the
 /// answer's first agent_message_chunk.
 #[tokio::test]
+#[cfg_attr(
+    not(has_hermes),
+    ignore = "needs a Hermes venv (IRIS_HERMES_VENV, or .venv; see README) and network namespaces (unshare, ip)"
+)]
 async fn reasoning_arrives_as_thought_chunks_before_the_answer() {
     let env = hermes_env!(json!([
         {"match": "think", "reply": {
@@ -167,6 +180,10 @@ async fn reasoning_arrives_as_thought_chunks_before_the_answer() {
 /// content, no rawInput), then tool_call_update completed with the output; the model's next
 /// request carries the tool result, and its final answer streams after the tool.
 #[tokio::test]
+#[cfg_attr(
+    not(has_hermes),
+    ignore = "needs a Hermes venv (IRIS_HERMES_VENV, or .venv; see README) and network namespaces (unshare, ip)"
+)]
 async fn terminal_tool_call_completes_then_the_final_answer_streams() {
     let env = hermes_env!(json!([
         {"match": "run a command", "reply": {"tool_calls": [
@@ -229,6 +246,10 @@ async fn terminal_tool_call_completes_then_the_final_answer_streams() {
 /// "Approve edit" permission carrying a diff and `rawInput {tool, arguments}`; none of the three
 /// gets a tool_call_update in Hermes 0.19.0 (the gateway must close such calls at turn end).
 #[tokio::test]
+#[cfg_attr(
+    not(has_hermes),
+    ignore = "needs a Hermes venv (IRIS_HERMES_VENV, or .venv; see README) and network namespaces (unshare, ip)"
+)]
 async fn file_tools_titles_kinds_permissions_and_missing_updates() {
     let env = hermes_env!(json!([]));
     let notes = env.work.join("notes.txt");

@@ -4,9 +4,10 @@
 //!
 //! The adapter is found in `$IRIS_CLAUDE_ACP` (a directory holding
 //! `node_modules/.bin/claude-code-acp`), else in `tests/claude/adapter` of this crate, installed
-//! there from its lockfile with `npm ci --prefix crates/gateway/tests/claude/adapter`. Without one,
-//! [`ClaudeEnv::new`] returns `None` and the test skips, except under CI (`$CI` set), where a
-//! missing adapter is a failure.
+//! there from its lockfile with `npm ci --prefix crates/gateway/tests/claude/adapter`. The build
+//! script (`build.rs`) looks in the same places: without one, the tests that need it are ignored
+//! (cfg `has_claude_adapter`), except under CI (`$CI` set), where they run and a missing adapter
+//! is a failure. [`ClaudeEnv::new`] fails a test that runs without it.
 //!
 //! [`ClaudeEnv::command_line`] starts a launcher that enters a new network namespace, brings up
 //! `lo`, starts the fake API, waits until it listens, then `exec`s the adapter with a scrubbed
@@ -49,19 +50,17 @@ pub struct ClaudeEnv {
 }
 
 impl ClaudeEnv {
-    /// Prepares an environment; `None` when the adapter is not installed (a failure under CI).
-    pub fn new() -> Option<ClaudeEnv> {
+    /// Prepares an environment; panics, saying what is missing, without the adapter.
+    pub fn new() -> ClaudeEnv {
         let Some(program) = find_adapter() else {
             unavailable(
                 "claude-code-acp not found; set IRIS_CLAUDE_ACP to a directory with \
                  `npm install @zed-industries/claude-code-acp@0.16.2`, or install it into \
                  crates/gateway/tests/claude/adapter",
             );
-            return None;
         };
         if let Err(why) = namespace_support() {
             unavailable(&format!("cannot create a network namespace: {why}"));
-            return None;
         }
         let root = tempfile::Builder::new()
             .prefix("iris-claude-")
@@ -80,7 +79,7 @@ impl ClaudeEnv {
             root,
         };
         env.write_launchers();
-        Some(env)
+        env
     }
 
     /// The agent's command line.

@@ -6,8 +6,9 @@
 //!
 //! Hermes is found in `$IRIS_HERMES_VENV`, else `<workspace>/.venv`, else
 //! `/opt/iris-hermes-venv` (`python3 -m venv V && V/bin/pip install 'hermes-agent[acp]==0.19.0'`).
-//! Without one, [`HermesEnv::new`] returns `None` and the test skips, except under CI (`$CI`
-//! set), where a missing Hermes is a failure: CI must never skip these tests silently.
+//! The build script (`build.rs`) looks in the same places: without one, the tests that need
+//! Hermes are ignored (cfg `has_hermes`), except under CI (`$CI` set), where they run and a
+//! missing Hermes is a failure. [`HermesEnv::new`] fails a test that runs without it.
 //!
 //! [`HermesEnv::command`] is a self-contained command line: a launcher script that enters a new
 //! network namespace, brings up `lo`, starts the fake LLM in the background, waits until it
@@ -64,20 +65,18 @@ pub struct HermesEnv {
 
 impl HermesEnv {
     /// Prepares an environment whose fake LLM answers from `script` (see `fake_llm.py` for the
-    /// rule format). `None` when no Hermes venv exists locally; panics under CI instead.
-    pub fn new(script: &Value) -> Option<HermesEnv> {
+    /// rule format). Panics, saying what is missing, without a Hermes venv or network namespaces.
+    pub fn new(script: &Value) -> HermesEnv {
         let Some(venv) = find_venv() else {
             unavailable(
                 "Hermes venv not found; set IRIS_HERMES_VENV to a venv with \
                  `pip install 'hermes-agent[acp]==0.19.0'`, or create <workspace>/.venv",
             );
-            return None;
         };
         if let Err(why) = namespace_support() {
             unavailable(&format!(
                 "cannot create a network namespace for Hermes: {why}"
             ));
-            return None;
         }
 
         let home = tempfile::Builder::new()
@@ -105,7 +104,7 @@ impl HermesEnv {
         env.set_script(script);
         fs::write(env.hermes_home.join("config.yaml"), config_yaml()).expect("write config.yaml");
         env.write_launchers();
-        Some(env)
+        env
     }
 
     /// The agent command line as program + arguments: `["sh", "<tmp>/launch.sh"]`.

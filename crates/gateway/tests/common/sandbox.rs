@@ -1,6 +1,6 @@
 //! What the tests that run a real agent share: a loopback-only network namespace per agent
-//! process, skipping (or, under CI, failing) when something they need is missing, and shell
-//! quoting for the launchers. Standalone (std, libc), included by `hermes.rs` and `claude.rs`.
+//! process, failing with the reason when something they need is missing (where it is not
+//! installed, `build.rs` has them ignored instead), and shell quoting for the launchers. Standalone (std, libc), included by `hermes.rs` and `claude.rs`.
 #![allow(dead_code)]
 
 use std::process::{Command, Stdio};
@@ -14,12 +14,14 @@ pub fn under_ci() -> bool {
     std::env::var_os("CI").is_some()
 }
 
-/// A test cannot run here: skip it with a message, or fail under CI, where nothing may skip.
-pub fn unavailable(why: &str) {
+/// A test cannot run here although the build script found what it needs (or CI is set, where
+/// nothing is ignored): it fails with the reason. After installing or removing something, `touch
+/// crates/gateway/build.rs` makes the build look again.
+pub fn unavailable(why: &str) -> ! {
     if under_ci() {
-        panic!("{why} (CI is set: these tests must run, not skip)");
+        panic!("{why} (CI is set: these tests must run, not be ignored)");
     }
-    eprintln!("skipping: {why}");
+    panic!("{why} (the build found it: run `touch crates/gateway/build.rs` to look again)");
 }
 
 /// Whether this process runs as root.

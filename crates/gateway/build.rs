@@ -1,0 +1,154 @@
+//! Looks at what this machine has for the tests that need more than Rust, and tells the tests
+//! through `cfg`s, so that a test that cannot run here is reported as ignored (with what it
+//! needs) instead of passing without having run:
+//!
+//! - `has_hermes`: a Hermes venv (`$IRIS_HERMES_VENV`, else `<workspace>/.venv`, else
+//!   `/opt/iris-hermes-venv`; the places `tests/common/hermes.rs` looks) and network namespaces
+//!   (`unshare`, `ip`), in which Hermes runs against its fake model.
+//! - `has_claude_adapter`: Claude Code's ACP adapter (`$IRIS_CLAUDE_ACP`, else
+//!   `tests/claude/adapter` after `npm ci`) and network namespaces.
+//! - `has_browser`: Node.js, Chromium (`$IRIS_CHROMIUM`, else `/usr/bin/chromium`), the `sqlite3`
+//!   shell and the browser suite's packages (`npm ci` in `web/tests`).
+//!
+//! Under CI (`$CI` set) every `cfg` is set whatever is installed: CI never ignores a test, and one
+//! that lacks what it needs fails, saying what is missing.
+//!
+//! The answer is kept until something it read changes: the variables above, `PATH`, or a program
+//! or package it found. Installing something that was missing is noticed through its variable or
+//! its directory (`tests/claude/adapter`, `web/tests`); for a new `<workspace>/.venv` or
+//! `/opt/iris-hermes-venv`, set `IRIS_HERMES_VENV` or run `touch crates/gateway/build.rs`.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A PATH that finds `unshare` and `ip` wherever the distribution keeps them (as the tests do).
+const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+fn main() {
+    for cfg in ["has_hermes", "has_claude_adapter", "has_browser"] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
+    for var in [
+        "CI",
+        "PATH",
+        "IRIS_HERMES_VENV",
+        "IRIS_CLAUDE_ACP",
+        "IRIS_CHROMIUM",
+    ] {
+        println!("cargo::rerun-if-env-changed={var}");
+    }
+    println!("cargo::rerun-if-changed=build.rs");
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let ci = std::env::var_os("CI").is_some();
+    let netns = namespaces();
+    let found = [
+        ("has_hermes", hermes(&manifest) && netns),
+        ("has_claude_adapter", claude_adapter(&manifest) && netns),
+        ("has_browser", browser(&manifest)),
+    ];
+    for (cfg, here) in found {
+        if here || ci {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
+}
+
+/// Reruns the build script when `path` changes, or when it disappears. Only paths that exist may
+/// be watched: cargo reruns a build script on every build while a watched path is missing.
+fn watch(path: &Path) {
+    if path.exists() {
+        println!("cargo::rerun-if-changed={}", path.display());
+    }
+}
+
+/// Whether `path` exists, watching it if it does, else watching `parent` (a small directory in
+/// which installing it shows), if that exists.
+fn look(path: &Path, parent: Option<&Path>) -> bool {
+    if path.exists() {
+        watch(path);
+        return true;
+    }
+    if let Some(dir) = parent {
+        watch(dir);
+    }
+    false
+}
+
+fn hermes(manifest: &Path) -> bool {
+    let has = |venv: &Path| {
+        let (hermes, python) = (venv.join("bin/hermes"), venv.join("bin/python3"));
+        look(&python, None) && look(&hermes, None)
+    };
+    if let Some(venv) = std::env::var_os("IRIS_HERMES_VENV").filter(|v| !v.is_empty()) {
+        // An explicit setting that points nowhere is a mistake: the tests run and say so.
+        has(Path::new(&venv));
+        return true;
+    }
+    has(&manifest.join("../../.venv")) || has(Path::new("/opt/iris-hermes-venv"))
+}
+
+fn claude_adapter(manifest: &Path) -> bool {
+    if let Some(dir) = std::env::var_os("IRIS_CLAUDE_ACP").filter(|v| !v.is_empty()) {
+        // As for Hermes: a wrong explicit setting fails the tests, with its reason.
+        look(
+            &Path::new(&dir).join("node_modules/.bin/claude-code-acp"),
+            None,
+        );
+        return true;
+    }
+    let adapter = manifest.join("tests/claude/adapter");
+    look(
+        &adapter.join("node_modules/.bin/claude-code-acp"),
+        Some(&adapter),
+    )
+}
+
+fn browser(manifest: &Path) -> bool {
+    let chromium = std::env::var_os("IRIS_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let suite = manifest.join("web/tests");
+    let packages = look(
+        &suite.join("node_modules/playwright-core/package.json"),
+        Some(&suite),
+    );
+    let found = [
+        look(&chromium, None),
+        on_path("node"),
+        on_path("sqlite3"),
+        packages,
+    ];
+    found.iter().all(|f| *f)
+}
+
+/// Whether a program is on PATH (watching the file found).
+fn on_path(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .is_some_and(|p| look(&p, None))
+}
+
+/// Whether a new network namespace with its loopback up can be made here (`unshare -n`, or
+/// unprivileged `unshare -r -n`, then `ip link set lo up`), as the agents' launchers do.
+fn namespaces() -> bool {
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let mut args = vec!["-n", "sh", "-c", "ip link set lo up"];
+    if !root {
+        args.insert(0, "-r");
+    }
+    let path = format!(
+        "{SYSTEM_PATH}:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new("unshare")
+        .args(&args)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
