@@ -20,7 +20,18 @@ use iris_acp::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::choice::{without_gateway_env, AgentChoice};
+use super::error::AgentError;
 use crate::config::AgentTimeouts;
+
+/// Where the events of a lane's sessions go.
+pub type EventTx = mpsc::UnboundedSender<LaneEvent>;
+/// Where a lane hears the events of its sessions.
+pub type EventRx = mpsc::UnboundedReceiver<LaneEvent>;
+
+/// A new channel for a lane's events.
+pub fn event_channel() -> (EventTx, EventRx) {
+    mpsc::unbounded_channel()
+}
 
 /// What a lane hears from the agent.
 #[derive(Debug)]
@@ -81,7 +92,7 @@ impl Instance {
 
 struct Route {
     generation: u64,
-    tx: mpsc::UnboundedSender<LaneEvent>,
+    tx: EventTx,
 }
 
 #[derive(Default)]
@@ -195,7 +206,7 @@ impl AgentHost {
     }
 
     /// The running process, starting one if needed (after a backoff when the last one failed).
-    pub async fn instance(self: &Arc<Self>) -> Result<Arc<Instance>, String> {
+    pub async fn instance(self: &Arc<Self>) -> Result<Arc<Instance>, AgentError> {
         let mut st = self.state.lock().await;
         if let Some(current) = &st.current {
             if !current.client.connection().is_closed() {
@@ -234,18 +245,18 @@ impl AgentHost {
             Err(_) => {
                 st.failures += 1;
                 st.last_failure = Some(Instant::now());
-                Err(format!(
+                Err(AgentError::Unavailable(format!(
                     "{} did not start within {} s",
                     self.label,
                     START_TIMEOUT.as_secs()
-                ))
+                )))
             }
         }
     }
 
-    async fn start(self: &Arc<Self>, generation: u64) -> Result<Arc<Instance>, String> {
+    async fn start(self: &Arc<Self>, generation: u64) -> Result<Arc<Instance>, AgentError> {
         let (client, events) = AgentClient::spawn(&without_gateway_env(&self.spec))
-            .map_err(|e| format!("cannot start {}: {e}", self.label))?;
+            .map_err(|e| AgentError::Unavailable(format!("cannot start {}: {e}", self.label)))?;
         let init = match client.initialize().await {
             Ok(init) => init,
             Err(e) => {
@@ -253,11 +264,11 @@ impl AgentHost {
                     .process()
                     .map(|p| p.stderr_tail())
                     .unwrap_or_default();
-                return Err(format!(
+                return Err(AgentError::Unavailable(format!(
                     "{} failed to initialize: {e}{}",
                     self.label,
                     stderr_suffix(&tail)
-                ));
+                )));
             }
         };
         if let Some(info) = &init.agent_info {
@@ -321,7 +332,7 @@ impl AgentHost {
             }
             self.running.store(st.current.is_some(), Ordering::SeqCst);
         }
-        let routes: Vec<mpsc::UnboundedSender<LaneEvent>> = {
+        let routes: Vec<EventTx> = {
             let mut map = self.routes.lock().expect("routes lock");
             let dead: Vec<String> = map
                 .iter()
@@ -391,12 +402,7 @@ impl AgentHost {
     }
 
     /// Sends the events of a session to a lane.
-    pub fn add_route(
-        &self,
-        session_id: &str,
-        generation: u64,
-        tx: mpsc::UnboundedSender<LaneEvent>,
-    ) {
+    pub fn add_route(&self, session_id: &str, generation: u64, tx: EventTx) {
         self.routes
             .lock()
             .expect("routes lock")

@@ -12,19 +12,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use iris_store::Store;
+
 use super::super::recovery;
 use super::super::turn::TurnMapper;
-use super::LaneActor;
 use crate::media::agent as media_agent;
+use crate::outbox::Lane;
 
 /// Longest time streamed text waits for its checkpoint.
 const INTERVAL: Duration = Duration::from_secs(1);
 /// New text that makes a checkpoint due at once.
 const BYTES: usize = 4096;
 
-/// The checkpoint state of a lane's running answer.
+/// When a lane's running answer was last checkpointed, and how much of it.
 #[derive(Default)]
-pub(super) struct Checkpoints {
+struct Marks {
     /// When the last checkpoint was started (or postponed).
     last: Option<Instant>,
     /// Length of the text last checkpointed.
@@ -35,18 +37,18 @@ pub(super) struct Checkpoints {
     in_flight: Arc<AtomicBool>,
 }
 
-impl Checkpoints {
+impl Marks {
     /// The state of a turn that starts at `now`: its first text checkpoint is due a second later.
-    pub(super) fn started(now: Instant) -> Checkpoints {
-        Checkpoints {
+    fn started(now: Instant) -> Marks {
+        Marks {
             last: Some(now),
-            ..Checkpoints::default()
+            ..Marks::default()
         }
     }
 
     /// When the text of `mapper` needs its next checkpoint (`now` when overdue), if it changed
     /// since the last one.
-    pub(super) fn next_due(&self, mapper: &TurnMapper, now: Instant) -> Option<Instant> {
+    fn next_due(&self, mapper: &TurnMapper, now: Instant) -> Option<Instant> {
         let len = mapper.text().len();
         let steps_changed = mapper.steps_revision() != self.saved_steps;
         if len == self.saved_len && !steps_changed {
@@ -64,31 +66,58 @@ impl Checkpoints {
     }
 }
 
-impl LaneActor {
+/// The checkpoints of a lane's running answer.
+pub(crate) struct Checkpoints {
+    store: Store,
+    lane: Lane,
+    marks: Marks,
+}
+
+impl Checkpoints {
+    pub(crate) fn new(store: Store, lane: Lane) -> Checkpoints {
+        Checkpoints {
+            store,
+            lane,
+            marks: Marks::default(),
+        }
+    }
+
+    /// A turn starts at `now`: its first text checkpoint is due a second later.
+    pub(crate) fn start(&mut self, now: Instant) {
+        self.marks = Marks::started(now);
+    }
+
+    /// When the text of `mapper` needs its next checkpoint (`now` when overdue), if it changed
+    /// since the last one.
+    pub(crate) fn next_due(&self, mapper: &TurnMapper, now: Instant) -> Option<Instant> {
+        self.marks.next_due(mapper, now)
+    }
+
     /// Starts a checkpoint of the running answer when one is due; returns at once.
-    pub(super) fn checkpoint(&mut self, mapper: &TurnMapper) {
+    pub(crate) fn write_due(&mut self, mapper: &TurnMapper) {
         let now = Instant::now();
-        let Some(due) = self.checkpoints.next_due(mapper, now) else {
+        let marks = &mut self.marks;
+        let Some(due) = marks.next_due(mapper, now) else {
             return;
         };
         if due > now {
             return;
         }
-        if self.checkpoints.in_flight.load(Ordering::Acquire) {
+        if marks.in_flight.load(Ordering::Acquire) {
             // Try again after another interval, when the store has caught up.
-            self.checkpoints.last = Some(now);
+            marks.last = Some(now);
             return;
         }
         let text = mapper.text();
         let (steps, revision) = mapper.steps();
-        self.checkpoints.last = Some(now);
-        self.checkpoints.saved_len = text.len();
-        self.checkpoints.saved_steps = revision;
+        marks.last = Some(now);
+        marks.saved_len = text.len();
+        marks.saved_steps = revision;
         let text = media_agent::split_media_lines(text).0;
         let steps = iris_protocol::Step::list_to_stored(&steps);
-        let in_flight = self.checkpoints.in_flight.clone();
+        let in_flight = marks.in_flight.clone();
         in_flight.store(true, Ordering::Release);
-        let store = self.bridge.shared.store.clone();
+        let store = self.store.clone();
         let lane = self.lane.clone();
         let id = mapper.message_id().to_owned();
         tokio::spawn(async move {
@@ -126,7 +155,7 @@ mod tests {
     #[test]
     fn a_checkpoint_is_due_a_second_into_the_turn_then_a_second_apart_or_after_4_kib() {
         let now = Instant::now();
-        let mut c = Checkpoints::started(now);
+        let mut c = Marks::started(now);
         assert_eq!(
             c.next_due(&mapper_with("hi"), now),
             Some(now + INTERVAL),

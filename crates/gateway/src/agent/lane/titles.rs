@@ -12,21 +12,22 @@ impl LaneActor {
     /// Renames this lane's thread (or channel) at the user's request.
     pub(super) async fn user_title(&mut self, title: &str) {
         let Some(name) = clean_title(title) else {
-            self.system("A title needs 1-100 characters.").await;
+            self.out.system("A title needs 1-100 characters.").await;
             return;
         };
         let target = self
-            .lane
+            .lane()
             .thread_id
             .clone()
-            .unwrap_or_else(|| self.lane.chat_id.clone());
+            .unwrap_or_else(|| self.out.lane().chat_id.clone());
         self.rename(&target, &name, true).await;
-        self.system(format!("Renamed to {name}.")).await;
+        self.out.system(format!("Renamed to {name}.")).await;
     }
 
     /// The agent named the session: rename the thread unless the user named it.
     pub(super) async fn agent_title(&mut self, title: &str) {
-        let (Some(thread), Some(name)) = (self.lane.thread_id.clone(), clean_title(title)) else {
+        let (Some(thread), Some(name)) = (self.out.lane().thread_id.clone(), clean_title(title))
+        else {
             return;
         };
         // Each rename is a commit and a frame to every device: a runaway agent gets a few.
@@ -39,10 +40,10 @@ impl LaneActor {
 
     pub(super) async fn rename(&self, chat_id: &str, name: &str, by_user: bool) {
         let (chat, name) = (chat_id.to_owned(), name.to_owned());
-        let parent = self.lane.chat_id.clone();
-        let is_thread = self.lane.thread_id.as_deref() == Some(chat_id);
+        let parent = self.out.lane().chat_id.clone();
+        let is_thread = self.out.lane().thread_id.as_deref() == Some(chat_id);
         let result = self
-            .bridge
+            .env
             .shared
             .store
             .write(move |tx| {

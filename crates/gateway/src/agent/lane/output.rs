@@ -1,0 +1,182 @@
+//! A lane's output: every frame the lane sends, durable ones through the store (with the lane's
+//! running-turn marker kept in the same transaction, see [`recovery::track`]) and ephemeral ones
+//! straight to the hub; busy and idle, system messages, steering messages and read receipts.
+//! Nothing is written for a lane that was deleted.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use iris_protocol::{AgentBusy, BusyReason, DurableFrame, EphemeralFrame, Header, Message, Role};
+
+use super::super::recovery;
+use super::super::turn::Out;
+use crate::ids::{new_id, now_ms};
+use crate::outbox::{self, Lane, Origin};
+use crate::state::Shared;
+
+/// Where a lane's frames go.
+pub(crate) struct Output {
+    shared: Arc<Shared>,
+    lane: Lane,
+    /// Set when the lane's channel was deleted: nothing more is written for it.
+    deleted: Arc<AtomicBool>,
+}
+
+impl Output {
+    pub(crate) fn new(shared: Arc<Shared>, lane: Lane, deleted: Arc<AtomicBool>) -> Output {
+        Output {
+            shared,
+            lane,
+            deleted,
+        }
+    }
+
+    /// The lane written to.
+    pub(crate) fn lane(&self) -> &Lane {
+        &self.lane
+    }
+
+    pub(crate) fn header(&self) -> Header {
+        self.lane.header()
+    }
+
+    pub(crate) fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::SeqCst)
+    }
+
+    /// Appends durable frames of the turn (filed under `message_id`) in one transaction.
+    pub(crate) async fn durable(
+        &self,
+        frames: Vec<DurableFrame>,
+        message_id: Option<String>,
+        final_message: Option<Message>,
+    ) {
+        self.queue_durable(frames, message_id, final_message).await
+    }
+
+    /// [`Self::durable`], queued to the store at once: the returned future only waits for the
+    /// commit (and logs a failure), and what the lane stores later is committed after it.
+    pub(crate) fn queue_durable(
+        &self,
+        frames: Vec<DurableFrame>,
+        message_id: Option<String>,
+        final_message: Option<Message>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let queued = (!frames.is_empty() && !self.is_deleted()).then(|| {
+            let header = self.header();
+            let lane = self.lane.clone();
+            self.shared.store.write_queued(move |tx| {
+                // A lane deleted meanwhile gets nothing more: checked in the same transaction.
+                if tx.get_channel(lane.row_id())?.is_none() {
+                    return Ok(());
+                }
+                if let Some(m) = &final_message {
+                    tx.upsert_message(&outbox::to_stored(
+                        &lane.chat_id,
+                        lane.thread_id.as_deref(),
+                        m,
+                    ))?;
+                }
+                recovery::track(tx, &lane, &frames)?;
+                for f in frames {
+                    outbox::append(tx, &header, f, message_id.as_deref(), &Origin::none())?;
+                }
+                Ok(())
+            })
+        });
+        async move {
+            if let Some(Err(e)) = match queued {
+                Some(commit) => Some(commit.await),
+                None => None,
+            } {
+                tracing::error!(error = %e, "could not store agent frames");
+            }
+        }
+    }
+
+    /// What the turn mapper made of an update: durable frames stored in order, ephemeral ones
+    /// broadcast once what came before them is stored.
+    pub(crate) async fn emit(&self, outs: Vec<Out>, message_id: &str) {
+        if self.is_deleted() {
+            return;
+        }
+        let mut batch = Vec::new();
+        let mut final_message = None;
+        for out in outs {
+            match out {
+                Out::Durable(f) => batch.push(f),
+                Out::Final(f, m) => {
+                    batch.push(f);
+                    final_message = Some(m);
+                }
+                Out::Ephemeral(f, key) => {
+                    self.durable(
+                        std::mem::take(&mut batch),
+                        Some(message_id.to_owned()),
+                        final_message.take(),
+                    )
+                    .await;
+                    self.shared
+                        .hub
+                        .broadcast(&self.header(), f, Some(Arc::from(key.as_str())));
+                }
+            }
+        }
+        self.durable(batch, Some(message_id.to_owned()), final_message)
+            .await;
+    }
+
+    pub(crate) async fn busy(&self, reason: BusyReason) {
+        self.queue_busy(reason).await
+    }
+
+    /// `agent.busy`, queued to the store; the future waits for its commit.
+    pub(crate) fn queue_busy(&self, reason: BusyReason) -> impl Future<Output = ()> + 'static {
+        let frames = vec![DurableFrame::AgentBusy(AgentBusy { reason })];
+        self.queue_durable(frames, None, None)
+    }
+
+    pub(crate) async fn idle(&self) {
+        self.durable(vec![DurableFrame::AgentIdle], None, None)
+            .await;
+    }
+
+    /// A system message in this lane, stored and delivered like any message.
+    pub(crate) async fn system(&self, text: impl Into<String>) {
+        let message = outbox::system_message(text);
+        let id = message.message_id.clone();
+        self.durable(
+            vec![DurableFrame::Message(message.clone())],
+            Some(id),
+            Some(message),
+        )
+        .await;
+    }
+
+    /// Stores and announces steering text as a user message marked `steering`.
+    pub(crate) async fn steering_message(&self, text: &str) {
+        let message = Message {
+            message_id: new_id("m_"),
+            role: Role::User,
+            text: text.to_owned(),
+            ts: now_ms(),
+            steering: true,
+            ..Message::default()
+        };
+        let id = message.message_id.clone();
+        let frame = DurableFrame::Message(message.clone());
+        self.durable(vec![frame], Some(id), Some(message)).await;
+    }
+
+    /// Tells the sending connection that its message was taken.
+    pub(crate) fn read_receipt(&self, conn: u64, message_id: &str) {
+        if conn == 0 {
+            return;
+        }
+        let frame = EphemeralFrame::Accepted {
+            message_id: message_id.to_owned(),
+        };
+        self.shared.hub.send_to(conn, &self.header(), frame);
+    }
+}
