@@ -1,12 +1,9 @@
 //! The gateway's slash commands as a lane runs them: one arm per [`Command`], each answering
 //! with a system message or a picker in the lane.
 
-use iris_protocol::{Choice, DurableFrame, ModelEntry, ModelProvider, PickerChoice, PickerModel};
-
-use super::pickers::Pending;
 use super::queue::CommandJob;
-use super::session::{find_model, provider_of};
-use super::{short, LaneActor};
+use super::session::find_model;
+use super::LaneActor;
 use crate::command::{Command, Reasoning};
 use crate::outbox::Origin;
 
@@ -19,7 +16,7 @@ impl LaneActor {
             Command::Stop => self.out.system("Nothing is running in this chat.").await,
             Command::Status => {
                 let mut text = self.status_text();
-                if let Some(held) = self.agent_sessions().await {
+                if let Some(held) = self.session.agent_sessions().await {
                     text.push_str(&format!(
                         "\nAgent sessions: {held} open on this chat's agent"
                     ));
@@ -33,7 +30,10 @@ impl LaneActor {
             }
             Command::Reasoning(Reasoning::Show) => self.set_reasoning(true).await,
             Command::Reasoning(Reasoning::Hide) => self.set_reasoning(false).await,
-            Command::Reasoning(Reasoning::Ask) => self.reasoning_picker().await,
+            Command::Reasoning(Reasoning::Ask) => {
+                let frame = self.pickers.reasoning_picker(self.show_reasoning);
+                self.out.durable(vec![frame], None, None).await
+            }
             Command::Reasoning(Reasoning::Unknown(other)) => {
                 self.out
                     .system(format!(
@@ -51,29 +51,12 @@ impl LaneActor {
             Command::Title(title) => self.user_title(&title).await,
             Command::Model(wanted) => self.model(wanted).await,
             Command::Agent(Some(name)) => self.switch_agent(&name).await,
-            Command::Agent(None) => self.agent_picker().await,
+            Command::Agent(None) => {
+                let current = self.host().name.clone();
+                let frame = self.pickers.agent_picker(self.env.hosts.names(), &current);
+                self.out.durable(vec![frame], None, None).await
+            }
         }
-    }
-
-    /// `/agent` without a name: the agents this channel can talk to, its own marked.
-    async fn agent_picker(&mut self) {
-        let names = self.env.hosts.names();
-        let current = self.host().name.clone();
-        let choices = names
-            .iter()
-            .map(|n| Choice {
-                value: n.clone(),
-                label: n.clone(),
-                is_current: *n == current,
-            })
-            .collect();
-        let id = self.pickers.register(Pending::Agent { names });
-        let frame = DurableFrame::PickerChoice(PickerChoice {
-            picker_id: id,
-            title: "Agent".into(),
-            choices,
-        });
-        self.out.durable(vec![frame], None, None).await;
     }
 
     /// Moves this lane's channel to another agent; this lane follows before its next job, the
@@ -105,28 +88,6 @@ impl LaneActor {
         }
     }
 
-    pub(super) async fn reasoning_picker(&mut self) {
-        let id = self.pickers.register(Pending::Reasoning);
-        let choices = vec![
-            Choice {
-                value: "show".into(),
-                label: "Show reasoning".into(),
-                is_current: self.show_reasoning,
-            },
-            Choice {
-                value: "hide".into(),
-                label: "Hide reasoning".into(),
-                is_current: !self.show_reasoning,
-            },
-        ];
-        let frame = DurableFrame::PickerChoice(PickerChoice {
-            picker_id: id,
-            title: "Reasoning".into(),
-            choices,
-        });
-        self.out.durable(vec![frame], None, None).await;
-    }
-
     /// `/model`: the picker, or a switch to the named model ([`find_model`]).
     pub(super) async fn model(&mut self, wanted: Option<String>) {
         if let Err(e) = self.ensure_session().await {
@@ -136,7 +97,18 @@ impl LaneActor {
             return;
         }
         let Some(wanted) = wanted else {
-            self.model_picker().await;
+            let models = self.session.current().and_then(|s| s.models.clone());
+            match models {
+                Some(models) => {
+                    let frame = self.pickers.model_picker(&models);
+                    self.out.durable(vec![frame], None, None).await
+                }
+                None => {
+                    self.out
+                        .system("This agent does not offer a choice of models.")
+                        .await
+                }
+            }
             return;
         };
         let models = self.session.current().and_then(|s| s.models.as_ref());
@@ -162,27 +134,6 @@ impl LaneActor {
                     .system(format!("Unknown model {wanted:?}. Available: {list}"))
                     .await;
             }
-        }
-    }
-
-    /// How many sessions the lane's agent holds (`session/list`), where it offers that and runs.
-    async fn agent_sessions(&self) -> Option<usize> {
-        let instance = self.host().running().await?;
-        if !instance.caps.session_capability("list") {
-            return None;
-        }
-        let listed = tokio::time::timeout(
-            std::time::Duration::from_secs(3),
-            instance.client.list_sessions(),
-        )
-        .await;
-        match listed {
-            Ok(Ok(list)) => Some(list.sessions.len()),
-            Ok(Err(e)) => {
-                tracing::info!(error = %e, "session/list failed");
-                None
-            }
-            Err(_) => None,
         }
     }
 
@@ -220,79 +171,10 @@ impl LaneActor {
         )
     }
 
-    pub(super) async fn model_picker(&mut self) {
-        let Some(models) = self.session.current().and_then(|s| s.models.clone()) else {
-            self.out
-                .system("This agent does not offer a choice of models.")
-                .await;
-            return;
-        };
-        let mut providers: Vec<ModelProvider> = Vec::new();
-        for m in &models.available_models {
-            let provider = provider_of(&m.model_id).0.to_owned();
-            let entry = ModelEntry {
-                id: m.model_id.clone(),
-                label: m.name.clone(),
-            };
-            match providers.iter_mut().find(|p| p.id == provider) {
-                Some(p) => p.models.push(entry),
-                None => providers.push(ModelProvider {
-                    label: provider.clone(),
-                    id: provider,
-                    models: vec![entry],
-                }),
-            }
-        }
-        let current = models.current_model_id.clone();
-        let id = self.pickers.register(Pending::Model {
-            models: models
-                .available_models
-                .iter()
-                .map(|m| m.model_id.clone())
-                .collect(),
-        });
-        let frame = DurableFrame::PickerModel(PickerModel {
-            picker_id: id,
-            current_provider: current.split_once(':').map(|(p, _)| p.to_owned()),
-            current_model: Some(current),
-            providers,
-        });
-        self.out.durable(vec![frame], None, None).await;
-    }
-
+    /// Switches the session's model, and says how that went.
     pub(super) async fn set_model(&mut self, model_id: &str) {
-        let host = self.host().clone();
-        let Some(session) = self.session.current_mut() else {
-            self.out
-                .system("The agent is not running; send a message first.")
-                .await;
-            return;
-        };
-        let instance = match host.instance().await {
-            Ok(i) if i.generation == session.generation => i,
-            _ => {
-                self.out.system("The agent restarted; try again.").await;
-                return;
-            }
-        };
-        match instance.client.set_model(&session.id, model_id).await {
-            Ok(()) => {
-                if let Some(m) = session.models.as_mut() {
-                    m.current_model_id = model_id.to_owned();
-                }
-                self.out
-                    .system(format!("Model switched to {model_id}."))
-                    .await;
-            }
-            Err(e) => {
-                self.out
-                    .system(format!(
-                        "Could not switch the model: {}",
-                        short(&e.to_string())
-                    ))
-                    .await
-            }
-        }
+        let said = self.session.set_model(model_id).await;
+        self.out.system(said).await;
     }
 
     pub(super) async fn set_reasoning(&mut self, show: bool) {

@@ -7,7 +7,10 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use iris_protocol::{AgentBusy, BusyReason, DurableFrame, EphemeralFrame, Header, Message, Role};
+use iris_protocol::{
+    AgentBusy, BusyReason, ChannelRenamed, DurableFrame, EphemeralFrame, Header, Message,
+    Notification, Role,
+};
 
 use super::super::recovery;
 use super::super::turn::Out;
@@ -167,6 +170,60 @@ impl Output {
         let id = message.message_id.clone();
         let frame = DurableFrame::Message(message.clone());
         self.durable(vec![frame], Some(id), Some(message)).await;
+    }
+
+    /// Renames a channel or this lane's thread, with `channel.renamed` (and, when the agent named
+    /// a thread, a notification) in the same transaction.
+    pub(crate) async fn rename(&self, chat_id: &str, name: &str, by_user: bool) {
+        let (chat, name) = (chat_id.to_owned(), name.to_owned());
+        let parent = self.lane.chat_id.clone();
+        let is_thread = self.lane.thread_id.as_deref() == Some(chat_id);
+        let result = self
+            .shared
+            .store
+            .write(move |tx| {
+                if !tx.rename_channel(&chat, &name, by_user)? {
+                    return Ok(false);
+                }
+                let filed = if is_thread {
+                    (Some(parent.as_str()), Some(chat.as_str()))
+                } else {
+                    (Some(chat.as_str()), None)
+                };
+                let renamed = DurableFrame::ChannelRenamed(ChannelRenamed {
+                    chat_id: chat.clone(),
+                    name: name.clone(),
+                });
+                outbox::append_filed(
+                    tx,
+                    &Header::default(),
+                    renamed,
+                    filed,
+                    None,
+                    &Origin::none(),
+                )?;
+                if !by_user {
+                    let note = DurableFrame::Notification(Notification {
+                        kind: "channel_renamed".into(),
+                        title: name.clone(),
+                        body: Some(format!("Renamed topic to {name}")),
+                        ts: now_ms(),
+                    });
+                    outbox::append_filed(
+                        tx,
+                        &Header::lane(parent.clone(), is_thread.then(|| chat.clone())),
+                        note,
+                        filed,
+                        None,
+                        &Origin::none(),
+                    )?;
+                }
+                Ok(true)
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "rename failed");
+        }
     }
 
     /// Tells the sending connection that its message was taken.

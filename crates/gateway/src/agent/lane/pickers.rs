@@ -10,14 +10,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{PermissionResponder, RequestPermissionRequest};
+use iris_acp::{PermissionResponder, RequestPermissionRequest, SessionModelState};
 use iris_protocol::{
-    AgentBusy, BusyReason, Choice, DurableFrame, Notification, PickerApproval, PickerClarify,
-    PickerClosed, PickerOutcome, MAX_STEP_TEXT,
+    AgentBusy, BusyReason, Choice, DurableFrame, ModelEntry, ModelProvider, Notification,
+    PickerApproval, PickerChoice, PickerClarify, PickerClosed, PickerModel, PickerOutcome,
+    MAX_STEP_TEXT,
 };
 
 use super::super::env::PickerIndex;
 use super::super::error::AgentError;
+use super::session::provider_of;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::Lane;
 use crate::text::{head, tail};
@@ -352,6 +354,75 @@ impl PickerBook {
             kind,
             title,
             frames,
+        })
+    }
+
+    /// `/agent` without a name: the agents this channel can talk to, `current` marked.
+    pub(crate) fn agent_picker(&mut self, names: Vec<String>, current: &str) -> DurableFrame {
+        let choices = names
+            .iter()
+            .map(|n| Choice {
+                value: n.clone(),
+                label: n.clone(),
+                is_current: n == current,
+            })
+            .collect();
+        let id = self.register(Pending::Agent { names });
+        DurableFrame::PickerChoice(PickerChoice {
+            picker_id: id,
+            title: "Agent".into(),
+            choices,
+        })
+    }
+
+    /// `/reasoning` without an option: show or hide, the current one marked.
+    pub(crate) fn reasoning_picker(&mut self, shown: bool) -> DurableFrame {
+        let id = self.register(Pending::Reasoning);
+        let choice = |value: &str, label: &str, is_current| Choice {
+            value: value.into(),
+            label: label.into(),
+            is_current,
+        };
+        DurableFrame::PickerChoice(PickerChoice {
+            picker_id: id,
+            title: "Reasoning".into(),
+            choices: vec![
+                choice("show", "Show reasoning", shown),
+                choice("hide", "Hide reasoning", !shown),
+            ],
+        })
+    }
+
+    /// `/model` without a name: the session's models grouped by provider.
+    pub(crate) fn model_picker(&mut self, models: &SessionModelState) -> DurableFrame {
+        let mut providers: Vec<ModelProvider> = Vec::new();
+        for m in &models.available_models {
+            let provider = provider_of(&m.model_id).0.to_owned();
+            let entry = ModelEntry {
+                id: m.model_id.clone(),
+                label: m.name.clone(),
+            };
+            match providers.iter_mut().find(|p| p.id == provider) {
+                Some(p) => p.models.push(entry),
+                None => providers.push(ModelProvider {
+                    label: provider.clone(),
+                    id: provider,
+                    models: vec![entry],
+                }),
+            }
+        }
+        let current = models.current_model_id.clone();
+        let ids = models
+            .available_models
+            .iter()
+            .map(|m| m.model_id.clone())
+            .collect();
+        let id = self.register(Pending::Model { models: ids });
+        DurableFrame::PickerModel(PickerModel {
+            picker_id: id,
+            current_provider: current.split_once(':').map(|(p, _)| p.to_owned()),
+            current_model: Some(current),
+            providers,
         })
     }
 

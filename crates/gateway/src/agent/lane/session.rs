@@ -230,6 +230,50 @@ impl SessionSlot {
         }
     }
 
+    /// Switches the session's model (`session/set_model`); returns what the lane says about it.
+    pub(crate) async fn set_model(&mut self, model_id: &str) -> String {
+        let Some(session) = self.current.as_mut() else {
+            return "The agent is not running; send a message first.".into();
+        };
+        let instance = match self.host.instance().await {
+            Ok(i) if i.generation == session.generation => i,
+            _ => return "The agent restarted; try again.".into(),
+        };
+        match instance.client.set_model(&session.id, model_id).await {
+            Ok(()) => {
+                if let Some(m) = session.models.as_mut() {
+                    m.current_model_id = model_id.to_owned();
+                }
+                format!("Model switched to {model_id}.")
+            }
+            Err(e) => format!(
+                "Could not switch the model: {}",
+                crate::text::tail(e.to_string().trim(), 300)
+            ),
+        }
+    }
+
+    /// How many sessions the lane's agent holds (`session/list`), where it offers that and runs.
+    pub(crate) async fn agent_sessions(&self) -> Option<usize> {
+        let instance = self.host.running().await?;
+        if !instance.caps.session_capability("list") {
+            return None;
+        }
+        let listed = tokio::time::timeout(
+            std::time::Duration::from_secs(3),
+            instance.client.list_sessions(),
+        )
+        .await;
+        match listed {
+            Ok(Ok(list)) => Some(list.sessions.len()),
+            Ok(Err(e)) => {
+                tracing::info!(error = %e, "session/list failed");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
     async fn set_stored(&mut self, id: Option<String>) {
         self.stored = id.clone();
         let lane = self.lane.clone();
