@@ -106,8 +106,9 @@ impl Turn<'_> {
     pub(super) async fn flood(&mut self) -> Step {
         let text = "flood ".repeat(FLOOD_CHUNK_BYTES / 6);
         for _ in 0..FLOOD_CHUNKS {
-            // Lets the cancel in.
+            // Lets the cancel in, and goes as fast as the client reads.
             tokio::task::yield_now().await;
+            self.room(1).await;
             self.check()?;
             self.update(SessionUpdate::AgentMessageChunk(chunk(&text)));
         }
@@ -118,6 +119,7 @@ impl Turn<'_> {
     pub(super) async fn spree(&mut self) -> Step {
         for _ in 0..SPREE_CALLS {
             tokio::task::yield_now().await;
+            self.room(2).await;
             self.check()?;
             let id = self.start_tool("true");
             self.tool_status(&id, ToolCallStatus::Completed, None, None);
@@ -129,6 +131,7 @@ impl Turn<'_> {
     pub(super) async fn hoard(&mut self) -> Step {
         for i in 0..HOARD_FILES {
             tokio::task::yield_now().await;
+            self.room(1).await;
             self.check()?;
             let resource = ResourceContents {
                 uri: format!("file:///hoard/note-{i}.txt"),
@@ -188,6 +191,7 @@ impl Turn<'_> {
                 }
             }
             self.check()?;
+            self.room(1).await;
             let nanos = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());

@@ -14,6 +14,9 @@ use super::super::host::{AgentHost, EventRx, EventTx, Instance};
 use super::super::usage::{UsageKind, UsageMeter};
 use crate::outbox::Lane;
 
+/// How long a model switch waits for the agent's answer.
+const SET_MODEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The lane's session on a running agent process.
 pub(crate) struct Session {
     pub id: String,
@@ -134,7 +137,9 @@ impl SessionSlot {
             return Ok((instance, false));
         }
         let cwd = self.host.cwd.clone();
-        let resp = instance.client.new_session(&cwd).await.map_err(|e| {
+        // Events still queued belong to no open session; dropped while waiting.
+        let opened = drain_while(rx, instance.client.new_session(&cwd)).await;
+        let resp = opened.map_err(|e| {
             AgentError::Unavailable(format!("{} could not open a session: {e}", self.host.label))
         })?;
         self.host
@@ -239,14 +244,21 @@ impl SessionSlot {
             Ok(i) if i.generation == session.generation => i,
             _ => return "The agent restarted; try again.".into(),
         };
-        match instance.client.set_model(&session.id, model_id).await {
-            Ok(()) => {
+        // Bounded: during a turn the lane reads no events while it waits here, and the agent
+        // may be waiting for room to send them.
+        let switched = tokio::time::timeout(
+            SET_MODEL_TIMEOUT,
+            instance.client.set_model(&session.id, model_id),
+        );
+        match switched.await {
+            Err(_) => "The agent did not answer in time; the model was not switched.".into(),
+            Ok(Ok(())) => {
                 if let Some(m) = session.models.as_mut() {
                     m.current_model_id = model_id.to_owned();
                 }
                 format!("Model switched to {model_id}.")
             }
-            Err(e) => format!(
+            Ok(Err(e)) => format!(
                 "Could not switch the model: {}",
                 crate::text::tail(e.to_string().trim(), 300)
             ),
