@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iris_acp::{AcpError, ContentBlock, PromptResponse, SessionUpdate, StopReason};
-use iris_protocol::BusyReason;
+use iris_protocol::{BusyReason, EphemeralFrame};
 use tokio::time::Instant as TokioInstant;
 
 use super::super::error::AgentError;
 use super::super::host::{EventRx, Instance, LaneEvent};
-use super::super::turn::TurnMapper;
+use super::super::turn::{Out, TurnMapper};
 use super::queue::{Job, LaneCmd};
 use super::{short, sleep_until, LaneActor};
 use crate::command::Command;
@@ -43,6 +43,9 @@ pub(super) enum Ended {
     Crashed(String),
     /// The agent answered the prompt with an error.
     Failed(String),
+    /// The gateway is shutting down: the turn is left open (with its last checkpoint) for the
+    /// next start to close as cut off, as after a crash.
+    ShutDown,
 }
 
 /// The outcome of [`LaneActor::drive`].
@@ -152,19 +155,22 @@ impl LaneActor {
                 // A scheduled run has a session of its own; the lane's session may still speak.
                 Some(ev) = self.events.recv(), if !run.live() => self.idle_event(ev).await,
                 _ = close.cancelled(), if !closing => {
-                    self.inbox.closing = true;
-                    self.cancel_run(&mut run);
+                    if self.close_run(&mut run) {
+                        return self.shut_down(run);
+                    }
                 }
                 cmd = self.inbox.rx.recv(), if !closing => match cmd {
                     None => {
-                        self.inbox.closing = true;
-                        self.cancel_run(&mut run);
+                        if self.close_run(&mut run) {
+                            return self.shut_down(run);
+                        }
                     }
                     Some(cmd) => self.on_cmd(&mut run, cmd, mapper).await,
                 },
                 _ = sleep_until(flush_at) => {
                     if let Some(out) = mapper.flush_due(Instant::now()) {
-                        self.out.emit(vec![out], &run.turn_id).await;
+                        let shown = self.checkpoints.shown(mapper);
+                        self.out.emit(vec![out], &run.turn_id, shown).await;
                     }
                 }
                 _ = sleep_until(checkpoint_at) => self.checkpoints.write_due(mapper),
@@ -182,6 +188,28 @@ impl LaneActor {
             }
         };
         self.finish_prompt(run, result, mapper, rx).await
+    }
+
+    /// The lane ends (its lane deleted, or the gateway stopping). A deleted lane's turn is
+    /// cancelled and leaves no frames; a user's turn at a graceful shutdown is left open, as a
+    /// crash leaves it, for the next start to close as cut off (returns true then).
+    fn close_run(&mut self, run: &mut Running<'_>) -> bool {
+        self.inbox.closing = true;
+        if run.live() && !self.out.is_deleted() {
+            return true;
+        }
+        self.cancel_run(run);
+        false
+    }
+
+    /// The outcome of a turn left open at shutdown.
+    fn shut_down(&mut self, run: Running<'_>) -> Driven {
+        Driven {
+            ended: Ended::ShutDown,
+            timed_out: false,
+            runaway: run.runaway,
+            steered: run.steered,
+        }
     }
 
     fn cancel_run(&mut self, run: &mut Running<'_>) {
@@ -385,13 +413,22 @@ impl LaneActor {
                     return;
                 }
                 let outs = mapper.on_update(&update, Instant::now());
-                self.out.emit(outs, turn_id).await;
+                let shown = shows_text(&outs)
+                    .then(|| self.checkpoints.shown(mapper))
+                    .flatten();
+                self.out.emit(outs, turn_id, shown).await;
                 self.checkpoints.write_due(mapper);
                 self.collect_files(mapper).await;
             }
             (Mode::Scheduled, update) => drop(mapper.on_update(&update, Instant::now())),
         }
     }
+}
+
+/// Whether the frames show text of the answer (a `message.update`).
+pub(super) fn shows_text(outs: &[Out]) -> bool {
+    outs.iter()
+        .any(|o| matches!(o, Out::Ephemeral(EphemeralFrame::MessageUpdate(_), _)))
 }
 
 /// Hermes acknowledges `/steer` inside the running turn's text ("⏩ Steer queued for the active

@@ -14,6 +14,7 @@ use iris_protocol::{
 
 use super::super::recovery;
 use super::super::turn::Out;
+use super::checkpoint::Shown;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::{self, Lane, Origin};
 use crate::state::Shared;
@@ -66,10 +67,24 @@ impl Output {
         message_id: Option<String>,
         final_message: Option<Message>,
     ) -> impl Future<Output = ()> + Send + 'static {
-        let queued = (!frames.is_empty() && !self.is_deleted()).then(|| {
+        self.commit(frames, message_id, final_message, None)
+    }
+
+    /// Queues durable frames and, after them, what the store must hold before the answer's text
+    /// is shown: alone, that is a light commit (no fsync, see [`iris_store::Store::write_light`]).
+    fn commit(
+        &self,
+        frames: Vec<DurableFrame>,
+        message_id: Option<String>,
+        final_message: Option<Message>,
+        shown: Option<Shown>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let wanted = (!frames.is_empty() || shown.is_some()) && !self.is_deleted();
+        let light = frames.is_empty();
+        let queued = wanted.then(|| {
             let header = self.header();
             let lane = self.lane.clone();
-            self.shared.store.write_queued(move |tx| {
+            let job = move |tx: &mut iris_store::WriteTx<'_>| {
                 // A lane deleted meanwhile gets nothing more: checked in the same transaction.
                 if tx.get_channel(lane.row_id())?.is_none() {
                     return Ok(());
@@ -85,8 +100,17 @@ impl Output {
                 for f in frames {
                     outbox::append(tx, &header, f, message_id.as_deref(), &Origin::none())?;
                 }
-                Ok(())
-            })
+                match &shown {
+                    Some(shown) => shown.write(tx, &lane),
+                    None => Ok(()),
+                }
+            };
+            let store = &self.shared.store;
+            let commit: std::pin::Pin<Box<dyn Future<Output = _> + Send>> = match light {
+                true => Box::pin(store.write_light(job)),
+                false => Box::pin(store.write_queued(job)),
+            };
+            commit
         });
         async move {
             if let Some(Err(e)) = match queued {
@@ -99,8 +123,9 @@ impl Output {
     }
 
     /// What the turn mapper made of an update: durable frames stored in order, ephemeral ones
-    /// broadcast once what came before them is stored.
-    pub(crate) async fn emit(&self, outs: Vec<Out>, message_id: &str) {
+    /// broadcast once what came before them is stored. `shown` is stored before a
+    /// `message.update` goes out, so that no device is shown text the store does not hold.
+    pub(crate) async fn emit(&self, outs: Vec<Out>, message_id: &str, mut shown: Option<Shown>) {
         if self.is_deleted() {
             return;
         }
@@ -114,10 +139,15 @@ impl Output {
                     final_message = Some(m);
                 }
                 Out::Ephemeral(f, key) => {
-                    self.durable(
+                    let stamp = match f {
+                        EphemeralFrame::MessageUpdate(_) => shown.take(),
+                        _ => None,
+                    };
+                    self.commit(
                         std::mem::take(&mut batch),
                         Some(message_id.to_owned()),
                         final_message.take(),
+                        stamp,
                     )
                     .await;
                     self.shared

@@ -139,6 +139,7 @@ impl LaneActor {
         let (cancelled, tokens) = match ended {
             Ended::Answered { cancelled, tokens } => (cancelled, tokens),
             Ended::Stopped => (true, None),
+            Ended::ShutDown => return None,
             Ended::Crashed(detail) => {
                 return Some(Outcome::Failed(format!(
                     "the agent stopped unexpectedly ({detail})"

@@ -9,7 +9,7 @@ use iris_protocol::{BusyReason, Role, MAX_TURN_FILES, MAX_TURN_TEXT, MAX_TURN_TO
 use super::super::error::AgentError;
 use super::super::host::{event_channel, Instance};
 use super::super::turn::{Ending, TurnConfig, TurnMapper};
-use super::drive::{Driven, Ended, Mode, Stopping};
+use super::drive::{shows_text, Driven, Ended, Mode, Stopping};
 use super::queue::{PromptJob, Steering};
 use super::LaneActor;
 use crate::ids::new_id;
@@ -81,6 +81,11 @@ impl LaneActor {
             )
             .await;
         self.events = rx;
+        if matches!(ended, Ended::ShutDown) {
+            // What devices were shown stays in the store; the next start closes the turn.
+            self.checkpoints.save(&mapper).await;
+            return;
+        }
         // The answer's `MEDIA:` lines count among the files a turn may hold.
         mapper.end_text();
         let (ending, notice) = ending_of(ended, timed_out, runaway || mapper.runaway());
@@ -93,8 +98,10 @@ impl LaneActor {
                 self.queue.steer_next(text, true);
             }
         }
+        let shown = self.checkpoints.shown(&mapper);
         let outs = mapper.finish(&ending, Instant::now());
-        self.out.emit(outs, &turn_id).await;
+        let shown = shows_text(&outs).then_some(shown).flatten();
+        self.out.emit(outs, &turn_id, shown).await;
         self.env.shared.metrics.observe_turn(turn_started.elapsed());
         if let Some(n) = notice {
             self.out.system(n).await;
@@ -183,7 +190,7 @@ fn ending_of(ended: Ended, timed_out: bool, runaway: bool) -> (Ending, Option<St
             ending.tokens = tokens;
             None
         }
-        Ended::Stopped => {
+        Ended::Stopped | Ended::ShutDown => {
             ending.cancelled = true;
             None
         }
