@@ -54,3 +54,4 @@ pub use types::{
     ChannelRow, CommitHook, Committed, DeletedChannel, DeviceRow, FrameMeta, HistoryPage, NewFrame,
     SearchHit, StoreConfig, StoredMessage,
 };
+pub use writer::COMMIT_DELAY_VAR;

@@ -80,6 +80,7 @@ impl Store {
             hook: on_commit,
             group_commit: cfg.group_commit,
             channels_gen: channels_gen.clone(),
+            commit_delay: crate::writer::commit_delay_from_env(),
         };
         threads.push(
             thread::Builder::new()

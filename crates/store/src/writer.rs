@@ -119,6 +119,20 @@ pub(crate) struct Writer {
     /// Raised after every batch that wrote to the channel directory, before its callers are
     /// answered (see [`crate::Store::channel_directory`]).
     pub(crate) channels_gen: Arc<AtomicU64>,
+    /// Added before every commit: a slow disk, injected by tests ([`COMMIT_DELAY_VAR`]).
+    pub(crate) commit_delay: Duration,
+}
+
+/// A fault hook for tests: milliseconds the writer waits before each commit, as a disk whose
+/// fsync is slow would make it wait. Read once when the store opens; unset in production.
+pub const COMMIT_DELAY_VAR: &str = "IRIS_FAULT_COMMIT_DELAY_MS";
+
+/// The commit delay [`COMMIT_DELAY_VAR`] asks for (none when unset or not a number).
+pub(crate) fn commit_delay_from_env() -> Duration {
+    std::env::var(COMMIT_DELAY_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_millis)
 }
 
 impl Writer {
@@ -225,6 +239,9 @@ impl Writer {
                     aborted = Some(reason);
                     break;
                 }
+            }
+            if !self.commit_delay.is_zero() {
+                std::thread::sleep(self.commit_delay);
             }
             let result = match aborted {
                 Some(reason) => Err(reason),

@@ -18,6 +18,8 @@ const SLOW_CHUNKS: usize = 20;
 /// What a `flood` turn writes: this many chunks of this many bytes.
 const FLOOD_CHUNKS: usize = 128;
 const FLOOD_CHUNK_BYTES: usize = 64 * 1024;
+/// What a `deluge` turn writes: this many chunks of [`FLOOD_CHUNK_BYTES`] (50 MiB).
+const DELUGE_CHUNKS: usize = 800;
 /// Tool calls of a `spree` turn.
 const SPREE_CALLS: usize = 2_000;
 /// Titles of a `rename` turn.
@@ -110,6 +112,17 @@ impl Turn<'_> {
             tokio::task::yield_now().await;
             self.room(1).await;
             self.check()?;
+            self.update(SessionUpdate::AgentMessageChunk(chunk(&text)));
+        }
+        Ok(Flow::Done)
+    }
+
+    /// `deluge`: 50 MiB of text as fast as the client reads it, deaf to cancel, as an agent
+    /// that runs away and does not listen writes it.
+    pub(super) async fn deluge(&mut self) -> Step {
+        let text = "deluge ".repeat(FLOOD_CHUNK_BYTES / 7);
+        for _ in 0..DELUGE_CHUNKS {
+            self.room(1).await;
             self.update(SessionUpdate::AgentMessageChunk(chunk(&text)));
         }
         Ok(Flow::Done)

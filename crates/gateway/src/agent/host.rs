@@ -28,6 +28,9 @@ use crate::config::AgentTimeouts;
 /// stores waits for it.
 pub const LANE_EVENTS: usize = 64;
 
+/// The most text chunks merged into one held event hold: beyond it the host stops reading.
+const MAX_MERGED: usize = 64 * 1024;
+
 /// Where the events of a lane's sessions go.
 pub type EventTx = mpsc::Sender<LaneEvent>;
 /// Where a lane hears the events of its sessions.
@@ -62,7 +65,8 @@ impl Held {
             return Some(update);
         };
         let note = |t: &str| t.trim_start().starts_with('⏩');
-        if session != self.session || note(&held.text) || note(text) {
+        let full = held.text.len() + text.len() > MAX_MERGED;
+        if session != self.session || full || note(&held.text) || note(text) {
             return Some(update);
         }
         held.text.push_str(text);
