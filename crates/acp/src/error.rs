@@ -42,6 +42,10 @@ pub enum AcpError {
         #[source]
         source: serde_json::Error,
     },
+    /// A message could not be queued without waiting: the other side does not read its input
+    /// (see [`crate::rpc::OUTGOING_QUEUE`]).
+    #[error("the agent does not read its input")]
+    Congested,
     /// Any other I/O failure.
     #[error(transparent)]
     Io(#[from] io::Error),

@@ -13,6 +13,12 @@
 //! - when the transport ends, every pending request fails with [`AcpError::Closed`] and the
 //!   incoming channel ends;
 //! - a request from the other side is always answered, even if the consumer drops it.
+//!
+//! Nothing waits without bound: the consumer's queue holds [`INCOMING_QUEUE`] messages, and
+//! while it is full the pipe is not read (the other side's writes then block, which is the
+//! back-pressure an agent writing faster than its output is stored feels). Lines to write wait
+//! in a queue of [`OUTGOING_QUEUE`]; a request from the other side is read only once its answer
+//! has a place there.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -44,8 +50,13 @@ pub const INVALID_REQUEST: i64 = -32600;
 /// How many characters of an unparseable line end up in the log.
 const LOG_PREVIEW_CHARS: usize = 200;
 
+/// Messages from the other side waiting for the consumer; while it is full, the pipe is not read.
+pub const INCOMING_QUEUE: usize = 64;
+/// Lines waiting to be written to the other side.
+pub const OUTGOING_QUEUE: usize = 256;
+
 /// The receiving end of everything the other side sends that is not a response.
-pub type IncomingRx = mpsc::UnboundedReceiver<Incoming>;
+pub type IncomingRx = mpsc::Receiver<Incoming>;
 
 /// A future that yields the text attached to [`AcpError::Closed`] once the transport ends.
 pub type CloseDetail = Pin<Box<dyn Future<Output = String> + Send>>;
@@ -115,7 +126,8 @@ pub enum Incoming {
 pub struct Responder {
     id: RequestId,
     method: String,
-    out: mpsc::UnboundedSender<Outgoing>,
+    /// The answer's place in the outgoing queue, taken before the request was read on.
+    out: Option<mpsc::OwnedPermit<Outgoing>>,
     answered: bool,
 }
 
@@ -157,8 +169,11 @@ impl Responder {
 
     fn send(&mut self, msg: Value) {
         self.answered = true;
-        if self.out.send(Outgoing::line(&msg)).is_err() {
-            tracing::debug!(id = %self.id, method = %self.method, "answer dropped: connection closed");
+        match self.out.take() {
+            Some(permit) => drop(permit.send(Outgoing::line(&msg))),
+            None => {
+                tracing::debug!(id = %self.id, method = %self.method, "answer dropped: connection closed")
+            }
         }
     }
 }
@@ -176,6 +191,14 @@ impl Drop for Responder {
             self.send(msg);
         }
     }
+}
+
+fn notification(method: &str, params: Value) -> Outgoing {
+    let mut msg = json!({"jsonrpc": "2.0", "method": method});
+    if !params.is_null() {
+        msg["params"] = params;
+    }
+    Outgoing::line(&msg)
 }
 
 fn error_message(id: Value, code: i64, message: String, data: Option<Value>) -> Value {
@@ -215,7 +238,7 @@ struct State {
 struct Shared {
     next_id: AtomicU64,
     state: Mutex<State>,
-    out: mpsc::UnboundedSender<Outgoing>,
+    out: mpsc::Sender<Outgoing>,
     closed_tx: watch::Sender<bool>,
 }
 
@@ -322,8 +345,8 @@ impl Connection {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out_tx, out_rx) = mpsc::unbounded_channel();
-        let (incoming_tx, incoming_rx) = mpsc::unbounded_channel();
+        let (out_tx, out_rx) = mpsc::channel(OUTGOING_QUEUE);
+        let (incoming_tx, incoming_rx) = mpsc::channel(INCOMING_QUEUE);
         let (closed_tx, closed_rx) = watch::channel(false);
         let (shutdown_tx, shutdown_rx) = oneshot::channel();
         let shared = Arc::new(Shared {
@@ -376,7 +399,7 @@ impl Connection {
             msg["params"] = params;
         }
         tracing::trace!(id, method, "request");
-        if self.shared.out.send(Outgoing::line(&msg)).is_err() {
+        if self.shared.out.send(Outgoing::line(&msg)).await.is_err() {
             return Err(self.shared.closed_error());
         }
         match reply_rx.await {
@@ -385,23 +408,49 @@ impl Connection {
         }
     }
 
-    /// Sends a notification. Fails only when the connection is already closed.
+    /// Sends a notification without waiting. Fails when the connection is already closed, and
+    /// with [`AcpError::Congested`] when the outgoing queue is full (the other side does not
+    /// read its input).
     pub fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
         if self.is_closed() {
             return Err(self.shared.closed_error());
         }
-        let mut msg = json!({"jsonrpc": "2.0", "method": method});
-        if !params.is_null() {
-            msg["params"] = params;
+        self.send_line(notification(method, params))
+    }
+
+    /// Sends a notification, waiting while the outgoing queue is full. Fails only when the
+    /// connection is closed.
+    pub async fn notify_paced(&self, method: &str, params: Value) -> Result<(), AcpError> {
+        self.shared
+            .out
+            .send(notification(method, params))
+            .await
+            .map_err(|_| self.shared.closed_error())
+    }
+
+    /// Waits until the outgoing queue has room for `lines` more lines, so that as many
+    /// [`Connection::notify`] calls right after it find their place (a writer that may be the
+    /// only one, like the demo agent's turns, paces itself with this).
+    pub async fn room(&self, lines: usize) -> Result<(), AcpError> {
+        let lines = lines.clamp(1, OUTGOING_QUEUE);
+        match self.shared.out.reserve_many(lines).await {
+            Ok(permits) => {
+                drop(permits);
+                Ok(())
+            }
+            Err(_) => Err(self.shared.closed_error()),
         }
-        self.send_line(Outgoing::line(&msg))
     }
 
     /// Waits until everything queued so far has been written and flushed to the transport. Works
     /// after the other side has closed its output too, as long as it still reads.
     pub async fn flush(&self) -> Result<(), AcpError> {
         let (ack_tx, ack_rx) = oneshot::channel();
-        self.send_line(Outgoing::Flush(ack_tx))?;
+        self.shared
+            .out
+            .send(Outgoing::Flush(ack_tx))
+            .await
+            .map_err(|_| self.shared.closed_error())?;
         ack_rx.await.map_err(|_| self.shared.closed_error())
     }
 
@@ -414,10 +463,10 @@ impl Connection {
     }
 
     fn send_line(&self, out: Outgoing) -> Result<(), AcpError> {
-        self.shared
-            .out
-            .send(out)
-            .map_err(|_| self.shared.closed_error())
+        self.shared.out.try_send(out).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => AcpError::Congested,
+            mpsc::error::TrySendError::Closed(_) => self.shared.closed_error(),
+        })
     }
 
     /// Closes the output side (the peer reads end of input) after everything queued so far;
@@ -444,8 +493,8 @@ async fn io_loop<R, W>(
     shared: Arc<Shared>,
     reader: R,
     writer: W,
-    out_rx: mpsc::UnboundedReceiver<Outgoing>,
-    incoming_tx: mpsc::UnboundedSender<Incoming>,
+    out_rx: mpsc::Receiver<Outgoing>,
+    incoming_tx: mpsc::Sender<Incoming>,
     mut shutdown_rx: oneshot::Receiver<()>,
     detail: Option<CloseDetail>,
 ) -> io::Result<()>
@@ -495,7 +544,7 @@ where
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
-    mut out_rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut out_rx: mpsc::Receiver<Outgoing>,
 ) -> io::Result<()> {
     while let Some(out) = out_rx.recv().await {
         match out {
@@ -526,8 +575,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 async fn read_loop<R: AsyncRead + Unpin>(
     shared: &Shared,
     reader: R,
-    incoming_tx: mpsc::UnboundedSender<Incoming>,
-) -> (io::Result<()>, mpsc::UnboundedSender<Incoming>) {
+    incoming_tx: mpsc::Sender<Incoming>,
+) -> (io::Result<()>, mpsc::Sender<Incoming>) {
     let mut lines = LineReader::new(reader, MAX_LINE_BYTES);
     loop {
         let line = match lines.next_line().await {
@@ -536,7 +585,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             Err(e) => return (Err(e), incoming_tx),
         };
         match line {
-            Line::Complete(bytes) => handle_line(shared, &bytes, &incoming_tx),
+            Line::Complete(bytes) => handle_line(shared, &bytes, &incoming_tx).await,
             // Only the size is logged: such a line is most likely a real message carrying user
             // content, not diagnostic output.
             Line::Oversized(_) => {
@@ -551,7 +600,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     (Ok(()), incoming_tx)
 }
 
-fn handle_line(shared: &Shared, bytes: &[u8], incoming_tx: &mpsc::UnboundedSender<Incoming>) {
+async fn handle_line(shared: &Shared, bytes: &[u8], incoming_tx: &mpsc::Sender<Incoming>) {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return;
     }
@@ -562,44 +611,52 @@ fn handle_line(shared: &Shared, bytes: &[u8], incoming_tx: &mpsc::UnboundedSende
             return;
         }
     };
-    dispatch(shared, msg, incoming_tx);
+    dispatch(shared, msg, incoming_tx).await;
 }
 
-fn dispatch(
+/// Hands a message on: a response to its request, anything else to the consumer, waiting while
+/// its queue is full (the pipe is not read meanwhile).
+async fn dispatch(
     shared: &Shared,
     mut msg: Map<String, Value>,
-    incoming_tx: &mpsc::UnboundedSender<Incoming>,
+    incoming_tx: &mpsc::Sender<Incoming>,
 ) {
     let params = msg.remove("params").unwrap_or(Value::Null);
     let id = msg.remove("id").filter(|id| !id.is_null());
     match (msg.remove("method"), id) {
         (Some(Value::String(method)), None) => {
             tracing::trace!(%method, "notification");
-            let _ = incoming_tx.send(Incoming::Notification { method, params });
+            let _ = incoming_tx
+                .send(Incoming::Notification { method, params })
+                .await;
         }
         (Some(Value::String(method)), Some(raw_id)) => {
             let Some(id) = RequestId::from_json(&raw_id) else {
                 tracing::warn!(%method, id = %raw_id, "request with an unusable id");
                 let reply =
                     error_message(raw_id, INVALID_REQUEST, "invalid request id".into(), None);
-                let _ = shared.out.send(Outgoing::line(&reply));
+                let _ = shared.out.send(Outgoing::line(&reply)).await;
                 return;
             };
             tracing::trace!(%id, %method, "request");
+            // The answer's place is taken before the request goes on: a peer that sends
+            // requests without reading the answers stops being read.
             let responder = Responder {
                 id: id.clone(),
                 method: method.clone(),
-                out: shared.out.clone(),
+                out: shared.out.clone().reserve_owned().await.ok(),
                 answered: false,
             };
             // If nobody listens any more the request comes back here and is dropped, which makes
             // its responder answer with an error.
-            let _ = incoming_tx.send(Incoming::Request {
-                id,
-                method,
-                params,
-                responder,
-            });
+            let _ = incoming_tx
+                .send(Incoming::Request {
+                    id,
+                    method,
+                    params,
+                    responder,
+                })
+                .await;
         }
         (None, Some(raw_id)) => handle_response(shared, raw_id, msg),
         _ => tracing::warn!(

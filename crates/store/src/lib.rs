@@ -16,7 +16,10 @@
 //!   the job is durable and its frames have already been handed to the hook; a failed
 //!   job's writes and frames are discarded without affecting the rest of its batch.
 //!   A lazy job ([`Store::write_lazy`]) has no commit of its own: it joins the next batch of
-//!   other jobs, or is committed alone 200 ms after it came.
+//!   other jobs, or is committed alone 200 ms after it came. A light job
+//!   ([`Store::write_light`]) is committed before it is answered but, when only light jobs make
+//!   up a batch, without an fsync (`synchronous=NORMAL`): it survives a killed process, not a
+//!   power cut, until the next ordinary commit.
 //! * **Search is transactional.** The FTS5 index is maintained by triggers on the
 //!   messages table, so it changes in the same transaction as the rows and a deleted
 //!   message can never be found.
@@ -51,3 +54,4 @@ pub use types::{
     ChannelRow, CommitHook, Committed, DeletedChannel, DeviceRow, FrameMeta, HistoryPage, NewFrame,
     SearchHit, StoreConfig, StoredMessage,
 };
+pub use writer::COMMIT_DELAY_VAR;

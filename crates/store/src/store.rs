@@ -21,6 +21,15 @@ use crate::{
 
 type ReadJob = Box<dyn FnOnce(&mut Connection) + Send>;
 
+/// How a write job is committed (see [`Store::write`], [`Store::write_lazy`],
+/// [`Store::write_light`]).
+#[derive(Clone, Copy)]
+enum Kind {
+    Job,
+    Lazy,
+    Light,
+}
+
 /// Handle to the durable store. Cloning is cheap; all clones share one writer thread
 /// and one reader pool. The threads stop when [`Store::close`] is called or the last
 /// clone is dropped.
@@ -71,6 +80,7 @@ impl Store {
             hook: on_commit,
             group_commit: cfg.group_commit,
             channels_gen: channels_gen.clone(),
+            commit_delay: crate::writer::commit_delay_from_env(),
         };
         threads.push(
             thread::Builder::new()
@@ -142,7 +152,7 @@ impl Store {
         F: FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        self.queue_job(f, false)
+        self.queue_job(f, Kind::Job)
     }
 
     /// A write that needs no commit of its own (bookkeeping that may lag, such as delivery
@@ -157,13 +167,29 @@ impl Store {
         F: FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        self.queue_job(f, true)
+        self.queue_job(f, Kind::Lazy)
+    }
+
+    /// A write committed before it is answered (its frames published first), like
+    /// [`Store::write`], whose commit need not wait for the disk: when only such writes are
+    /// queued they commit with `synchronous=NORMAL`, which survives a killed process (WAL) but
+    /// not a power cut; any later ordinary commit makes them durable too. For what must be
+    /// stored before it is shown but may be lost with the machine (streaming text).
+    pub fn write_light<T, F>(
+        &self,
+        f: F,
+    ) -> impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static
+    where
+        F: FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.queue_job(f, Kind::Light)
     }
 
     fn queue_job<T, F>(
         &self,
         f: F,
-        lazy: bool,
+        kind: Kind,
     ) -> impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static
     where
         F: FnOnce(&mut WriteTx<'_>) -> Result<T, StoreError> + Send + 'static,
@@ -174,9 +200,10 @@ impl Store {
             Err(StoreError::Closed)
         } else {
             let job = Box::new(TypedJob::new(f, tx));
-            let msg = match lazy {
-                true => WriterMsg::Lazy(job),
-                false => WriterMsg::Job(job),
+            let msg = match kind {
+                Kind::Job => WriterMsg::Job(job),
+                Kind::Lazy => WriterMsg::Lazy(job),
+                Kind::Light => WriterMsg::Light(job),
             };
             self.inner
                 .writer_tx

@@ -26,6 +26,11 @@ pub(crate) enum WriterMsg {
     /// A job that needs no commit of its own: it joins the next batch, or is committed alone
     /// [`LAZY_DELAY`] after it came when nothing else is written meanwhile.
     Lazy(Box<dyn Job>),
+    /// A job committed before it is answered, like [`WriterMsg::Job`], but whose commit need
+    /// not reach the disk: a batch of only such jobs (and lazy ones) commits with
+    /// `synchronous=NORMAL`, which in WAL mode survives a killed process, not a power cut.
+    /// The next batch committed with an fsync makes it durable too.
+    Light(Box<dyn Job>),
     /// Run what is already queued, then exit.
     Shutdown,
 }
@@ -114,6 +119,20 @@ pub(crate) struct Writer {
     /// Raised after every batch that wrote to the channel directory, before its callers are
     /// answered (see [`crate::Store::channel_directory`]).
     pub(crate) channels_gen: Arc<AtomicU64>,
+    /// Added before every commit: a slow disk, injected by tests ([`COMMIT_DELAY_VAR`]).
+    pub(crate) commit_delay: Duration,
+}
+
+/// A fault hook for tests: milliseconds the writer waits before each commit, as a disk whose
+/// fsync is slow would make it wait. Read once when the store opens; unset in production.
+pub const COMMIT_DELAY_VAR: &str = "IRIS_FAULT_COMMIT_DELAY_MS";
+
+/// The commit delay [`COMMIT_DELAY_VAR`] asks for (none when unset or not a number).
+pub(crate) fn commit_delay_from_env() -> Duration {
+    std::env::var(COMMIT_DELAY_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_millis)
 }
 
 impl Writer {
@@ -135,7 +154,8 @@ impl Writer {
                         .recv_timeout(due.saturating_duration_since(Instant::now()))
                 };
                 match msg {
-                    Ok(WriterMsg::Job(job)) => Some(job),
+                    Ok(WriterMsg::Job(job)) => Some((job, false)),
+                    Ok(WriterMsg::Light(job)) => Some((job, true)),
                     Ok(WriterMsg::Lazy(job)) => {
                         push_lazy(&mut lazy, &mut lazy_since, job);
                         continue;
@@ -148,7 +168,8 @@ impl Writer {
                 }
             } else {
                 match self.rx.try_recv() {
-                    Ok(WriterMsg::Job(job)) => Some(job),
+                    Ok(WriterMsg::Job(job)) => Some((job, false)),
+                    Ok(WriterMsg::Light(job)) => Some((job, true)),
                     Ok(WriterMsg::Lazy(job)) => {
                         push_lazy(&mut lazy, &mut lazy_since, job);
                         continue;
@@ -159,10 +180,17 @@ impl Writer {
                 }
             };
             let mut batch = VecDeque::with_capacity(cap.min(64));
-            batch.extend(first);
+            // A batch of light jobs only commits without an fsync; lazy ones alone still wait
+            // for the disk as before.
+            let mut light = first.as_ref().is_some_and(|(_, light)| *light);
+            batch.extend(first.map(|(job, _)| job));
             while batch.len() < cap {
                 match self.rx.try_recv() {
-                    Ok(WriterMsg::Job(job)) => batch.push_back(job),
+                    Ok(WriterMsg::Job(job)) => {
+                        light = false;
+                        batch.push_back(job)
+                    }
+                    Ok(WriterMsg::Light(job)) => batch.push_back(job),
                     Ok(WriterMsg::Lazy(job)) => push_lazy(&mut lazy, &mut lazy_since, job),
                     Ok(WriterMsg::Shutdown) => open = false,
                     Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
@@ -170,9 +198,22 @@ impl Writer {
             }
             // Lazy jobs ride along, after the jobs that were waited for.
             batch.extend(lazy.drain(..));
+            if light {
+                self.set_synchronous("NORMAL");
+            }
             self.run_batch(batch);
+            if light {
+                self.set_synchronous("FULL");
+            }
         }
         tracing::debug!("store writer stopped");
+    }
+
+    /// Sets how commits reach the disk (outside a transaction only).
+    fn set_synchronous(&self, level: &str) {
+        if let Err(e) = self.conn.pragma_update(None, "synchronous", level) {
+            tracing::error!(error = %e, level, "could not set synchronous");
+        }
     }
 
     /// Runs jobs in one transaction. If SQLite aborts the transaction midway, the jobs
@@ -198,6 +239,9 @@ impl Writer {
                     aborted = Some(reason);
                     break;
                 }
+            }
+            if !self.commit_delay.is_zero() {
+                std::thread::sleep(self.commit_delay);
             }
             let result = match aborted {
                 Some(reason) => Err(reason),

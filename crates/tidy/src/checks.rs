@@ -133,6 +133,53 @@ pub fn test_subject(path: &str, text: &str) -> Option<Violation> {
     })
 }
 
+/// The lines of a file's non-test code that make an `unbounded_channel`.
+pub fn unbounded_lines(file: &rust::RustFile) -> Vec<usize> {
+    file.code
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.contains("unbounded_channel"))
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+/// Rule 7 for one file, given its [`unbounded_lines`]: each is reported unless the file is
+/// listed.
+pub fn unbounded(path: &str, lines: &[usize], allowed: &[Exception]) -> Vec<Violation> {
+    if allowed.iter().any(|e| e.path == path) {
+        return Vec::new();
+    }
+    lines
+        .iter()
+        .map(|&line| {
+            violation(
+                Rule::Unbounded,
+                path,
+                line,
+                "`unbounded_channel` in a file not listed in UNBOUNDED_CHANNELS".to_string(),
+                "use a bounded `mpsc::channel` whose full queue stops the producer, or list the file in UNBOUNDED_CHANNELS in crates/tidy/src/lib.rs with the reason its queue is bounded anyway",
+            )
+        })
+        .collect()
+}
+
+/// Rule 7's list: entries whose file makes no `unbounded_channel` (any more).
+pub fn unused_unbounded(files_using: &[String], allowed: &[Exception]) -> Vec<Violation> {
+    allowed
+        .iter()
+        .filter(|e| !files_using.iter().any(|p| p == e.path))
+        .map(|e| {
+            violation(
+                Rule::Unbounded,
+                e.path,
+                1,
+                "listed in UNBOUNDED_CHANNELS but makes no unbounded_channel".to_string(),
+                "remove it from UNBOUNDED_CHANNELS in crates/tidy/src/lib.rs",
+            )
+        })
+        .collect()
+}
+
 /// The top-level modules of a directory's files, each with the file that defines it.
 fn top_modules(files: &[SourceFile]) -> BTreeMap<String, &SourceFile> {
     let mut tops: BTreeMap<String, &SourceFile> = BTreeMap::new();
@@ -294,6 +341,22 @@ fn circle(dir: &str, files: &[SourceFile], component: &[usize], edges: &[Edge]) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unbounded_channel_only_where_listed() {
+        let src = "fn f() {\n    let (tx, rx) = mpsc::unbounded_channel();\n}\n// unbounded_channel in a comment\n#[cfg(test)]\nmod tests { fn t() { mpsc::unbounded_channel(); } }\n";
+        let lines = unbounded_lines(&rust::RustFile::parse(src));
+        assert_eq!(lines, [2], "code only, not comments or tests");
+        let found = unbounded("crates/x/src/a.rs", &lines, &[]);
+        assert_eq!((found[0].rule, found[0].line), (Rule::Unbounded, 2));
+        let listed = [Exception {
+            path: "crates/x/src/a.rs",
+            reason: "test",
+        }];
+        assert!(unbounded("crates/x/src/a.rs", &lines, &listed).is_empty());
+        assert!(unused_unbounded(&["crates/x/src/a.rs".into()], &listed).is_empty());
+        assert_eq!(unused_unbounded(&[], &listed).len(), 1, "a stale entry");
+    }
     use crate::modules::build;
 
     fn fixture(files: &[(&str, &str)]) -> Vec<SourceFile> {

@@ -15,6 +15,8 @@
 //! 5. **No `.unwrap()`** in non-test Rust code: `?`, or `.expect("why this cannot fail")`.
 //! 6. **Test files say their subject.** Every file under `crates/*/tests` begins with a `//!`
 //!    comment saying what it tests, so that a new test finds the file of its subject.
+//! 7. **Nothing unbounded.** `unbounded_channel` only in the files listed in
+//!    [`UNBOUNDED_CHANNELS`], each with the reason its queue cannot grow without limit.
 //!
 //! The scanners are not parsers: they work on the source with comments and literals blanked
 //! out ([`lex`]), which is enough for the way this code base is written.
@@ -44,6 +46,27 @@ pub struct Exception {
 /// with its reason. An entry that is no longer needed is itself reported.
 pub const FILE_SIZE_EXCEPTIONS: &[Exception] = &[];
 
+/// Files allowed to make an `unbounded_channel`, and why what it queues is bounded anyway. An
+/// entry whose file no longer makes one is itself reported.
+pub const UNBOUNDED_CHANNELS: &[Exception] = &[
+    Exception {
+        path: "crates/gateway/src/cron/mod.rs",
+        reason: "due runs: the scheduler holds at most one run per job, and the bridge hands each to its lane's bounded mailbox at once",
+    },
+    Exception {
+        path: "crates/client/src/conn.rs",
+        reason: "the typed client used by tests and tools: what it queues is what its owner sent or asked for",
+    },
+    Exception {
+        path: "crates/bench/src/raw.rs",
+        reason: "the load tool's raw WebSocket baseline: a measuring fixture fed by the load tool itself",
+    },
+    Exception {
+        path: "crates/bench/src/hermes/direct.rs",
+        reason: "the load tool's reader of one scripted Hermes turn, bounded by the script",
+    },
+];
+
 /// Directories that must have a layer table in ARCHITECTURE.md.
 pub const LAYERED_DIRS: &[&str] = &["crates/gateway/src"];
 
@@ -64,6 +87,7 @@ pub enum Rule {
     FnLength,
     Unwrap,
     TestSubject,
+    Unbounded,
 }
 
 impl Rule {
@@ -74,6 +98,7 @@ impl Rule {
         Rule::FnLength,
         Rule::Unwrap,
         Rule::TestSubject,
+        Rule::Unbounded,
     ];
 
     pub fn title(self) -> &'static str {
@@ -84,6 +109,7 @@ impl Rule {
             Rule::FnLength => "Function length",
             Rule::Unwrap => "No unwrap",
             Rule::TestSubject => "Test files say their subject",
+            Rule::Unbounded => "Unbounded queues",
         }
     }
 
@@ -96,6 +122,7 @@ impl Rule {
             Rule::FnLength => format!("No function is longer than {} lines, counted from its first line to its closing brace (Rust outside #[cfg(test)] and crates/*/tests, and the web client's JavaScript).", checks::MAX_FN_LINES),
             Rule::Unwrap => "Non-test code never calls `.unwrap()`: data from outside never meets it; use `?`, or `.expect(\"why this cannot fail\")`.".to_string(),
             Rule::TestSubject => "Every file under crates/*/tests begins with a `//!` comment saying what it tests; tests go to the file of their subject, or to a new file named by it.".to_string(),
+            Rule::Unbounded => "Nothing waits without bound: non-test code makes an `unbounded_channel` only in the files listed in UNBOUNDED_CHANNELS in crates/tidy/src/lib.rs, each with its reason.".to_string(),
         }
     }
 }
@@ -141,6 +168,7 @@ pub fn check_repo(root: &Path) -> io::Result<Vec<Violation>> {
 pub fn check_tree(root: &Path, architecture: &str) -> io::Result<Vec<Violation>> {
     let mut out = Vec::new();
     let mut sizes = Vec::new();
+    let mut unbounded: Vec<String> = Vec::new();
     let mut dirs: BTreeMap<String, Vec<modules::SourceFile>> = BTreeMap::new();
     let mut test_dirs = Vec::new();
     for krate in sorted_entries(&root.join("crates"))? {
@@ -168,6 +196,11 @@ pub fn check_tree(root: &Path, architecture: &str) -> io::Result<Vec<Violation>>
             if !f.test_only {
                 out.extend(checks::rust_fn_lengths(&path, &f.parsed));
                 out.extend(checks::unwraps(&path, &f.parsed));
+                let lines = checks::unbounded_lines(&f.parsed);
+                if !lines.is_empty() {
+                    out.extend(checks::unbounded(&path, &lines, UNBOUNDED_CHANNELS));
+                    unbounded.push(path.clone());
+                }
             }
         }
     }
@@ -183,6 +216,9 @@ pub fn check_tree(root: &Path, architecture: &str) -> io::Result<Vec<Violation>>
         }
     }
     out.extend(checks::file_sizes(&sizes, FILE_SIZE_EXCEPTIONS));
+    if root.join("crates/tidy").is_dir() {
+        out.extend(checks::unused_unbounded(&unbounded, UNBOUNDED_CHANNELS));
+    }
     out.extend(check_layered(root, architecture, &mut dirs)?);
     out.sort_by(|a, b| (a.rule, &a.path, a.line).cmp(&(b.rule, &b.path, b.line)));
     Ok(out)

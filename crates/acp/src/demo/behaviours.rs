@@ -18,6 +18,8 @@ const SLOW_CHUNKS: usize = 20;
 /// What a `flood` turn writes: this many chunks of this many bytes.
 const FLOOD_CHUNKS: usize = 128;
 const FLOOD_CHUNK_BYTES: usize = 64 * 1024;
+/// What a `deluge` turn writes: this many chunks of [`FLOOD_CHUNK_BYTES`] (50 MiB).
+const DELUGE_CHUNKS: usize = 800;
 /// Tool calls of a `spree` turn.
 const SPREE_CALLS: usize = 2_000;
 /// Titles of a `rename` turn.
@@ -106,9 +108,21 @@ impl Turn<'_> {
     pub(super) async fn flood(&mut self) -> Step {
         let text = "flood ".repeat(FLOOD_CHUNK_BYTES / 6);
         for _ in 0..FLOOD_CHUNKS {
-            // Lets the cancel in.
+            // Lets the cancel in, and goes as fast as the client reads.
             tokio::task::yield_now().await;
+            self.room(1).await;
             self.check()?;
+            self.update(SessionUpdate::AgentMessageChunk(chunk(&text)));
+        }
+        Ok(Flow::Done)
+    }
+
+    /// `deluge`: 50 MiB of text as fast as the client reads it, deaf to cancel, as an agent
+    /// that runs away and does not listen writes it.
+    pub(super) async fn deluge(&mut self) -> Step {
+        let text = "deluge ".repeat(FLOOD_CHUNK_BYTES / 7);
+        for _ in 0..DELUGE_CHUNKS {
+            self.room(1).await;
             self.update(SessionUpdate::AgentMessageChunk(chunk(&text)));
         }
         Ok(Flow::Done)
@@ -118,6 +132,7 @@ impl Turn<'_> {
     pub(super) async fn spree(&mut self) -> Step {
         for _ in 0..SPREE_CALLS {
             tokio::task::yield_now().await;
+            self.room(2).await;
             self.check()?;
             let id = self.start_tool("true");
             self.tool_status(&id, ToolCallStatus::Completed, None, None);
@@ -129,6 +144,7 @@ impl Turn<'_> {
     pub(super) async fn hoard(&mut self) -> Step {
         for i in 0..HOARD_FILES {
             tokio::task::yield_now().await;
+            self.room(1).await;
             self.check()?;
             let resource = ResourceContents {
                 uri: format!("file:///hoard/note-{i}.txt"),
@@ -188,6 +204,7 @@ impl Turn<'_> {
                 }
             }
             self.check()?;
+            self.room(1).await;
             let nanos = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());

@@ -17,6 +17,7 @@
 //! | `crash` | one chunk, then exits the whole process with status 3 (never use in-process) |
 //! | `hang` | sends nothing and answers only when cancelled |
 //! | `flood` | a runaway agent's text: 8 MiB in 64 KiB `agent_message_chunk`s, stopping when cancelled; ends the turn |
+//! | `deluge` | a runaway agent that ignores cancel: 50 MiB of text in 64 KiB `agent_message_chunk`s as fast as the client reads them, then ends the turn |
 //! | `spree` | a runaway agent's tool calls: 2,000 `terminal: true` calls, each completed at once, stopping when cancelled; ends the turn |
 //! | `hoard` | a runaway agent's files: 100 small text files as embedded `resource`s, stopping when cancelled; ends the turn |
 //! | `pester` | a runaway agent's approvals: 20 `session/request_permission`s at once, each with a 10,000-character title and 40 long options; says `cancelled <k>. ` as each is cancelled, then `Pestered: <n> answered, <m> cancelled.`; ends the turn |

@@ -37,6 +37,7 @@ enum Behaviour {
     Crash,
     Hang,
     Flood,
+    Deluge,
     Spree,
     Hoard,
     Pester,
@@ -131,6 +132,12 @@ const SCRIPT: &[Rule] = &[
         Behaviour::Flood,
         "a runaway agent's text: 8 MiB in 64 KiB `agent_message_chunk`s, stopping when \
          cancelled; ends the turn",
+    ),
+    keyword(
+        &["deluge"],
+        Behaviour::Deluge,
+        "a runaway agent that ignores cancel: 50 MiB of text in 64 KiB `agent_message_chunk`s \
+         as fast as the client reads them, then ends the turn",
     ),
     keyword(
         &["spree"],
@@ -401,6 +408,7 @@ impl Turn<'_> {
             Behaviour::Crash => self.crash().await,
             Behaviour::Hang => self.hang().await,
             Behaviour::Flood => self.flood().await,
+            Behaviour::Deluge => self.deluge().await,
             Behaviour::Spree => self.spree().await,
             Behaviour::Hoard => self.hoard().await,
             Behaviour::Pester => self.pester().await,

@@ -147,6 +147,11 @@ impl Demo {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The connection to the client.
+    pub(super) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
     /// Sends a `session/update` notification.
     pub(super) fn send_update(&self, session_id: &str, update: SessionUpdate) {
         let notification = SessionNotification {

@@ -69,6 +69,12 @@ impl<'a> Turn<'a> {
         self.demo.send_update(self.session_id, update);
     }
 
+    /// Waits until the connection can take `lines` more updates at once: a turn that writes
+    /// without pause goes as fast as the client reads, and no update is lost.
+    pub(super) async fn room(&self, lines: usize) {
+        let _ = self.demo.conn().room(lines).await;
+    }
+
     /// Says `text` as one `agent_message_chunk`.
     pub(super) fn say(&mut self, text: &str) {
         self.said.push_str(text);

@@ -3,24 +3,24 @@
 //! to, and ends actors when their lanes are deleted or the gateway stops.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use iris_protocol::{CommandInfo, ErrorCode};
+use iris_protocol::CommandInfo;
 use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::choice::{AgentChoice, Roster};
-use super::host::AgentHost;
-use super::lane::{LaneActor, LaneCmd};
+use super::choice::Roster;
+use super::env::{AgentReport, BridgeConfig, LaneEnv};
+use super::error::AgentError;
+use super::lane::{Inbox, LaneActor, LaneCmd, Slot};
 use crate::cron::{Cron, DueRuns};
 use crate::media::Media;
 use crate::outbox::{self, Lane, Origin};
 use crate::state::Shared;
-use crate::wire::WireError;
 
 /// Turns and gateway commands a lane holds, running or waiting, before further messages for it
 /// are refused with `rate_limited` (and not stored). A person queues far fewer while a turn runs.
@@ -33,52 +33,6 @@ const FOLLOW_WAIT: Duration = Duration::from_secs(10);
 /// its queued turns; more are refused with `rate_limited`.
 const LANE_CONTROL: usize = 64;
 
-/// A place in a lane's queue, taken before a message is stored and freed when its turn or
-/// command is done (dropped).
-#[derive(Debug)]
-pub struct Slot {
-    /// The lane's count, or none without an agent (nothing ever waits then).
-    queued: Option<Arc<AtomicUsize>>,
-    /// The lane held no other turn or command when this place was taken.
-    first: bool,
-}
-
-impl Slot {
-    /// Whether the lane held no other turn or command when this place was taken: the message
-    /// runs next unless a scheduled job got there first (see [`super::lane::PromptJob`]).
-    pub fn first(&self) -> bool {
-        self.first
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if let Some(queued) = &self.queued {
-            queued.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-}
-
-/// Settings of the agent bridge (each agent's timeouts are its own, see [`AgentHost`]).
-#[derive(Debug, Clone)]
-pub struct BridgeConfig {
-    /// Minimum spacing of `message.update` frames.
-    pub update_interval: Duration,
-}
-
-/// What `/metrics` and `/status` report of one agent.
-#[derive(Debug, Clone)]
-pub struct AgentReport {
-    /// Its name.
-    pub name: String,
-    /// Processes started after its first.
-    pub restarts: u64,
-    /// How long its last start took, once it started.
-    pub last_start: Option<Duration>,
-    /// Whether a process of it runs now.
-    pub running: bool,
-}
-
 /// A lane actor's mailbox and task, the flag that silences it when its lane is deleted, and the
 /// signal that ends it.
 struct LaneHandle {
@@ -88,27 +42,19 @@ struct LaneHandle {
     close: CancellationToken,
 }
 
-/// What every lane actor shares: the state of the gateway it writes to, the agent process, the
-/// services it uses, and the bridge's registries.
-pub(crate) struct Bridge {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) media: Arc<Media>,
-    pub(crate) cron: Cron,
-    /// One host per agent, in the roster's order; never empty.
-    hosts: Vec<Arc<AgentHost>>,
-    /// The name of the agent of chats that chose none.
-    default: String,
-    pub(crate) settings: BridgeConfig,
-    disabled: bool,
+/// The lanes' actors and what they share.
+struct Bridge {
+    env: Arc<LaneEnv>,
     lanes: Mutex<HashMap<Lane, LaneHandle>>,
     /// Turns and commands each lane holds (see [`Slot`]).
     queued: Mutex<HashMap<Lane, Arc<AtomicUsize>>>,
-    pickers: Mutex<HashMap<String, Lane>>,
-    notice: Mutex<Option<String>>,
     warmed: watch::Sender<bool>,
-    /// Raised whenever a channel changes its agent: a lane actor that sees it move re-reads its
-    /// channel's agent before its next job.
-    pub(crate) agent_epoch: AtomicU64,
+}
+
+impl Bridge {
+    fn lanes(&self) -> MutexGuard<'_, HashMap<Lane, LaneHandle>> {
+        self.lanes.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The agent bridge's handle; cheap to clone.
@@ -118,14 +64,18 @@ pub struct Agents {
 }
 
 impl Agents {
-    /// The handle of a bridge (for a lane actor that hands work to the bridge).
-    pub(crate) fn of(bridge: Arc<Bridge>) -> Agents {
-        Agents { bridge }
+    /// What the lanes share.
+    pub(crate) fn env(&self) -> &Arc<LaneEnv> {
+        &self.bridge.env
     }
 
     /// The shared state the bridge writes to.
     pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.bridge.shared
+        &self.bridge.env.shared
+    }
+
+    fn disabled(&self) -> bool {
+        self.bridge.env.hosts.disabled()
     }
 
     /// The bridge for these agents, writing to `shared` and using `media` and `cron`.
@@ -136,98 +86,46 @@ impl Agents {
         media: Arc<Media>,
         cron: Cron,
     ) -> Agents {
-        let notice = roster
-            .agents
-            .iter()
-            .find(|a| a.name == roster.default)
-            .and_then(|a| a.notice.clone());
-        if let Some(n) = &notice {
-            tracing::warn!("{n}");
-        }
-        let disabled = roster.agents.iter().all(|a| a.disabled);
-        let mut hosts: Vec<Arc<AgentHost>> =
-            roster.agents.into_iter().map(AgentHost::new).collect();
-        if hosts.is_empty() {
-            hosts.push(AgentHost::new(AgentChoice {
-                name: roster.default.clone(),
-                timeouts: Default::default(),
-                spec: iris_acp::AgentSpec::new("none"),
-                label: "no agent".into(),
-                is_demo: false,
-                disabled: true,
-                notice: None,
-            }));
-        }
+        let env = LaneEnv::new(shared, media, cron, roster, settings);
         Agents {
             bridge: Arc::new(Bridge {
-                shared,
-                media,
-                cron,
-                hosts,
-                default: roster.default,
-                settings,
-                disabled,
+                env: Arc::new(env),
                 lanes: Mutex::default(),
                 queued: Mutex::default(),
-                pickers: Mutex::default(),
-                notice: Mutex::new(notice),
                 warmed: watch::channel(false).0,
-                agent_epoch: AtomicU64::new(0),
             }),
         }
     }
 
-    /// Takes a place in the lane's queue for a message about to be stored and run; refused with
-    /// `rate_limited` when the lane already holds [`LANE_QUEUE`] turns and commands.
-    pub fn reserve(&self, lane: &Lane) -> Result<Slot, WireError> {
-        if self.bridge.disabled {
-            return Ok(Slot {
-                queued: None,
-                first: false,
-            });
+    /// Takes a place in the lane's queue for a message about to be stored and run; refused when
+    /// the lane already holds [`LANE_QUEUE`] turns and commands.
+    pub(crate) fn take_slot(&self, lane: &Lane) -> Result<Slot, AgentError> {
+        if self.disabled() {
+            return Ok(Slot::none());
         }
         let queued = self
             .bridge
             .queued
             .lock()
-            .expect("queued lock")
+            .unwrap_or_else(|e| e.into_inner())
             .entry(lane.clone())
             .or_default()
             .clone();
-        let taken = queued.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < LANE_QUEUE).then_some(n + 1)
-        });
-        match taken {
-            Ok(before) => Ok(Slot {
-                queued: Some(queued),
-                first: before == 0,
-            }),
-            Err(_) => Err(WireError::new(
-                ErrorCode::RateLimited,
-                format!(
-                    "{LANE_QUEUE} messages are already waiting in this chat; try again when the agent has caught up"
-                ),
-            )),
-        }
+        Slot::take(&queued, LANE_QUEUE).ok_or(AgentError::QueueFull(LANE_QUEUE))
     }
 
     /// Sends a command to a lane's actor, starting the actor if needed. A full mailbox is
-    /// refused with `rate_limited`; nothing is queued then.
-    pub fn send(&self, lane: &Lane, cmd: LaneCmd) -> Result<(), WireError> {
-        if self.bridge.disabled {
+    /// refused; nothing is queued then.
+    pub(crate) fn send(&self, lane: &Lane, cmd: LaneCmd) -> Result<(), AgentError> {
+        if self.disabled() {
             self.without_agent(lane, cmd);
             return Ok(());
         }
-        let mut lanes = self.bridge.lanes.lock().expect("lanes lock");
+        let mut lanes = self.bridge.lanes();
         let cmd = match lanes.get(lane).filter(|h| !h.task.is_finished()) {
             Some(handle) => match handle.tx.try_send(cmd) {
                 Ok(()) => return Ok(()),
-                Err(TrySendError::Full(_)) => {
-                    return Err(WireError::new(
-                        ErrorCode::RateLimited,
-                        "too many requests for this chat at once; try again shortly",
-                    ))
-                }
+                Err(TrySendError::Full(_)) => return Err(AgentError::MailboxFull),
                 // The actor ended meanwhile: a new one takes the command.
                 Err(TrySendError::Closed(cmd)) => cmd,
             },
@@ -237,13 +135,9 @@ impl Agents {
         let (tx, rx) = mpsc::channel(LANE_QUEUE + LANE_CONTROL);
         let deleted = Arc::new(AtomicBool::new(false));
         let close = CancellationToken::new();
-        let actor = LaneActor::new(
-            self.bridge.clone(),
-            lane.clone(),
-            rx,
-            deleted.clone(),
-            close.clone(),
-        );
+        let env = self.bridge.env.clone();
+        let inbox = Inbox::new(rx, close.clone(), env.epoch());
+        let actor = LaneActor::new(env, lane.clone(), inbox, deleted.clone());
         let task = tokio::spawn(actor.run());
         // A new mailbox has room for its first command.
         let _ = tx.try_send(cmd);
@@ -263,18 +157,14 @@ impl Agents {
     fn without_agent(&self, lane: &Lane, cmd: LaneCmd) {
         match cmd {
             LaneCmd::Stop(reply) => drop(reply.send(false)),
-            LaneCmd::Steer(_, reply) => {
-                drop(reply.send(Err(WireError::not_found("no agent is configured"))))
-            }
-            LaneCmd::Picker { reply, .. } => {
-                drop(reply.send(Err(WireError::not_found("picker unknown or expired"))))
-            }
+            LaneCmd::Steer(_, reply) => drop(reply.send(Err(AgentError::NoAgent))),
+            LaneCmd::Picker { reply, .. } => drop(reply.send(Err(AgentError::PickerUnknown))),
             LaneCmd::Command(c) => {
                 let text = format!(
                     "{} needs an agent, and this gateway runs without one (--agent none).",
                     c.command.name().as_str()
                 );
-                tokio::spawn(self.bridge.clone().post_system(lane.clone(), text));
+                tokio::spawn(post_system(self.shared().clone(), lane.clone(), text));
             }
             LaneCmd::Prepare(done) | LaneCmd::FollowAgent(done) => drop(done.send(())),
             LaneCmd::Prompt(_) | LaneCmd::Cron(_) => {}
@@ -284,18 +174,19 @@ impl Agents {
     /// Starts the agent now and opens the default channel's session in the background, so that
     /// the first turn after a start costs about what a later one does.
     pub fn warm(&self) {
-        if self.bridge.disabled {
+        if self.disabled() {
             self.bridge.warmed.send_replace(true);
             return;
         }
         let agents = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = agents.bridge.default_host().instance().await {
+            let env = agents.env();
+            if let Err(e) = env.hosts.default_host().instance().await {
                 tracing::warn!(error = %e, "the agent did not start; the first message tries again");
                 agents.bridge.warmed.send_replace(true);
                 return;
             }
-            let default = match agents.bridge.shared.store.list_channels().await {
+            let default = match env.shared.store.list_channels().await {
                 Ok(channels) => channels.into_iter().find(|c| c.is_default),
                 Err(e) => {
                     tracing::warn!(error = %e, "could not read the channels to prepare a session");
@@ -325,7 +216,7 @@ impl Agents {
 
     /// How long the default agent's last start took, once it started.
     pub fn last_start(&self) -> Option<Duration> {
-        self.bridge.default_host().last_start()
+        self.env().hosts.default_host().last_start()
     }
 
     /// Hands the scheduler's due runs to their lanes until the scheduler stops.
@@ -336,37 +227,33 @@ impl Agents {
                 // A lane that cannot take the run drops it, and the scheduler records it as
                 // not run.
                 if let Err(e) = agents.send(&lane, LaneCmd::Cron(run)) {
-                    tracing::warn!(error = %e.message, "a scheduled run was not handed to its lane");
+                    tracing::warn!(error = %e, "a scheduled run was not handed to its lane");
                 }
             }
         });
     }
 
-    /// The lane a pending picker belongs to.
-    pub fn picker_lane(&self, picker_id: &str) -> Option<Lane> {
-        self.bridge.picker_lane(picker_id)
-    }
-
     /// The command catalog of chats on this agent (`None`: the default agent): the gateway's
     /// commands, then the agent's.
     pub fn catalog(&self, agent: Option<&str>) -> Vec<CommandInfo> {
-        super::catalog::catalog(self.bridge.host(agent))
+        super::catalog::catalog(self.env().hosts.host(agent).agent_commands())
     }
 
     /// Whether any agent advertised a command of this name (without its slash).
     pub fn has_command(&self, name: &str) -> bool {
-        self.bridge.hosts.iter().any(|h| h.has_command(name))
+        self.env().hosts.all().iter().any(|h| h.has_command(name))
     }
 
     /// The default agent's human name.
     pub fn label(&self) -> &str {
-        &self.bridge.default_host().label
+        &self.env().hosts.default_host().label
     }
 
     /// How often agent processes were restarted, all agents together.
     pub fn restarts(&self) -> u64 {
-        self.bridge
+        self.env()
             .hosts
+            .all()
             .iter()
             .map(|h| h.restarts.load(Ordering::Relaxed))
             .sum()
@@ -374,42 +261,36 @@ impl Agents {
 
     /// The default agent's name.
     pub fn default_agent(&self) -> &str {
-        &self.bridge.default
+        self.env().hosts.default_name()
     }
 
     /// The names of the agents a chat can use, the default first.
     pub fn names(&self) -> Vec<String> {
-        if self.bridge.disabled {
-            return Vec::new();
-        }
-        let mut names: Vec<String> = self.bridge.hosts.iter().map(|h| h.name.clone()).collect();
-        names.sort_by_key(|n| *n != self.bridge.default);
-        names
+        self.env().hosts.names()
     }
 
     /// Whether a chat can use an agent of this name.
     pub fn knows(&self, name: &str) -> bool {
-        !self.bridge.disabled && self.bridge.hosts.iter().any(|h| h.name == name)
+        self.env().hosts.knows(name)
     }
 
     /// Restarts, start time and state of every agent.
     pub fn reports(&self) -> Vec<AgentReport> {
-        self.bridge.reports()
+        self.env().hosts.reports()
     }
 
     /// Tells the lanes of a channel whose agent changed to follow it: an idle lane closes its
     /// session on the old agent and takes the new one now, a busy lane after its running turn
     /// (before its next job). Waits for the idle ones, each at most [`FOLLOW_WAIT`].
-    pub(crate) async fn follow_agent(&self, chat_id: &str, skip: Option<&Lane>) {
-        self.bridge.agent_epoch.fetch_add(1, Ordering::SeqCst);
-        let lanes: Vec<Lane> = {
-            let lanes = self.bridge.lanes.lock().expect("lanes lock");
-            lanes
-                .keys()
-                .filter(|l| l.chat_id == chat_id && Some(*l) != skip)
-                .cloned()
-                .collect()
-        };
+    pub(crate) async fn follow_agent(&self, chat_id: &str) {
+        self.env().bump_epoch();
+        let lanes: Vec<Lane> = self
+            .bridge
+            .lanes()
+            .keys()
+            .filter(|l| l.chat_id == chat_id)
+            .cloned()
+            .collect();
         for lane in lanes {
             let (done, followed) = oneshot::channel();
             if self.send(&lane, LaneCmd::FollowAgent(done)).is_ok() {
@@ -418,11 +299,25 @@ impl Agents {
         }
     }
 
+    /// Moves the channel `chat_id` (and its threads) to `agent`, and its lanes with it (see
+    /// [`super::switch`]).
+    pub async fn switch_channel(
+        &self,
+        chat_id: &str,
+        agent: &str,
+        origin: &Origin,
+    ) -> Result<(), AgentError> {
+        if super::switch::switch_channel(self.env(), chat_id, agent, origin).await? {
+            self.follow_agent(chat_id).await;
+        }
+        Ok(())
+    }
+
     /// Silences the lanes about to be deleted, so that nothing more is sent for them; returns
     /// their flags so that a failed delete can give them their voice back.
     pub fn silence_lanes(&self, pred: impl Fn(&Lane) -> bool) -> Vec<Arc<AtomicBool>> {
-        let lanes = self.bridge.lanes.lock().expect("lanes lock");
-        lanes
+        self.bridge
+            .lanes()
             .iter()
             .filter(|(l, _)| pred(l))
             .map(|(_, h)| {
@@ -442,10 +337,10 @@ impl Agents {
     /// their agent sessions, which nothing will use again).
     async fn close_lanes(&self, pred: impl Fn(&Lane) -> bool, deleted: bool) {
         let closing: Vec<JoinHandle<()>> = {
-            let mut lanes = self.bridge.lanes.lock().expect("lanes lock");
+            let mut lanes = self.bridge.lanes();
             let keys: Vec<Lane> = lanes.keys().filter(|l| pred(l)).cloned().collect();
             if deleted {
-                let mut queued = self.bridge.queued.lock().expect("queued lock");
+                let mut queued = self.bridge.queued.lock().unwrap_or_else(|e| e.into_inner());
                 queued.retain(|l, _| !pred(l));
             }
             keys.into_iter()
@@ -466,81 +361,20 @@ impl Agents {
     /// agent process.
     pub async fn shutdown(&self) {
         self.close_lanes(|_| true, false).await;
-        for host in &self.bridge.hosts {
+        for host in self.env().hosts.all() {
             host.shutdown().await;
         }
     }
 }
 
-impl Bridge {
-    /// The host of the agent of this name; the default agent's when there is none of that name
-    /// (a chat whose agent was taken out of the configuration).
-    pub(crate) fn host(&self, name: Option<&str>) -> &Arc<AgentHost> {
-        name.and_then(|n| self.hosts.iter().find(|h| h.name == n))
-            .unwrap_or_else(|| self.default_host())
-    }
-
-    /// The default agent's host.
-    pub(crate) fn default_host(&self) -> &Arc<AgentHost> {
-        self.hosts
-            .iter()
-            .find(|h| h.name == self.default)
-            .unwrap_or(&self.hosts[0])
-    }
-
-    pub(crate) fn reports(&self) -> Vec<AgentReport> {
-        if self.disabled {
-            return Vec::new();
-        }
-        self.hosts
-            .iter()
-            .map(|h| AgentReport {
-                name: h.name.clone(),
-                restarts: h.restarts.load(Ordering::Relaxed),
-                last_start: h.last_start(),
-                running: h.is_running(),
-            })
-            .collect()
-    }
-
-    /// The lane a pending picker belongs to.
-    pub(crate) fn picker_lane(&self, picker_id: &str) -> Option<Lane> {
-        self.pickers
-            .lock()
-            .expect("pickers lock")
-            .get(picker_id)
-            .cloned()
-    }
-
-    pub(crate) fn remember_picker(&self, picker_id: &str, lane: &Lane) {
-        self.pickers
-            .lock()
-            .expect("pickers lock")
-            .insert(picker_id.to_owned(), lane.clone());
-    }
-
-    pub(crate) fn forget_pickers<'a>(&self, ids: impl Iterator<Item = &'a String>) {
-        let mut map = self.pickers.lock().expect("pickers lock");
-        for id in ids {
-            map.remove(id);
-        }
-    }
-
-    /// The one-time notice about the agent choice, for the first turn.
-    pub(crate) fn take_notice(&self) -> Option<String> {
-        self.notice.lock().expect("notice lock").take()
-    }
-
-    /// Appends a system message to a lane, outside any lane actor.
-    async fn post_system(self: Arc<Self>, lane: Lane, text: String) {
-        let message = outbox::system_message(text);
-        let result = self
-            .shared
-            .store
-            .write(move |tx| outbox::post(tx, &lane, message, &Origin::none()))
-            .await;
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "could not store a system message");
-        }
+/// Appends a system message to a lane, outside any lane actor.
+async fn post_system(shared: Arc<Shared>, lane: Lane, text: String) {
+    let message = outbox::system_message(text);
+    let result = shared
+        .store
+        .write(move |tx| outbox::post(tx, &lane, message, &Origin::none()))
+        .await;
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "could not store a system message");
     }
 }

@@ -4,7 +4,6 @@
 use iris_acp::{AvailableCommand, AvailableCommandInput};
 use iris_protocol::CommandInfo;
 
-use super::host::AgentHost;
 use crate::text::head;
 
 /// Commands kept of an agent's list.
@@ -38,10 +37,11 @@ pub fn bounded(commands: &[AvailableCommand]) -> Vec<AvailableCommand> {
         .collect()
 }
 
-/// The slash-command catalog: the gateway's commands, then the agent's (minus name clashes).
-pub fn catalog(host: &AgentHost) -> Vec<CommandInfo> {
+/// The slash-command catalog: the gateway's commands, then the agent's `commands` (minus name
+/// clashes).
+pub fn catalog(commands: Vec<AvailableCommand>) -> Vec<CommandInfo> {
     let mut out = crate::command::catalog_entries();
-    for cmd in host.agent_commands() {
+    for cmd in commands {
         let name = format!("/{}", cmd.name.trim_start_matches('/'));
         if out
             .iter()

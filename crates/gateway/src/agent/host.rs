@@ -14,13 +14,65 @@ use std::time::{Duration, Instant};
 
 use iris_acp::rpc::METHOD_NOT_FOUND;
 use iris_acp::{
-    AgentCapabilities, AgentClient, AgentEvent, AgentSpec, AvailableCommand, Implementation,
-    PermissionResponder, RequestPermissionRequest, SessionUpdate,
+    AgentCapabilities, AgentClient, AgentEvent, AgentSpec, AvailableCommand, ContentBlock,
+    Implementation, PermissionResponder, RequestPermissionRequest, SessionUpdate,
 };
 use tokio::sync::{mpsc, oneshot};
 
 use super::choice::{without_gateway_env, AgentChoice};
+use super::error::AgentError;
 use crate::config::AgentTimeouts;
+
+/// Events a lane's queue holds. When it is full the host stops reading the agent's output
+/// (merging text chunks for that lane meanwhile), so an agent that writes faster than its lane
+/// stores waits for it.
+pub const LANE_EVENTS: usize = 64;
+
+/// The most text chunks merged into one held event hold: beyond it the host stops reading.
+const MAX_MERGED: usize = 64 * 1024;
+
+/// Where the events of a lane's sessions go.
+pub type EventTx = mpsc::Sender<LaneEvent>;
+/// Where a lane hears the events of its sessions.
+pub type EventRx = mpsc::Receiver<LaneEvent>;
+
+/// A new channel for a lane's events.
+pub fn event_channel() -> (EventTx, EventRx) {
+    mpsc::channel(LANE_EVENTS)
+}
+
+/// An event waiting for room in its lane's queue.
+struct Held {
+    tx: EventTx,
+    session: String,
+    event: LaneEvent,
+}
+
+impl Held {
+    /// Takes `update` into the held event when both are plain text of the answer for the same
+    /// session (a note that starts with `⏩`, like Hermes' steering acknowledgement, stays
+    /// alone); gives it back otherwise.
+    fn merge(&mut self, session: &str, update: SessionUpdate) -> Option<SessionUpdate> {
+        let LaneEvent::Update(SessionUpdate::AgentMessageChunk(held)) = &mut self.event else {
+            return Some(update);
+        };
+        let (ContentBlock::Text(held), SessionUpdate::AgentMessageChunk(next)) =
+            (&mut held.content, &update)
+        else {
+            return Some(update);
+        };
+        let Some(text) = next.content.as_text() else {
+            return Some(update);
+        };
+        let note = |t: &str| t.trim_start().starts_with('⏩');
+        let full = held.text.len() + text.len() > MAX_MERGED;
+        if session != self.session || full || note(&held.text) || note(text) {
+            return Some(update);
+        }
+        held.text.push_str(text);
+        None
+    }
+}
 
 /// What a lane hears from the agent.
 #[derive(Debug)]
@@ -48,7 +100,7 @@ pub struct Instance {
     pub caps: AgentCapabilities,
     /// Its name and version.
     pub info: Option<Implementation>,
-    control: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    control: mpsc::Sender<oneshot::Sender<()>>,
 }
 
 impl Instance {
@@ -56,7 +108,7 @@ impl Instance {
     /// A lane calls this after `session/load`, whose replayed history it then discards.
     pub async fn fence(&self) {
         let (tx, rx) = oneshot::channel();
-        if self.control.send(tx).is_ok() {
+        if self.control.send(tx).await.is_ok() {
             let _ = rx.await;
         }
     }
@@ -81,7 +133,7 @@ impl Instance {
 
 struct Route {
     generation: u64,
-    tx: mpsc::UnboundedSender<LaneEvent>,
+    tx: EventTx,
 }
 
 #[derive(Default)]
@@ -195,7 +247,7 @@ impl AgentHost {
     }
 
     /// The running process, starting one if needed (after a backoff when the last one failed).
-    pub async fn instance(self: &Arc<Self>) -> Result<Arc<Instance>, String> {
+    pub async fn instance(self: &Arc<Self>) -> Result<Arc<Instance>, AgentError> {
         let mut st = self.state.lock().await;
         if let Some(current) = &st.current {
             if !current.client.connection().is_closed() {
@@ -234,18 +286,18 @@ impl AgentHost {
             Err(_) => {
                 st.failures += 1;
                 st.last_failure = Some(Instant::now());
-                Err(format!(
+                Err(AgentError::Unavailable(format!(
                     "{} did not start within {} s",
                     self.label,
                     START_TIMEOUT.as_secs()
-                ))
+                )))
             }
         }
     }
 
-    async fn start(self: &Arc<Self>, generation: u64) -> Result<Arc<Instance>, String> {
+    async fn start(self: &Arc<Self>, generation: u64) -> Result<Arc<Instance>, AgentError> {
         let (client, events) = AgentClient::spawn(&without_gateway_env(&self.spec))
-            .map_err(|e| format!("cannot start {}: {e}", self.label))?;
+            .map_err(|e| AgentError::Unavailable(format!("cannot start {}: {e}", self.label)))?;
         let init = match client.initialize().await {
             Ok(init) => init,
             Err(e) => {
@@ -253,11 +305,11 @@ impl AgentHost {
                     .process()
                     .map(|p| p.stderr_tail())
                     .unwrap_or_default();
-                return Err(format!(
+                return Err(AgentError::Unavailable(format!(
                     "{} failed to initialize: {e}{}",
                     self.label,
                     stderr_suffix(&tail)
-                ));
+                )));
             }
         };
         if let Some(info) = &init.agent_info {
@@ -265,7 +317,8 @@ impl AgentHost {
                 Some(format!("{} {}", info.name, info.version).trim().to_owned());
         }
         tracing::info!(agent = %self.label, generation, pid = client.process().map(|p| p.pid()), "agent started");
-        let (control, control_rx) = mpsc::unbounded_channel();
+        // One fence per lane at a time at most; lanes wait for room beyond that.
+        let (control, control_rx) = mpsc::channel(LANE_EVENTS);
         let instance = Arc::new(Instance {
             client,
             generation,
@@ -285,18 +338,52 @@ impl AgentHost {
         self: Arc<Self>,
         instance: Arc<Instance>,
         mut events: iris_acp::AgentEvents,
-        mut control: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+        mut control: mpsc::Receiver<oneshot::Sender<()>>,
     ) {
+        // An event waiting for room in its lane's queue: the agent's output is not read further
+        // meanwhile, except text for the same lane, which is merged into it. A fence is answered
+        // only when nothing is held, so that everything before it has reached its lane.
+        let mut held: Option<Held> = None;
         loop {
+            let Some(mut waiting) = held.take() else {
+                tokio::select! {
+                    biased;
+                    event = events.recv() => match event {
+                        Some(event) => held = self.route(event),
+                        None => break,
+                    },
+                    Some(fence) = control.recv() => {
+                        let _ = fence.send(());
+                    }
+                }
+                continue;
+            };
+            let tx = waiting.tx.clone();
             tokio::select! {
                 biased;
-                event = events.recv() => match event {
-                    Some(event) => self.route(event),
-                    None => break,
-                },
-                Some(fence) = control.recv() => {
-                    let _ = fence.send(());
+                permit = tx.reserve() => {
+                    if let Ok(permit) = permit {
+                        permit.send(waiting.event);
+                    }
                 }
+                event = events.recv() => match event {
+                    Some(AgentEvent::Update(n)) => match waiting.merge(&n.session_id, n.update) {
+                        None => held = Some(waiting),
+                        Some(update) => {
+                            let _ = waiting.tx.send(waiting.event).await;
+                            let n = iris_acp::SessionNotification { update, ..n };
+                            held = self.route(AgentEvent::Update(n));
+                        }
+                    },
+                    Some(other) => {
+                        let _ = waiting.tx.send(waiting.event).await;
+                        held = self.route(other);
+                    }
+                    None => {
+                        let _ = waiting.tx.send(waiting.event).await;
+                        break;
+                    }
+                },
             }
         }
         let detail = match instance.client.process() {
@@ -321,7 +408,7 @@ impl AgentHost {
             }
             self.running.store(st.current.is_some(), Ordering::SeqCst);
         }
-        let routes: Vec<mpsc::UnboundedSender<LaneEvent>> = {
+        let routes: Vec<EventTx> = {
             let mut map = self.routes.lock().expect("routes lock");
             let dead: Vec<String> = map
                 .iter()
@@ -334,36 +421,31 @@ impl AgentHost {
                 .collect()
         };
         for tx in routes {
-            let _ = tx.send(LaneEvent::Exited {
+            let exited = LaneEvent::Exited {
                 generation: instance.generation,
                 detail: detail.clone(),
-            });
+            };
+            let _ = tx.send(exited).await;
         }
         while let Ok(fence) = control.try_recv() {
             let _ = fence.send(());
         }
     }
 
-    fn route(&self, event: AgentEvent) {
-        match event {
+    /// Hands an event to its lane; returns it when the lane's queue is full.
+    fn route(&self, event: AgentEvent) -> Option<Held> {
+        let (session, event) = match event {
             AgentEvent::Update(n) => {
                 if let SessionUpdate::AvailableCommandsUpdate(cmds) = &n.update {
                     *self.commands.lock().expect("commands lock") =
                         super::catalog::bounded(&cmds.available_commands);
                 }
-                if let Some(route) = self.routes.lock().expect("routes lock").get(&n.session_id) {
-                    let _ = route.tx.send(LaneEvent::Update(n.update));
-                }
+                (n.session_id, LaneEvent::Update(n.update))
             }
-            AgentEvent::Permission { request, responder } => {
-                let routes = self.routes.lock().expect("routes lock");
-                match routes.get(&request.session_id) {
-                    Some(route) => {
-                        let _ = route.tx.send(LaneEvent::Permission(request, responder));
-                    }
-                    None => responder.cancel(),
-                }
-            }
+            AgentEvent::Permission { request, responder } => (
+                request.session_id.clone(),
+                LaneEvent::Permission(request, responder),
+            ),
             AgentEvent::Request {
                 method, responder, ..
             } => {
@@ -372,8 +454,22 @@ impl AgentHost {
                     METHOD_NOT_FOUND,
                     format!("{method} is not supported by this client"),
                 );
+                return None;
             }
-            AgentEvent::Notification { .. } => {}
+            AgentEvent::Notification { .. } => return None,
+        };
+        let tx = self
+            .routes
+            .lock()
+            .expect("routes lock")
+            .get(&session)
+            .map(|r| r.tx.clone());
+        // Without a route, a permission request is answered `cancelled` as it drops.
+        let tx = tx?;
+        match tx.try_send(event) {
+            Ok(()) => None,
+            Err(mpsc::error::TrySendError::Full(event)) => Some(Held { tx, session, event }),
+            Err(mpsc::error::TrySendError::Closed(_)) => None,
         }
     }
 
@@ -391,12 +487,7 @@ impl AgentHost {
     }
 
     /// Sends the events of a session to a lane.
-    pub fn add_route(
-        &self,
-        session_id: &str,
-        generation: u64,
-        tx: mpsc::UnboundedSender<LaneEvent>,
-    ) {
+    pub fn add_route(&self, session_id: &str, generation: u64, tx: EventTx) {
         self.routes
             .lock()
             .expect("routes lock")

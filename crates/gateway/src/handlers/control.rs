@@ -1,10 +1,8 @@
 //! Control of the agent's turns: stop, steer, retry, answering pickers, and the command catalog.
 
 use iris_protocol::{Ack, Header, MessageRetry, PickerSelect, ResponseFrame, Role};
-use tokio::sync::oneshot;
 
 use super::context::{resolve_lane, Context};
-use crate::agent::lane::{LaneCmd, PromptJob};
 use crate::command::Command;
 use crate::outbox::{from_stored, Origin};
 use crate::wire::{Reply, Result, WireError};
@@ -14,12 +12,8 @@ const MAX_TEXT: usize = super::messages::MAX_TEXT;
 
 pub(super) async fn stop(ctx: &Context, header: &Header) -> Result<Reply> {
     let lane = resolve_lane(ctx, header).await?;
-    let (tx, rx) = oneshot::channel();
-    ctx.agents.send(&lane, LaneCmd::Stop(tx))?;
-    match rx.await {
-        Ok(true) => Ok(Reply::ack(header)),
-        _ => Err(WireError::not_found("no turn is running in this lane")),
-    }
+    ctx.agents.stop(&lane).await?;
+    Ok(Reply::ack(header))
 }
 
 pub(super) async fn steer(ctx: &Context, header: &Header, text: String) -> Result<Reply> {
@@ -29,37 +23,19 @@ pub(super) async fn steer(ctx: &Context, header: &Header, text: String) -> Resul
         )));
     }
     let lane = resolve_lane(ctx, header).await?;
-    let (tx, rx) = oneshot::channel();
-    ctx.agents.send(&lane, LaneCmd::Steer(text, tx))?;
-    match rx.await {
-        Ok(Ok(())) => Ok(Reply::ack(header)),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(WireError::internal("lane ended while steering")),
-    }
+    ctx.agents.steer(&lane, text).await?;
+    Ok(Reply::ack(header))
 }
 
 pub(super) async fn picker_select(ctx: &Context, device: &str, req: PickerSelect) -> Result<Reply> {
-    let Some(lane) = ctx.agents.picker_lane(&req.picker_id) else {
-        return Err(WireError::not_found("picker unknown or expired"));
-    };
-    let (tx, rx) = oneshot::channel();
-    ctx.agents.send(
-        &lane,
-        LaneCmd::Picker {
-            picker_id: req.picker_id,
-            value: req.value,
-            device: Some(device.to_owned()),
-            reply: tx,
-        },
-    )?;
-    match rx.await {
-        Ok(Ok(())) => Ok(Reply::Direct(
-            ResponseFrame::Ack(Ack { ok: true }),
-            lane.header(),
-        )),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(WireError::not_found("picker unknown or expired")),
-    }
+    let lane = ctx
+        .agents
+        .answer_picker(req.picker_id, req.value, Some(device.to_owned()))
+        .await?;
+    Ok(Reply::Direct(
+        ResponseFrame::Ack(Ack { ok: true }),
+        lane.header(),
+    ))
 }
 
 /// `message.retry`: the lane's user message runs again as a new turn, with its attachments
@@ -95,23 +71,11 @@ pub(super) async fn retry(
             attachments.push(row);
         }
     }
-    let slot = Some(ctx.agents.reserve(&lane)?);
-    let (tx, rx) = oneshot::channel();
-    let job = PromptJob {
-        text: message.text,
-        blocks: ctx.media.prompt_links(&attachments),
-        origin_conn: origin.conn,
-        message_id: message.message_id,
-        slot,
-        retry: Some(tx),
-        busy_stored: false,
-    };
-    ctx.agents.send(&lane, LaneCmd::Prompt(job))?;
-    match rx.await {
-        Ok(Ok(())) => Ok(Reply::ack(header)),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(WireError::not_found("no agent runs in this chat")),
-    }
+    let blocks = ctx.media.prompt_links(&attachments);
+    ctx.agents
+        .retry(&lane, message.message_id, message.text, blocks, origin.conn)
+        .await?;
+    Ok(Reply::ack(header))
 }
 
 /// `commands.catalog`: the gateway's commands and those of the agent of the lane the request

@@ -9,8 +9,7 @@ use iris_store::{ChannelRow, StoreError};
 
 use super::channels::create_channel_tx;
 use super::context::{resolve_lane, Context};
-use crate::agent::lane::{CommandJob, LaneCmd, PromptJob};
-use crate::agent::recovery;
+use crate::agent::{Submission, Work};
 use crate::command::Command;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::{self, from_stored, to_stored, Origin};
@@ -61,11 +60,9 @@ pub(super) async fn send(
         lane.thread_id = Some(t.chat_id.clone());
     }
     // A lane that cannot take another turn refuses the message before it is stored.
-    let slot = ctx.agents.reserve(&lane)?;
+    let ticket = ctx.agents.reserve(&lane, command.is_none())?;
     // A prompt for an idle lane: its `agent.busy` goes out with the message.
-    let busy_first = command.is_none() && slot.first();
-    let busy_lane = lane.clone();
-    let slot = Some(slot);
+    let busy = ticket.marker();
     let message = Message {
         message_id: new_id("m_"),
         role: Role::User,
@@ -80,8 +77,7 @@ pub(super) async fn send(
     let stored = to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
     let lane_header = lane.header();
     let tx_origin = origin.clone();
-    let busy_stored = ctx
-        .shared
+    ctx.shared
         .store
         .write(move |tx| {
             if let Some(t) = thread {
@@ -97,43 +93,22 @@ pub(super) async fn send(
                 Some(&stored.message_id),
                 &tx_origin,
             )?;
-            match busy_first {
-                true => recovery::busy_with_message(tx, &busy_lane, &Origin::none()),
-                false => Ok(false),
-            }
+            busy.write(tx)
         })
         .await?;
-    let cmd = match command {
-        Some(command) => LaneCmd::Command(CommandJob {
-            command,
-            origin_conn: origin.conn,
-            message_id,
-            slot,
-        }),
-        None => {
-            let blocks = ctx.media.prompt_links(&attachments);
-            LaneCmd::Prompt(PromptJob {
-                text: send.text,
-                blocks,
-                origin_conn: origin.conn,
-                message_id,
-                slot,
-                retry: None,
-                busy_stored,
-            })
-        }
+    let work = match command {
+        Some(command) => Work::Command(command),
+        None => Work::Prompt {
+            text: send.text,
+            blocks: ctx.media.prompt_links(&attachments),
+        },
     };
-    if let Err(e) = ctx.agents.send(&lane, cmd) {
-        if busy_stored {
-            // No turn will run: the busy state stored with the message ends here.
-            let lane = lane.clone();
-            ctx.shared
-                .store
-                .write(move |tx| recovery::idle_without_turn(tx, &lane))
-                .await?;
-        }
-        return Err(e);
-    }
+    let submission = Submission {
+        message_id,
+        origin_conn: origin.conn,
+        work,
+    };
+    ctx.agents.submit(ticket, submission).await?;
     Ok(Reply::ViaOutbox)
 }
 

@@ -1,30 +1,33 @@
-//! Checkpoints of a streaming answer: its text so far, written to the store now and then so that a
-//! crash of the gateway keeps what devices already saw (see `agent::recovery`).
+//! Checkpoints of a streaming answer: its text and steps so far, in the store so that a gateway
+//! that goes down keeps what devices already saw (see `agent::recovery`).
 //!
-//! A checkpoint is due when the text changed and a second has passed since the last one (or since
-//! the turn started: a short answer is stored by its `message.stop` alone, and its commit does not
-//! queue behind a checkpoint's), or 4 KiB of new text arrived, or the turn's steps changed (a beat, a tool call, the plan, a picker: rare
-//! next to text). It holds the text and the steps, is written by a task of its own, never awaited
-//! by the turn, and at most one is in flight per lane: a due checkpoint waits while the previous
-//! one is being written.
+//! Before a `message.update` goes out, the text it shows is stored ([`Checkpoints::shown`],
+//! committed by the lane's output with a light commit, no fsync): no device is shown text the
+//! store does not hold. Between updates, a checkpoint is also due when the steps changed (a
+//! beat, a tool call, the plan, a picker) or, for text not yet shown, a second after the last one
+//! or after 4 KiB; such a checkpoint is written by a task of its own, never awaited by the turn,
+//! at most one in flight per lane. At a graceful shutdown the lane stores one last checkpoint
+//! ([`Checkpoints::save`]) and leaves the turn open for the next start.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use iris_store::Store;
+
 use super::super::recovery;
 use super::super::turn::TurnMapper;
-use super::LaneActor;
 use crate::media::agent as media_agent;
+use crate::outbox::Lane;
 
 /// Longest time streamed text waits for its checkpoint.
 const INTERVAL: Duration = Duration::from_secs(1);
 /// New text that makes a checkpoint due at once.
 const BYTES: usize = 4096;
 
-/// The checkpoint state of a lane's running answer.
+/// When a lane's running answer was last checkpointed, and how much of it.
 #[derive(Default)]
-pub(super) struct Checkpoints {
+struct Marks {
     /// When the last checkpoint was started (or postponed).
     last: Option<Instant>,
     /// Length of the text last checkpointed.
@@ -35,18 +38,18 @@ pub(super) struct Checkpoints {
     in_flight: Arc<AtomicBool>,
 }
 
-impl Checkpoints {
+impl Marks {
     /// The state of a turn that starts at `now`: its first text checkpoint is due a second later.
-    pub(super) fn started(now: Instant) -> Checkpoints {
-        Checkpoints {
+    fn started(now: Instant) -> Marks {
+        Marks {
             last: Some(now),
-            ..Checkpoints::default()
+            ..Marks::default()
         }
     }
 
     /// When the text of `mapper` needs its next checkpoint (`now` when overdue), if it changed
     /// since the last one.
-    pub(super) fn next_due(&self, mapper: &TurnMapper, now: Instant) -> Option<Instant> {
+    fn next_due(&self, mapper: &TurnMapper, now: Instant) -> Option<Instant> {
         let len = mapper.text().len();
         let steps_changed = mapper.steps_revision() != self.saved_steps;
         if len == self.saved_len && !steps_changed {
@@ -64,37 +67,124 @@ impl Checkpoints {
     }
 }
 
-impl LaneActor {
+/// What the store holds of a running answer before a device is shown its text: the text so far
+/// (its `MEDIA:` lines left out) and the steps, as [`recovery::checkpoint`] stores them.
+pub(crate) struct Shown {
+    message_id: String,
+    text: String,
+    steps: String,
+}
+
+impl Shown {
+    /// Stores it (in the caller's transaction, after the frames that opened the answer).
+    pub(crate) fn write(
+        &self,
+        tx: &mut iris_store::WriteTx<'_>,
+        lane: &Lane,
+    ) -> Result<(), iris_store::StoreError> {
+        recovery::checkpoint(tx, lane, &self.message_id, &self.text, &self.steps)
+    }
+}
+
+/// The checkpoints of a lane's running answer.
+pub(crate) struct Checkpoints {
+    store: Store,
+    lane: Lane,
+    marks: Marks,
+    /// The steps as last stored, kept while their revision stays.
+    steps: String,
+}
+
+impl Checkpoints {
+    pub(crate) fn new(store: Store, lane: Lane) -> Checkpoints {
+        Checkpoints {
+            store,
+            lane,
+            marks: Marks::default(),
+            steps: String::new(),
+        }
+    }
+
+    /// A turn starts at `now`: its first text checkpoint is due a second later.
+    pub(crate) fn start(&mut self, now: Instant) {
+        self.marks = Marks::started(now);
+        self.steps.clear();
+    }
+
+    /// What the store must hold before the answer's text as `mapper` has it now is shown, when
+    /// it changed since the last checkpoint; counts as a checkpoint.
+    pub(crate) fn shown(&mut self, mapper: &TurnMapper) -> Option<Shown> {
+        let text = mapper.text();
+        let revision = mapper.steps_revision();
+        let marks = &mut self.marks;
+        if text.len() == marks.saved_len && revision == marks.saved_steps {
+            return None;
+        }
+        if revision != marks.saved_steps || self.steps.is_empty() {
+            self.steps = iris_protocol::Step::list_to_stored(&mapper.steps().0);
+        }
+        marks.last = Some(Instant::now());
+        marks.saved_len = text.len();
+        marks.saved_steps = revision;
+        Some(Shown {
+            message_id: mapper.message_id().to_owned(),
+            text: media_agent::split_media_lines(text).0,
+            steps: self.steps.clone(),
+        })
+    }
+
+    /// When the text of `mapper` needs its next checkpoint (`now` when overdue), if it changed
+    /// since the last one.
+    pub(crate) fn next_due(&self, mapper: &TurnMapper, now: Instant) -> Option<Instant> {
+        self.marks.next_due(mapper, now)
+    }
+
+    /// Checkpoints the running answer now and waits for the commit (the gateway is stopping).
+    pub(crate) async fn save(&mut self, mapper: &TurnMapper) {
+        let text = media_agent::split_media_lines(mapper.text()).0;
+        let steps = iris_protocol::Step::list_to_stored(&mapper.steps().0);
+        let (lane, id) = (self.lane.clone(), mapper.message_id().to_owned());
+        let result = self
+            .store
+            .write(move |tx| recovery::checkpoint(tx, &lane, &id, &text, &steps))
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "could not checkpoint an answer at shutdown");
+        }
+    }
+
     /// Starts a checkpoint of the running answer when one is due; returns at once.
-    pub(super) fn checkpoint(&mut self, mapper: &TurnMapper) {
+    pub(crate) fn write_due(&mut self, mapper: &TurnMapper) {
         let now = Instant::now();
-        let Some(due) = self.checkpoints.next_due(mapper, now) else {
+        let marks = &mut self.marks;
+        let Some(due) = marks.next_due(mapper, now) else {
             return;
         };
         if due > now {
             return;
         }
-        if self.checkpoints.in_flight.load(Ordering::Acquire) {
+        if marks.in_flight.load(Ordering::Acquire) {
             // Try again after another interval, when the store has caught up.
-            self.checkpoints.last = Some(now);
+            marks.last = Some(now);
             return;
         }
         let text = mapper.text();
         let (steps, revision) = mapper.steps();
-        self.checkpoints.last = Some(now);
-        self.checkpoints.saved_len = text.len();
-        self.checkpoints.saved_steps = revision;
+        marks.last = Some(now);
+        marks.saved_len = text.len();
+        marks.saved_steps = revision;
         let text = media_agent::split_media_lines(text).0;
         let steps = iris_protocol::Step::list_to_stored(&steps);
-        let in_flight = self.checkpoints.in_flight.clone();
+        let in_flight = marks.in_flight.clone();
         in_flight.store(true, Ordering::Release);
-        let store = self.bridge.shared.store.clone();
         let lane = self.lane.clone();
         let id = mapper.message_id().to_owned();
+        // Queued now, so that what the lane stores later (text it shows) lands after it.
+        let commit = self
+            .store
+            .write_queued(move |tx| recovery::checkpoint(tx, &lane, &id, &text, &steps));
         tokio::spawn(async move {
-            let result = store
-                .write(move |tx| recovery::checkpoint(tx, &lane, &id, &text, &steps))
-                .await;
+            let result = commit.await;
             in_flight.store(false, Ordering::Release);
             if let Err(e) = result {
                 tracing::warn!(error = %e, "could not checkpoint a streaming answer");
@@ -126,7 +216,7 @@ mod tests {
     #[test]
     fn a_checkpoint_is_due_a_second_into_the_turn_then_a_second_apart_or_after_4_kib() {
         let now = Instant::now();
-        let mut c = Checkpoints::started(now);
+        let mut c = Marks::started(now);
         assert_eq!(
             c.next_due(&mapper_with("hi"), now),
             Some(now + INTERVAL),

@@ -10,15 +10,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iris_acp::{AcpError, ContentBlock, PromptResponse, SessionUpdate, StopReason};
-use iris_protocol::{BusyReason, PickerOutcome};
-use tokio::sync::mpsc;
+use iris_protocol::{BusyReason, EphemeralFrame};
 use tokio::time::Instant as TokioInstant;
 
-use super::super::host::{Instance, LaneEvent};
-use super::super::turn::TurnMapper;
-use super::{short, sleep_until, Job, LaneActor, LaneCmd, Pending};
+use super::super::error::AgentError;
+use super::super::host::{EventRx, Instance, LaneEvent};
+use super::super::turn::{Out, TurnMapper};
+use super::queue::{Job, LaneCmd};
+use super::{short, sleep_until, LaneActor};
 use crate::command::Command;
-use crate::wire::WireError;
 
 /// Who sees the turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,9 @@ pub(super) enum Ended {
     Crashed(String),
     /// The agent answered the prompt with an error.
     Failed(String),
+    /// The gateway is shutting down: the turn is left open (with its last checkpoint) for the
+    /// next start to close as cut off, as after a crash.
+    ShutDown,
 }
 
 /// The outcome of [`LaneActor::drive`].
@@ -96,7 +99,7 @@ impl LaneActor {
         session_id: &str,
         blocks: Vec<ContentBlock>,
         mapper: &mut TurnMapper,
-        rx: &mut mpsc::UnboundedReceiver<LaneEvent>,
+        rx: &mut EventRx,
     ) -> Driven {
         let mut run = Running {
             mode,
@@ -111,7 +114,7 @@ impl LaneActor {
             runaway: false,
             steered: None,
         };
-        self.checkpoints = super::checkpoint::Checkpoints::started(Instant::now());
+        self.checkpoints.start(Instant::now());
         self.agent_titles_left = super::AGENT_TITLES_PER_TURN;
         let client = instance.client.clone();
         let sid = session_id.to_owned();
@@ -130,17 +133,18 @@ impl LaneActor {
                 .filter(|_| !run.stopping.killed)
                 .map(|t| TokioInstant::from_std(t + self.host().timeouts.cancel_grace));
             // Waiting for the user is not the agent hanging.
-            let waiting_for_user = self.waiting_for_user();
+            let waiting_for_user = self.pickers.waiting_for_user();
             let idle_deadline = (run.stopping.since.is_none() && !waiting_for_user).then(|| {
                 TokioInstant::from_std(run.last_activity + self.host().timeouts.turn_idle)
             });
-            let expiry = self.next_picker_deadline();
+            let expiry = self.pickers.next_deadline().map(TokioInstant::from_std);
             let checkpoint_at = run
                 .live()
                 .then(|| self.checkpoints.next_due(mapper, Instant::now()))
                 .flatten()
                 .map(TokioInstant::from_std);
-            let close = self.close.clone();
+            let close = self.inbox.close.clone();
+            let closing = self.inbox.closing;
             tokio::select! {
                 res = &mut prompt => break Some(res),
                 Some(ev) = rx.recv() => {
@@ -149,31 +153,34 @@ impl LaneActor {
                     }
                 }
                 // A scheduled run has a session of its own; the lane's session may still speak.
-                Some(ev) = self.ev_rx.recv(), if !run.live() => self.idle_event(ev).await,
-                _ = close.cancelled(), if !self.closing => {
-                    self.closing = true;
-                    self.cancel_run(&mut run);
+                Some(ev) = self.events.recv(), if !run.live() => self.idle_event(ev).await,
+                _ = close.cancelled(), if !closing => {
+                    if self.close_run(&mut run) {
+                        return self.shut_down(run);
+                    }
                 }
-                cmd = self.rx.recv(), if !self.closing => match cmd {
+                cmd = self.inbox.rx.recv(), if !closing => match cmd {
                     None => {
-                        self.closing = true;
-                        self.cancel_run(&mut run);
+                        if self.close_run(&mut run) {
+                            return self.shut_down(run);
+                        }
                     }
                     Some(cmd) => self.on_cmd(&mut run, cmd, mapper).await,
                 },
                 _ = sleep_until(flush_at) => {
                     if let Some(out) = mapper.flush_due(Instant::now()) {
-                        self.emit(vec![out], &run.turn_id).await;
+                        let shown = self.checkpoints.shown(mapper);
+                        self.out.emit(vec![out], &run.turn_id, shown).await;
                     }
                 }
-                _ = sleep_until(checkpoint_at) => self.checkpoint(mapper),
+                _ = sleep_until(checkpoint_at) => self.checkpoints.write_due(mapper),
                 _ = sleep_until(idle_deadline) => {
-                    tracing::warn!(lane = ?self.lane, "the agent sent nothing for too long; cancelling the turn");
+                    tracing::warn!(lane = ?self.lane(), "the agent sent nothing for too long; cancelling the turn");
                     run.timed_out = true;
                     self.cancel_run(&mut run);
                 }
                 _ = sleep_until(cancel_deadline) => {
-                    tracing::warn!(lane = ?self.lane, "the agent did not end a cancelled turn; restarting it");
+                    tracing::warn!(lane = ?self.lane(), "the agent did not end a cancelled turn; restarting it");
                     run.stopping.killed = true;
                     self.host().kill(instance.generation).await;
                 }
@@ -183,10 +190,26 @@ impl LaneActor {
         self.finish_prompt(run, result, mapper, rx).await
     }
 
-    fn waiting_for_user(&self) -> bool {
-        self.pickers
-            .values()
-            .any(|p| matches!(p, Pending::Approval { .. }))
+    /// The lane ends (its lane deleted, or the gateway stopping). A deleted lane's turn is
+    /// cancelled and leaves no frames; a user's turn at a graceful shutdown is left open, as a
+    /// crash leaves it, for the next start to close as cut off (returns true then).
+    fn close_run(&mut self, run: &mut Running<'_>) -> bool {
+        self.inbox.closing = true;
+        if run.live() && !self.out.is_deleted() {
+            return true;
+        }
+        self.cancel_run(run);
+        false
+    }
+
+    /// The outcome of a turn left open at shutdown.
+    fn shut_down(&mut self, run: Running<'_>) -> Driven {
+        Driven {
+            ended: Ended::ShutDown,
+            timed_out: false,
+            runaway: run.runaway,
+            steered: run.steered,
+        }
     }
 
     fn cancel_run(&mut self, run: &mut Running<'_>) {
@@ -212,13 +235,13 @@ impl LaneActor {
                 self.take_update(run.mode, update, mapper, &run.turn_id, steered)
                     .await;
                 if mapper.runaway() && !run.runaway {
-                    tracing::warn!(lane = ?self.lane, "the agent wrote more than a turn may hold; cancelling the turn");
+                    tracing::warn!(lane = ?self.lane(), "the agent wrote more than a turn may hold; cancelling the turn");
                     run.runaway = true;
                     self.cancel_run(run);
                 }
             }
             LaneEvent::Permission(request, responder) => {
-                if !run.live() || run.stopping.since.is_some() || self.approvals_full() {
+                if !run.live() || run.stopping.since.is_some() || self.pickers.approvals_full() {
                     responder.cancel();
                 } else if let Some(id) = self.open_permission(request, responder, mapper).await {
                     run.turn_pickers.push(id);
@@ -251,30 +274,20 @@ impl LaneActor {
                     &run.turn_pickers,
                 );
                 if let Ok(Some(text)) = &result {
-                    self.steering_message(text).await;
+                    self.out.steering_message(text).await;
                     run.steered = Some((text.clone(), mapper.tools_closed()));
                 }
                 let _ = reply.send(result.map(|_| ()));
             }
-            LaneCmd::Steer(_, reply) => {
-                let _ = reply.send(Err(WireError::not_found(
-                    "a scheduled job is running in this lane; stop it or wait for it",
-                )));
-            }
-            LaneCmd::Prompt(mut p) => {
-                if !p.refuse_retry() {
-                    // The running job ends with `agent.idle`: this turn announces its own busy.
-                    p.busy_stored = false;
-                    self.queue.push_back(Job::Prompt(p))
-                }
-            }
+            LaneCmd::Steer(_, reply) => drop(reply.send(Err(AgentError::ScheduledRunning))),
+            LaneCmd::Prompt(p) => self.queue.prompt_when_busy(p),
             LaneCmd::Command(c) if c.command == Command::Stop => {
-                self.read_receipt(c.origin_conn, &c.message_id);
+                self.out.read_receipt(c.origin_conn, &c.message_id);
                 self.cancel_run(run);
             }
             LaneCmd::Command(c) if c.command.runs_during_turn() => self.command(c).await,
-            LaneCmd::Command(c) => self.queue.push_back(Job::Command(c)),
-            LaneCmd::Cron(c) => self.queue.push_back(Job::Cron(c)),
+            LaneCmd::Command(c) => self.queue.push(Job::Command(c)),
+            LaneCmd::Cron(c) => self.queue.push(Job::Cron(c)),
             // The session is open: a turn is running in it.
             LaneCmd::Prepare(done) => drop(done.send(())),
             // The lane follows its channel's new agent before its next job.
@@ -286,13 +299,13 @@ impl LaneActor {
                 reply,
             } => {
                 let result = self.answer_picker(&picker_id, &value, device).await;
-                if run.live() && result.is_ok() && !self.waiting_for_user() {
+                if run.live() && result.is_ok() && !self.pickers.waiting_for_user() {
                     let reason = if mapper.tool_open() {
                         BusyReason::Tool
                     } else {
                         BusyReason::Processing
                     };
-                    self.busy(reason).await;
+                    self.out.busy(reason).await;
                 }
                 let _ = reply.send(result);
             }
@@ -306,33 +319,27 @@ impl LaneActor {
         run: Running<'_>,
         result: Option<Result<PromptResponse, AcpError>>,
         mapper: &mut TurnMapper,
-        rx: &mut mpsc::UnboundedReceiver<LaneEvent>,
+        rx: &mut EventRx,
     ) -> Driven {
         let instance = run.instance;
         if result.is_some() {
             // The agent's last updates may still be on their way to this lane when its answer
-            // arrives: wait until everything it sent before has been routed, then take it.
-            instance.fence().await;
-            while let Ok(ev) = rx.try_recv() {
-                match ev {
-                    LaneEvent::Update(update) => {
-                        let steered = run.steered.is_some();
-                        self.take_update(run.mode, update, mapper, &run.turn_id, steered)
-                            .await
-                    }
-                    LaneEvent::Permission(_, responder) => responder.cancel(),
-                    other => self.idle_event(other).await,
+            // arrives: take them until everything it sent before has been routed.
+            let fence = instance.fence();
+            tokio::pin!(fence);
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(ev) = rx.recv() => self.late_event(&run, ev, mapper).await,
+                    _ = &mut fence => break,
                 }
+            }
+            while let Ok(ev) = rx.try_recv() {
+                self.late_event(&run, ev, mapper).await;
             }
         }
         // Whatever is still pending belongs to this turn and cannot be answered any more.
-        for id in &run.turn_pickers {
-            if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(id) {
-                responder.cancel();
-                self.picker_closed(id, PickerOutcome::Cancelled, None, None);
-            }
-            self.bridge.forget_pickers(std::iter::once(id));
-        }
+        self.pickers.cancel(&run.turn_pickers);
         self.flush_closed(Some(&mut *mapper)).await;
         let cancelled = run.stopping.since.is_some();
         let ended = match result {
@@ -340,7 +347,7 @@ impl LaneActor {
                 self.host().mark_healthy(instance.generation).await;
                 let tokens = self
                     .session
-                    .as_mut()
+                    .current_mut()
                     .and_then(|s| s.usage.turn_tokens(resp.usage.as_ref()));
                 Ended::Answered {
                     cancelled: cancelled || resp.stop_reason == StopReason::Cancelled,
@@ -361,7 +368,7 @@ impl LaneActor {
             None => Ended::Crashed(short(&run.crashed.unwrap_or_default())),
         };
         if matches!(ended, Ended::Stopped | Ended::Crashed(_)) {
-            self.session = None;
+            self.session.drop_current();
         }
         Driven {
             ended,
@@ -369,6 +376,19 @@ impl LaneActor {
             // Also when the agent ended the turn before the gateway could stop it.
             runaway: run.runaway || mapper.runaway(),
             steered: run.steered,
+        }
+    }
+
+    /// An event that arrived after the prompt answered: its updates still belong to the turn.
+    async fn late_event(&mut self, run: &Running<'_>, ev: LaneEvent, mapper: &mut TurnMapper) {
+        match ev {
+            LaneEvent::Update(update) => {
+                let steered = run.steered.is_some();
+                self.take_update(run.mode, update, mapper, &run.turn_id, steered)
+                    .await
+            }
+            LaneEvent::Permission(_, responder) => responder.cancel(),
+            other => self.idle_event(other).await,
         }
     }
 
@@ -393,13 +413,22 @@ impl LaneActor {
                     return;
                 }
                 let outs = mapper.on_update(&update, Instant::now());
-                self.emit(outs, turn_id).await;
-                self.checkpoint(mapper);
+                let shown = shows_text(&outs)
+                    .then(|| self.checkpoints.shown(mapper))
+                    .flatten();
+                self.out.emit(outs, turn_id, shown).await;
+                self.checkpoints.write_due(mapper);
                 self.collect_files(mapper).await;
             }
             (Mode::Scheduled, update) => drop(mapper.on_update(&update, Instant::now())),
         }
     }
+}
+
+/// Whether the frames show text of the answer (a `message.update`).
+pub(super) fn shows_text(outs: &[Out]) -> bool {
+    outs.iter()
+        .any(|o| matches!(o, Out::Ephemeral(EphemeralFrame::MessageUpdate(_), _)))
 }
 
 /// Hermes acknowledges `/steer` inside the running turn's text ("⏩ Steer queued for the active

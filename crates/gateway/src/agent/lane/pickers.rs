@@ -1,24 +1,28 @@
-//! The lane's pickers: the agent's permission requests and clarify questions (approvals, with
-//! a deadline), and the gateway's own model and reasoning choices.
+//! A lane's picker book: the agent's permission requests and clarify questions (approvals, with
+//! a deadline), and the gateway's own model, reasoning and agent choices, each under its id in
+//! the bridge's index while it is open.
 //!
-//! However a picker closes (answered on any device, expired, or cancelled with its turn), every
-//! device is told with a durable `picker.closed`, and an agent's picker becomes a step of the
-//! turn's answer with its outcome.
+//! However a picker closes (answered on any device, expired, or cancelled with its turn), the book
+//! notes it; the lane then tells every device with a durable `picker.closed`, and an agent's
+//! picker becomes a step of the turn's answer with its outcome.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{PermissionResponder, RequestPermissionRequest};
+use iris_acp::{PermissionResponder, RequestPermissionRequest, SessionModelState};
 use iris_protocol::{
-    AgentBusy, BusyReason, Choice, DurableFrame, Notification, PickerApproval, PickerClarify,
-    PickerClosed, PickerOutcome, MAX_STEP_TEXT,
+    AgentBusy, BusyReason, Choice, DurableFrame, ModelEntry, ModelProvider, Notification,
+    PickerApproval, PickerChoice, PickerClarify, PickerClosed, PickerModel, PickerOutcome,
+    MAX_STEP_TEXT,
 };
-use tokio::time::Instant as TokioInstant;
 
-use super::super::turn::TurnMapper;
-use super::{LaneActor, Pending};
+use super::super::env::PickerIndex;
+use super::super::error::AgentError;
+use super::session::provider_of;
 use crate::ids::{new_id, now_ms};
+use crate::outbox::Lane;
 use crate::text::{head, tail};
-use crate::wire::WireError;
 
 /// Approvals of one lane open at once; the agent's further requests are answered `cancelled`
 /// without being shown.
@@ -28,48 +32,128 @@ const MAX_CHOICES: usize = 16;
 const MAX_CHOICE_LABEL: usize = 100;
 const MAX_OPTION_ID_BYTES: usize = 256;
 
-impl LaneActor {
+/// An open picker.
+pub(crate) enum Pending {
+    Approval {
+        responder: PermissionResponder,
+        /// The agent's options: the values a device may answer with, and their labels.
+        options: Vec<Choice>,
+        deadline: Instant,
+    },
+    Model {
+        models: Vec<String>,
+    },
+    Reasoning,
+    Agent {
+        names: Vec<String>,
+    },
+}
+
+/// What an accepted answer asks of the lane (an approval is answered by the book itself).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// The agent's question was answered.
+    Approved,
+    /// Switch the session's model to this one (the agent's id).
+    Model(String),
+    /// Show or hide reasoning.
+    Reasoning(bool),
+    /// Move the channel to this agent.
+    Agent(String),
+}
+
+/// A permission request made into a picker: its id, kind and title (for the turn's steps), and
+/// the frames that show it.
+pub(crate) struct Opened {
+    pub id: String,
+    pub kind: &'static str,
+    pub title: String,
+    pub frames: Vec<DurableFrame>,
+}
+
+/// The open pickers of one lane and those closed since the lane last told the devices.
+pub(crate) struct PickerBook {
+    lane: Lane,
+    index: Arc<PickerIndex>,
+    open: HashMap<String, Pending>,
+    /// Closed since the last [`PickerBook::take_closed`], with the chosen label.
+    closed: Vec<(PickerClosed, Option<String>)>,
+}
+
+impl PickerBook {
+    pub(crate) fn new(lane: Lane, index: Arc<PickerIndex>) -> PickerBook {
+        PickerBook {
+            lane,
+            index,
+            open: HashMap::new(),
+            closed: Vec::new(),
+        }
+    }
+
     /// Whether the lane shows as many approvals as it may ([`MAX_OPEN_APPROVALS`]): the agent's
     /// next request is then answered `cancelled`.
-    pub(super) fn approvals_full(&self) -> bool {
-        self.pickers
+    pub(crate) fn approvals_full(&self) -> bool {
+        self.approvals() >= MAX_OPEN_APPROVALS
+    }
+
+    /// Whether an approval waits for the user (the agent is not hanging then).
+    pub(crate) fn waiting_for_user(&self) -> bool {
+        self.approvals() > 0
+    }
+
+    fn approvals(&self) -> usize {
+        self.open
             .values()
             .filter(|p| matches!(p, Pending::Approval { .. }))
             .count()
-            >= MAX_OPEN_APPROVALS
     }
 
-    pub(super) fn next_picker_deadline(&self) -> Option<TokioInstant> {
-        self.pickers
+    /// When the next approval expires.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.open
             .values()
             .filter_map(|p| match p {
-                Pending::Approval { deadline, .. } => Some(TokioInstant::from_std(*deadline)),
+                Pending::Approval { deadline, .. } => Some(*deadline),
                 _ => None,
             })
             .min()
     }
 
-    pub(super) async fn expire_pickers(&mut self) {
-        let now = Instant::now();
+    /// Closes the approvals whose deadline passed (`cancelled` for the agent, `expired` for the
+    /// devices); returns how many.
+    pub(crate) fn expire(&mut self, now: Instant) -> usize {
         let expired: Vec<String> = self
-            .pickers
+            .open
             .iter()
             .filter(|(_, p)| matches!(p, Pending::Approval { deadline, .. } if *deadline <= now))
             .map(|(id, _)| id.clone())
             .collect();
-        for id in expired {
-            if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(&id) {
+        for id in &expired {
+            if let Some(Pending::Approval { responder, .. }) = self.remove(id) {
                 responder.cancel();
             }
-            self.bridge.forget_pickers(std::iter::once(&id));
-            self.picker_closed(&id, PickerOutcome::Expired, None, None);
-            self.system("The approval request expired without an answer and was cancelled.")
-                .await;
+            self.note_closed(id, PickerOutcome::Expired, None, None);
+        }
+        expired.len()
+    }
+
+    /// Cancels the approvals among `ids` still open (their turn ends or is stopped).
+    pub(crate) fn cancel(&mut self, ids: &[String]) {
+        for id in ids {
+            match self.open.get(id) {
+                Some(Pending::Approval { .. }) => {
+                    if let Some(Pending::Approval { responder, .. }) = self.remove(id) {
+                        responder.cancel();
+                    }
+                    self.note_closed(id, PickerOutcome::Cancelled, None, None);
+                }
+                _ => self.index.forget(std::iter::once(id)),
+            }
         }
     }
 
-    /// Notes that a picker closed; [`LaneActor::flush_closed`] tells the devices.
-    pub(super) fn picker_closed(
+    /// Notes that a picker closed; [`PickerBook::take_closed`] hands the notes over.
+    fn note_closed(
         &mut self,
         picker_id: &str,
         outcome: PickerOutcome,
@@ -85,38 +169,103 @@ impl LaneActor {
         self.closed.push((closed, answer.map(|c| c.label.clone())));
     }
 
-    /// Sends `picker.closed` for the pickers closed since the last call (one transaction), and
-    /// records their outcomes in the running turn's steps.
-    pub(super) async fn flush_closed(&mut self, mapper: Option<&mut TurnMapper>) {
-        if self.closed.is_empty() {
-            return;
-        }
-        let closed = std::mem::take(&mut self.closed);
-        if let Some(mapper) = mapper {
-            for (c, label) in &closed {
-                mapper.picker_closed(c, label.clone());
-            }
-        }
-        let frames = closed
-            .into_iter()
-            .map(|(c, _)| DurableFrame::PickerClosed(c))
-            .collect();
-        self.durable(frames, None, None).await;
+    /// The pickers closed since the last call, with the chosen labels.
+    pub(crate) fn take_closed(&mut self) -> Vec<(PickerClosed, Option<String>)> {
+        std::mem::take(&mut self.closed)
     }
 
-    pub(super) fn register_picker(&mut self, pending: Pending) -> String {
+    /// Opens a picker of the gateway's; returns its id.
+    pub(crate) fn register(&mut self, pending: Pending) -> String {
         let id = new_id("p_");
-        self.pickers.insert(id.clone(), pending);
-        self.bridge.remember_picker(&id, &self.lane);
+        self.open.insert(id.clone(), pending);
+        self.index.remember(&id, &self.lane);
         id
     }
 
-    pub(super) async fn open_permission(
+    fn remove(&mut self, id: &str) -> Option<Pending> {
+        let pending = self.open.remove(id);
+        self.index.forget(std::iter::once(&id.to_owned()));
+        pending
+    }
+
+    fn put_back(&mut self, id: &str, pending: Pending) {
+        self.open.insert(id.to_owned(), pending);
+        self.index.remember(id, &self.lane);
+    }
+
+    /// Takes an answer: a value that is not one of the picker's leaves it open.
+    pub(crate) fn answer(
+        &mut self,
+        picker_id: &str,
+        value: &str,
+        device: Option<String>,
+        find_model: impl Fn(&[String], &str) -> Option<String>,
+    ) -> Result<Answer, AgentError> {
+        let pending = self.remove(picker_id).ok_or(AgentError::PickerUnknown)?;
+        let refuse = |book: &mut PickerBook, pending, why| {
+            book.put_back(picker_id, pending);
+            Err(AgentError::BadChoice(why))
+        };
+        let chosen = |label: String| Choice {
+            value: value.to_owned(),
+            label,
+            is_current: true,
+        };
+        match pending {
+            Pending::Approval {
+                responder,
+                options,
+                deadline,
+            } => {
+                let Some(choice) = options.iter().find(|o| o.value == value).cloned() else {
+                    let pending = Pending::Approval {
+                        responder,
+                        options,
+                        deadline,
+                    };
+                    return refuse(self, pending, "value is not one of the picker's choices");
+                };
+                responder.select(value);
+                self.note_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
+                Ok(Answer::Approved)
+            }
+            Pending::Model { models } => match find_model(&models, value) {
+                Some(model) => {
+                    let choice = chosen(model.clone());
+                    self.note_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
+                    Ok(Answer::Model(model))
+                }
+                None => refuse(
+                    self,
+                    Pending::Model { models },
+                    "value is not one of the offered models",
+                ),
+            },
+            Pending::Agent { names } if names.iter().any(|n| n == value) => {
+                Ok(Answer::Agent(value.to_owned()))
+            }
+            Pending::Agent { names } => refuse(
+                self,
+                Pending::Agent { names },
+                "value is not one of the offered agents",
+            ),
+            Pending::Reasoning if value == "show" || value == "hide" => {
+                let choice = chosen(value.to_owned());
+                self.note_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
+                Ok(Answer::Reasoning(value == "show"))
+            }
+            Pending::Reasoning => refuse(self, Pending::Reasoning, "value must be show or hide"),
+        }
+    }
+
+    /// Opens the agent's permission request (or clarify question) as a picker with the frames
+    /// that show it; `None` (the agent told `cancelled`) when it offers no usable choice.
+    pub(crate) fn open_permission(
         &mut self,
         request: RequestPermissionRequest,
         responder: PermissionResponder,
-        mapper: &mut TurnMapper,
-    ) -> Option<String> {
+        deadline: Instant,
+    ) -> Option<Opened> {
         // What a device shows is bounded like a step of the answer.
         let choices: Vec<Choice> = request
             .options
@@ -134,13 +283,9 @@ impl LaneActor {
             return None;
         }
         // One notification while approvals wait: the phone is told once, not for each.
-        let notify = !self
-            .pickers
-            .values()
-            .any(|p| matches!(p, Pending::Approval { .. }));
-        let deadline = Instant::now() + self.host().timeouts.approval;
+        let notify = !self.waiting_for_user();
         let question = request.clarify_question().map(|q| head(q, MAX_STEP_TEXT));
-        let id = self.register_picker(Pending::Approval {
+        let id = self.register(Pending::Approval {
             responder,
             options: choices.clone(),
             deadline,
@@ -186,7 +331,6 @@ impl LaneActor {
                 )
             }
         };
-        mapper.picker_opened(&id, kind, &title);
         let note = DurableFrame::Notification(Notification {
             kind: kind.into(),
             title: if kind == "clarify" {
@@ -205,95 +349,87 @@ impl LaneActor {
         } else {
             vec![frame, busy]
         };
-        self.durable(frames, None, None).await;
-        Some(id)
+        Some(Opened {
+            id,
+            kind,
+            title,
+            frames,
+        })
     }
 
-    pub(super) async fn answer_picker(
-        &mut self,
-        picker_id: &str,
-        value: &str,
-        device: Option<String>,
-    ) -> Result<(), WireError> {
-        let Some(pending) = self.pickers.remove(picker_id) else {
-            return Err(WireError::not_found("picker unknown or expired"));
+    /// `/agent` without a name: the agents this channel can talk to, `current` marked.
+    pub(crate) fn agent_picker(&mut self, names: Vec<String>, current: &str) -> DurableFrame {
+        let choices = names
+            .iter()
+            .map(|n| Choice {
+                value: n.clone(),
+                label: n.clone(),
+                is_current: n == current,
+            })
+            .collect();
+        let id = self.register(Pending::Agent { names });
+        DurableFrame::PickerChoice(PickerChoice {
+            picker_id: id,
+            title: "Agent".into(),
+            choices,
+        })
+    }
+
+    /// `/reasoning` without an option: show or hide, the current one marked.
+    pub(crate) fn reasoning_picker(&mut self, shown: bool) -> DurableFrame {
+        let id = self.register(Pending::Reasoning);
+        let choice = |value: &str, label: &str, is_current| Choice {
+            value: value.into(),
+            label: label.into(),
+            is_current,
         };
-        self.bridge
-            .forget_pickers(std::iter::once(&picker_id.to_owned()));
-        match pending {
-            Pending::Approval {
-                responder,
-                options,
-                deadline,
-            } => {
-                let Some(choice) = options.iter().find(|o| o.value == value).cloned() else {
-                    self.pickers.insert(
-                        picker_id.to_owned(),
-                        Pending::Approval {
-                            responder,
-                            options,
-                            deadline,
-                        },
-                    );
-                    self.bridge.remember_picker(picker_id, &self.lane);
-                    return Err(WireError::bad_request(
-                        "value is not one of the picker's choices",
-                    ));
-                };
-                responder.select(value);
-                self.picker_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
-                Ok(())
+        DurableFrame::PickerChoice(PickerChoice {
+            picker_id: id,
+            title: "Reasoning".into(),
+            choices: vec![
+                choice("show", "Show reasoning", shown),
+                choice("hide", "Hide reasoning", !shown),
+            ],
+        })
+    }
+
+    /// `/model` without a name: the session's models grouped by provider.
+    pub(crate) fn model_picker(&mut self, models: &SessionModelState) -> DurableFrame {
+        let mut providers: Vec<ModelProvider> = Vec::new();
+        for m in &models.available_models {
+            let provider = provider_of(&m.model_id).0.to_owned();
+            let entry = ModelEntry {
+                id: m.model_id.clone(),
+                label: m.name.clone(),
+            };
+            match providers.iter_mut().find(|p| p.id == provider) {
+                Some(p) => p.models.push(entry),
+                None => providers.push(ModelProvider {
+                    label: provider.clone(),
+                    id: provider,
+                    models: vec![entry],
+                }),
             }
-            Pending::Model { models } => {
-                let found = super::commands::find_model(models.iter().map(String::as_str), value);
-                let Some(model) = found else {
-                    self.pickers
-                        .insert(picker_id.to_owned(), Pending::Model { models });
-                    self.bridge.remember_picker(picker_id, &self.lane);
-                    return Err(WireError::bad_request(
-                        "value is not one of the offered models",
-                    ));
-                };
-                self.set_model(&model).await;
-                let choice = Choice {
-                    value: value.to_owned(),
-                    label: model,
-                    is_current: true,
-                };
-                self.picker_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
-                Ok(())
-            }
-            Pending::Agent { names } => {
-                if !names.iter().any(|n| n == value) {
-                    self.pickers
-                        .insert(picker_id.to_owned(), Pending::Agent { names });
-                    self.bridge.remember_picker(picker_id, &self.lane);
-                    return Err(WireError::bad_request(
-                        "value is not one of the offered agents",
-                    ));
-                }
-                self.switch_agent(value).await;
-                Ok(())
-            }
-            Pending::Reasoning => match value {
-                "show" | "hide" => {
-                    self.set_reasoning(value == "show").await;
-                    let choice = Choice {
-                        value: value.to_owned(),
-                        label: value.to_owned(),
-                        is_current: true,
-                    };
-                    self.picker_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
-                    Ok(())
-                }
-                _ => {
-                    self.pickers
-                        .insert(picker_id.to_owned(), Pending::Reasoning);
-                    self.bridge.remember_picker(picker_id, &self.lane);
-                    Err(WireError::bad_request("value must be show or hide"))
-                }
-            },
         }
+        let current = models.current_model_id.clone();
+        let ids = models
+            .available_models
+            .iter()
+            .map(|m| m.model_id.clone())
+            .collect();
+        let id = self.register(Pending::Model { models: ids });
+        DurableFrame::PickerModel(PickerModel {
+            picker_id: id,
+            current_provider: current.split_once(':').map(|(p, _)| p.to_owned()),
+            current_model: Some(current),
+            providers,
+        })
+    }
+
+    /// Closes every open picker when the lane ends (approvals answered `cancelled`).
+    pub(crate) fn forget_all(&mut self) {
+        self.index.forget(self.open.keys());
+        self.open.clear();
     }
 }
 
@@ -323,4 +459,77 @@ fn permission_preview(content: &[iris_acp::ToolCallContent]) -> Option<String> {
     }
     let out = out.trim_end().to_owned();
     Some(tail(&out, 4000)).filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn book() -> (PickerBook, Arc<PickerIndex>) {
+        let index = Arc::new(PickerIndex::default());
+        let lane = Lane {
+            chat_id: "c_1".into(),
+            thread_id: None,
+        };
+        (PickerBook::new(lane, index.clone()), index)
+    }
+
+    fn exact(models: &[String], value: &str) -> Option<String> {
+        models.iter().find(|m| *m == value).cloned()
+    }
+
+    #[test]
+    fn a_wrong_value_leaves_the_picker_open_and_a_right_one_closes_it() {
+        let (mut book, index) = book();
+        let id = book.register(Pending::Model {
+            models: vec!["demo:echo".into(), "demo:verbose".into()],
+        });
+        assert!(index.lane_of(&id).is_some(), "answers find the lane");
+        assert!(matches!(
+            book.answer(&id, "nope", None, exact),
+            Err(AgentError::BadChoice(_))
+        ));
+        assert!(index.lane_of(&id).is_some(), "still open");
+        let answer = book.answer(&id, "demo:verbose", Some("d_1".into()), exact);
+        assert_eq!(answer.ok(), Some(Answer::Model("demo:verbose".into())));
+        assert!(index.lane_of(&id).is_none(), "closed");
+        let closed = book.take_closed();
+        assert_eq!(closed.len(), 1);
+        assert_eq!(closed[0].0.outcome, PickerOutcome::Answered);
+        assert_eq!(closed[0].0.by_device.as_deref(), Some("d_1"));
+        assert!(book.take_closed().is_empty(), "told once");
+        assert!(matches!(
+            book.answer(&id, "demo:verbose", None, exact),
+            Err(AgentError::PickerUnknown)
+        ));
+    }
+
+    #[test]
+    fn reasoning_and_agent_pickers_answer_what_the_lane_must_do() {
+        let (mut book, _) = book();
+        let id = book.register(Pending::Reasoning);
+        assert_eq!(
+            book.answer(&id, "hide", None, exact).ok(),
+            Some(Answer::Reasoning(false))
+        );
+        let id = book.register(Pending::Agent {
+            names: vec!["demo".into()],
+        });
+        assert!(book.answer(&id, "other", None, exact).is_err());
+        assert_eq!(
+            book.answer(&id, "demo", None, exact).ok(),
+            Some(Answer::Agent("demo".into()))
+        );
+        assert!(!book.waiting_for_user(), "no approval waits");
+        assert_eq!(book.next_deadline(), None);
+        assert_eq!(book.expire(Instant::now()), 0);
+    }
+
+    #[test]
+    fn a_closed_lane_forgets_its_pickers() {
+        let (mut book, index) = book();
+        let id = book.register(Pending::Reasoning);
+        book.forget_all();
+        assert!(index.lane_of(&id).is_none());
+    }
 }

@@ -9,32 +9,30 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{ContentBlock, SessionModelState};
-use iris_protocol::{BusyReason, Role};
-use tokio::sync::mpsc;
-
-use super::super::host::{Instance, LaneEvent};
+use super::super::host::{event_channel, EventRx, Instance};
 use super::super::turn::{Ending, Out, TurnConfig, TurnMapper};
 use super::drive::{Driven, Ended, Mode};
 use super::{short, LaneActor};
 use crate::cron::{CronRun, Outcome};
 use crate::ids::new_id;
+use iris_acp::{ContentBlock, SessionModelState};
+use iris_protocol::{BusyReason, Role};
 
 impl LaneActor {
     /// Runs a due job as this lane's turn.
     pub(super) async fn run_cron(&mut self, run: CronRun) {
         // The job may have been removed or paused while it waited behind another turn.
-        if !self.bridge.cron.still_wanted(&run).await {
+        if !self.env.cron.still_wanted(&run).await {
             return;
         }
-        self.busy(BusyReason::Cron).await;
+        self.out.busy(BusyReason::Cron).await;
         match self.cron_turn(&run.prompt).await {
-            Some(outcome) => self.bridge.cron.finish(&self.lane, run, outcome).await,
+            Some(outcome) => self.env.cron.finish(self.out.lane(), run, outcome).await,
             // The lane closes (gateway shutdown or channel deletion): the run is not recorded, so
             // that a restart catches it up.
             None => tracing::info!(job_id = run.job_id, "scheduled run interrupted"),
         }
-        self.idle().await;
+        self.out.idle().await;
     }
 
     /// Opens the job's own session, runs the prompt in it and forgets the session.
@@ -44,7 +42,7 @@ impl LaneActor {
             Err(e) => {
                 return Some(Outcome::Failed(format!(
                     "the agent is not available: {}",
-                    short(&e)
+                    short(&e.to_string())
                 )))
             }
         };
@@ -57,7 +55,7 @@ impl LaneActor {
                 )))
             }
         };
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = event_channel();
         self.host()
             .add_route(&session.session_id, instance.generation, tx);
         let model = self
@@ -81,6 +79,7 @@ impl LaneActor {
     ) -> Option<String> {
         let offered = models?;
         let Some(wanted) = self
+            .session
             .current_model()
             .filter(|m| *m != offered.current_model_id)
         else {
@@ -108,7 +107,7 @@ impl LaneActor {
         session_id: &str,
         model: Option<String>,
         prompt: &str,
-        rx: &mut mpsc::UnboundedReceiver<LaneEvent>,
+        rx: &mut EventRx,
     ) -> Option<Outcome> {
         let mut mapper = TurnMapper::new(TurnConfig {
             message_id: new_id("m_"),
@@ -116,7 +115,7 @@ impl LaneActor {
             model,
             cwd: crate::config::home_relative(&self.host().cwd),
             show_reasoning: self.show_reasoning,
-            update_interval: self.bridge.settings.update_interval,
+            update_interval: self.env.settings.update_interval,
         });
         let blocks = vec![ContentBlock::text(prompt.to_owned())];
         let Driven {
@@ -134,12 +133,13 @@ impl LaneActor {
                 rx,
             )
             .await;
-        if self.closing {
+        if self.inbox.closing {
             return None;
         }
         let (cancelled, tokens) = match ended {
             Ended::Answered { cancelled, tokens } => (cancelled, tokens),
             Ended::Stopped => (true, None),
+            Ended::ShutDown => return None,
             Ended::Crashed(detail) => {
                 return Some(Outcome::Failed(format!(
                     "the agent stopped unexpectedly ({detail})"

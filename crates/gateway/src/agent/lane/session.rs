@@ -1,96 +1,201 @@
-//! The lane's ACP session: created on the first turn, restored with `session/load` after a
-//! restart of the agent or the gateway, and remembered in the store.
+//! A lane's session slot: its ACP session on the agent of its channel, created on the first
+//! turn, restored (`session/resume` where advertised, else `session/load`) after a restart of the
+//! agent or the gateway, remembered in the store, and closed (`session/close`, where advertised)
+//! when the lane moves to another agent or is deleted.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::super::host::{Instance, LaneEvent};
-use super::super::usage::{UsageKind, UsageMeter};
-use super::{LaneActor, Session};
+use iris_acp::SessionModelState;
+use iris_store::Store;
 
-impl LaneActor {
+use super::super::env::Hosts;
+use super::super::error::AgentError;
+use super::super::host::{AgentHost, EventRx, EventTx, Instance};
+use super::super::usage::{UsageKind, UsageMeter};
+use crate::outbox::Lane;
+
+/// How long a model switch waits for the agent's answer.
+const SET_MODEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The lane's session on a running agent process.
+pub(crate) struct Session {
+    pub id: String,
+    pub generation: u64,
+    pub models: Option<SessionModelState>,
+    /// Turns the agent's token reports into each turn's own count.
+    pub usage: UsageMeter,
+}
+
+impl Session {
+    fn new(id: String, instance: &Instance, models: Option<SessionModelState>) -> Session {
+        Session {
+            id,
+            generation: instance.generation,
+            models,
+            usage: UsageMeter::new(UsageKind::of(instance.info.as_ref())),
+        }
+    }
+}
+
+/// The lane's agent and its session there.
+pub(crate) struct SessionSlot {
+    /// The agent of the lane's channel.
+    host: Arc<AgentHost>,
+    current: Option<Session>,
+    /// The session id the store remembers for the lane.
+    stored: Option<String>,
+    /// The agent epoch when the lane last read its channel's agent.
+    epoch: u64,
+    /// Where the agent's events for the lane's session go.
+    events: EventTx,
+    store: Store,
+    lane: Lane,
+}
+
+impl SessionSlot {
+    pub(crate) fn new(host: Arc<AgentHost>, events: EventTx, store: Store, lane: Lane) -> Self {
+        SessionSlot {
+            host,
+            current: None,
+            stored: None,
+            epoch: u64::MAX,
+            events,
+            store,
+            lane,
+        }
+    }
+
+    pub(crate) fn host(&self) -> &Arc<AgentHost> {
+        &self.host
+    }
+
+    /// Reads the session id the store remembers for the lane.
+    pub(crate) async fn load_stored(&mut self) {
+        self.stored = self
+            .store
+            .lane_session(&self.lane.chat_id, self.lane.thread_id.as_deref())
+            .await
+            .ok()
+            .flatten();
+    }
+
+    pub(crate) fn current(&self) -> Option<&Session> {
+        self.current.as_ref()
+    }
+
+    pub(crate) fn current_mut(&mut self) -> Option<&mut Session> {
+        self.current.as_mut()
+    }
+
+    /// The session id `/status` shows: the open one, else the remembered one.
+    pub(crate) fn shown_id(&self) -> Option<&str> {
+        self.current
+            .as_ref()
+            .map(|s| s.id.as_str())
+            .or(self.stored.as_deref())
+    }
+
+    pub(crate) fn current_model(&self) -> Option<String> {
+        self.current
+            .as_ref()
+            .and_then(|s| s.models.as_ref())
+            .map(|m| m.current_model_id.clone())
+    }
+
+    /// The session is gone with its process (a crash, or a stopped turn that restarted it).
+    pub(crate) fn drop_current(&mut self) {
+        self.current = None;
+    }
+
+    /// The process of this generation died: a session on it is gone.
+    pub(crate) fn exited(&mut self, generation: u64) {
+        if self.current.as_ref().map(|s| s.generation) == Some(generation) {
+            self.current = None;
+        }
+    }
+
     /// The agent process and this lane's session on it, creating or restoring the session.
-    pub(super) async fn ensure_session(&mut self) -> Result<Arc<Instance>, String> {
-        let instance = self.host().instance().await?;
+    /// `Ok((instance, true))`: a remembered session could not be restored, and a fresh one
+    /// was opened (the lane says so). The agent's replay of a restored session is dropped from
+    /// `rx`.
+    pub(crate) async fn ensure(
+        &mut self,
+        rx: &mut EventRx,
+    ) -> Result<(Arc<Instance>, bool), AgentError> {
+        let instance = self.host.instance().await?;
         if self
-            .session
+            .current
             .as_ref()
             .is_some_and(|s| s.generation == instance.generation)
         {
-            return Ok(instance);
+            return Ok((instance, false));
         }
-        if let Some(old) = self.session.take() {
-            self.host().remove_route(&old.id);
+        if let Some(old) = self.current.take() {
+            self.host.remove_route(&old.id);
         }
-        let cwd = self.host().cwd.clone();
-        if let Some(id) = self.stored_session.clone() {
-            // `session/resume` reopens without replaying the history; else `session/load`.
-            let resume = instance.caps.session_capability("resume");
-            if resume || instance.caps.load_session {
-                self.host()
-                    .add_route(&id, instance.generation, self.ev_tx.clone());
-                let reopened = if resume {
-                    instance.client.resume_session(&id, &cwd).await
-                } else {
-                    instance.client.load_session(&id, &cwd).await
-                };
-                match reopened {
-                    Ok(resp) => {
-                        // The agent replays the session's history before answering; drop it.
-                        instance.fence().await;
-                        self.drain_replay().await;
-                        self.session = Some(Session {
-                            id,
-                            generation: instance.generation,
-                            models: resp.models,
-                            usage: UsageMeter::new(UsageKind::of(instance.info.as_ref())),
-                        });
-                        return Ok(instance);
-                    }
-                    Err(e) => {
-                        self.host().remove_route(&id);
-                        tracing::warn!(error = %e, resume, "reopening the session failed; starting a fresh session");
-                    }
-                }
-            }
+        if self.reopen(&instance, rx).await {
+            return Ok((instance, false));
         }
-        let resp = instance
-            .client
-            .new_session(&cwd)
-            .await
-            .map_err(|e| format!("{} could not open a session: {e}", self.host().label))?;
-        self.host()
-            .add_route(&resp.session_id, instance.generation, self.ev_tx.clone());
-        let had_one = self.stored_session.is_some();
-        self.set_stored_session(Some(resp.session_id.clone())).await;
-        self.session = Some(Session {
-            id: resp.session_id,
-            generation: instance.generation,
-            models: resp.models,
-            usage: UsageMeter::new(UsageKind::of(instance.info.as_ref())),
-        });
-        if had_one {
-            self.system("The agent restarted and could not restore this conversation; it continues in a fresh session.").await;
-        }
-        Ok(instance)
+        let cwd = self.host.cwd.clone();
+        // Events still queued belong to no open session; dropped while waiting.
+        let opened = drain_while(rx, instance.client.new_session(&cwd)).await;
+        let resp = opened.map_err(|e| {
+            AgentError::Unavailable(format!("{} could not open a session: {e}", self.host.label))
+        })?;
+        self.host
+            .add_route(&resp.session_id, instance.generation, self.events.clone());
+        let had_one = self.stored.is_some();
+        self.set_stored(Some(resp.session_id.clone())).await;
+        self.current = Some(Session::new(resp.session_id, &instance, resp.models));
+        Ok((instance, had_one))
     }
 
-    /// Takes the agent of the lane's channel, when the bridge says some channel changed its
-    /// agent since the lane last looked (and once at the start): a session on the old agent is
-    /// closed there and forgotten, and the next turn opens one on the new agent.
-    pub(super) async fn follow_agent(&mut self) {
-        let epoch = self.bridge.agent_epoch.load(Ordering::SeqCst);
+    /// Reopens the remembered session, where the agent can: `session/resume` reopens without
+    /// replaying the history, else `session/load`, whose replay is dropped.
+    async fn reopen(&mut self, instance: &Arc<Instance>, rx: &mut EventRx) -> bool {
+        let Some(id) = self.stored.clone() else {
+            return false;
+        };
+        let resume = instance.caps.session_capability("resume");
+        if !resume && !instance.caps.load_session {
+            return false;
+        }
+        let cwd = self.host.cwd.clone();
+        self.host
+            .add_route(&id, instance.generation, self.events.clone());
+        let reopening = async {
+            if resume {
+                instance.client.resume_session(&id, &cwd).await
+            } else {
+                instance.client.load_session(&id, &cwd).await
+            }
+        };
+        let reopened = drain_while(rx, reopening).await;
+        match reopened {
+            Ok(resp) => {
+                // The agent replays the session's history before answering; drop it.
+                drain_while(rx, instance.fence()).await;
+                while rx.try_recv().is_ok() {}
+                self.current = Some(Session::new(id, instance, resp.models));
+                true
+            }
+            Err(e) => {
+                self.host.remove_route(&id);
+                tracing::warn!(error = %e, resume, "reopening the session failed; starting a fresh session");
+                false
+            }
+        }
+    }
+
+    /// Takes the agent of the lane's channel, when some channel changed its agent since the
+    /// lane last looked (`epoch`, and once at the start): a session on the old agent is closed
+    /// there and forgotten, and the next turn opens one on the new agent.
+    pub(crate) async fn follow(&mut self, hosts: &Hosts, epoch: u64) {
         if epoch == self.epoch {
             return;
         }
         self.epoch = epoch;
-        let agent = match self
-            .bridge
-            .shared
-            .store
-            .get_channel(self.lane.row_id())
-            .await
-        {
+        let agent = match self.store.get_channel(self.lane.row_id()).await {
             Ok(Some(row)) => row.agent,
             Ok(None) => return,
             Err(e) => {
@@ -98,43 +203,93 @@ impl LaneActor {
                 return;
             }
         };
-        let host = self.bridge.host(agent.as_deref()).clone();
+        let host = hosts.host(agent.as_deref()).clone();
         if Arc::ptr_eq(&host, &self.host) {
             return;
         }
-        if let Some(old) = self.session.take() {
-            self.host.remove_route(&old.id);
-            self.close_session(&old).await;
-        }
-        self.stored_session = None;
+        self.release(true).await;
+        self.stored = None;
         self.host = host;
     }
 
-    /// Ends a session of this lane on the agent (`session/close`, where advertised), when the
-    /// process that holds it still runs.
-    pub(super) async fn close_session(&self, session: &Session) {
-        if let Some(instance) = self.host().running().await {
+    /// Forgets the session (`/new`): closed on the agent, and no longer remembered.
+    pub(crate) async fn forget(&mut self) {
+        self.release(true).await;
+        self.set_stored(None).await;
+    }
+
+    /// Stops routing the session's events; `close` also ends it on the agent (`session/close`,
+    /// where advertised), when the process that holds it still runs.
+    pub(crate) async fn release(&mut self, close: bool) {
+        let Some(session) = self.current.take() else {
+            return;
+        };
+        self.host.remove_route(&session.id);
+        if !close {
+            return;
+        }
+        if let Some(instance) = self.host.running().await {
             if instance.generation == session.generation {
                 instance.close_session(&session.id).await;
             }
         }
     }
 
-    pub(super) async fn drain_replay(&mut self) {
-        while let Ok(ev) = self.ev_rx.try_recv() {
-            match ev {
-                LaneEvent::Update(_) => {}
-                other => self.idle_event(other).await,
+    /// Switches the session's model (`session/set_model`); returns what the lane says about it.
+    pub(crate) async fn set_model(&mut self, model_id: &str) -> String {
+        let Some(session) = self.current.as_mut() else {
+            return "The agent is not running; send a message first.".into();
+        };
+        let instance = match self.host.instance().await {
+            Ok(i) if i.generation == session.generation => i,
+            _ => return "The agent restarted; try again.".into(),
+        };
+        // Bounded: during a turn the lane reads no events while it waits here, and the agent
+        // may be waiting for room to send them.
+        let switched = tokio::time::timeout(
+            SET_MODEL_TIMEOUT,
+            instance.client.set_model(&session.id, model_id),
+        );
+        match switched.await {
+            Err(_) => "The agent did not answer in time; the model was not switched.".into(),
+            Ok(Ok(())) => {
+                if let Some(m) = session.models.as_mut() {
+                    m.current_model_id = model_id.to_owned();
+                }
+                format!("Model switched to {model_id}.")
             }
+            Ok(Err(e)) => format!(
+                "Could not switch the model: {}",
+                crate::text::tail(e.to_string().trim(), 300)
+            ),
         }
     }
 
-    pub(super) async fn set_stored_session(&mut self, id: Option<String>) {
-        self.stored_session = id.clone();
+    /// How many sessions the lane's agent holds (`session/list`), where it offers that and runs.
+    pub(crate) async fn agent_sessions(&self) -> Option<usize> {
+        let instance = self.host.running().await?;
+        if !instance.caps.session_capability("list") {
+            return None;
+        }
+        let listed = tokio::time::timeout(
+            std::time::Duration::from_secs(3),
+            instance.client.list_sessions(),
+        )
+        .await;
+        match listed {
+            Ok(Ok(list)) => Some(list.sessions.len()),
+            Ok(Err(e)) => {
+                tracing::info!(error = %e, "session/list failed");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    async fn set_stored(&mut self, id: Option<String>) {
+        self.stored = id.clone();
         let lane = self.lane.clone();
         let result = self
-            .bridge
-            .shared
             .store
             .write(move |tx| {
                 tx.set_lane_session(&lane.chat_id, lane.thread_id.as_deref(), id.as_deref())
@@ -144,11 +299,84 @@ impl LaneActor {
             tracing::warn!(error = %e, "could not store the lane's session id");
         }
     }
+}
 
-    pub(super) fn current_model(&self) -> Option<String> {
-        self.session
-            .as_ref()
-            .and_then(|s| s.models.as_ref())
-            .map(|m| m.current_model_id.clone())
+/// Waits for `fut` while dropping what arrives on `rx` meanwhile (a replayed history), so that a
+/// full event queue never holds up the answer `fut` waits for.
+async fn drain_while<T>(rx: &mut EventRx, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            out = &mut fut => return out,
+            Some(_) = rx.recv() => {}
+        }
+    }
+}
+
+/// The picker group (provider) of an agent's model id and the id within it:
+/// `openrouter:openai/gpt-5.4` → (`openrouter`, `openai/gpt-5.4`); an id without a provider is in
+/// the group `default`.
+pub(crate) fn provider_of(model_id: &str) -> (&str, &str) {
+    model_id.split_once(':').unwrap_or(("default", model_id))
+}
+
+/// The model of `ids` (the agent's model ids) that `wanted` names, in the first of these forms
+/// that matches: the agent's id itself (`demo:verbose`); `provider/model` as the seed's catalog
+/// and model picker have it, the provider being the picker's group (`demo/verbose`, and
+/// `demo/demo:verbose` for the id the picker lists); the model without its provider (`verbose`),
+/// or without its vendor either (`gpt-5.4`).
+pub(crate) fn find_model<'a>(
+    ids: impl Iterator<Item = &'a str> + Clone,
+    wanted: &str,
+) -> Option<String> {
+    let wanted = wanted.trim();
+    let by_group = |provider: &str, model: &str| {
+        ids.clone().find(|id| {
+            let (p, m) = provider_of(id);
+            p == provider && (m == model || *id == model)
+        })
+    };
+    ids.clone()
+        .find(|id| *id == wanted)
+        .or_else(|| wanted.split_once('/').and_then(|(p, m)| by_group(p, m)))
+        .or_else(|| ids.clone().find(|id| provider_of(id).1 == wanted))
+        .or_else(|| {
+            ids.clone()
+                .find(|id| crate::agent::turn::bare_model(id) == wanted)
+        })
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_model;
+
+    #[test]
+    fn a_model_is_found_by_its_id_provider_and_model_or_bare_name() {
+        let ids = [
+            "demo:echo",
+            "demo:verbose",
+            "openrouter:openai/gpt-5.4",
+            "plain",
+        ];
+        let find = |w: &str| find_model(ids.iter().copied(), w);
+        for (wanted, id) in [
+            ("demo:verbose", "demo:verbose"),
+            ("demo/verbose", "demo:verbose"),
+            ("demo/demo:verbose", "demo:verbose"),
+            ("openrouter/openai/gpt-5.4", "openrouter:openai/gpt-5.4"),
+            ("openai/gpt-5.4", "openrouter:openai/gpt-5.4"),
+            ("gpt-5.4", "openrouter:openai/gpt-5.4"),
+            ("verbose", "demo:verbose"),
+            ("default/plain", "plain"),
+        ] {
+            assert_eq!(find(wanted).as_deref(), Some(id), "{wanted}");
+        }
+        assert_eq!(
+            find("other/verbose"),
+            None,
+            "the provider must be the model's group"
+        );
+        assert_eq!(find("nope"), None);
     }
 }

@@ -4,58 +4,56 @@
 use std::time::Instant;
 
 use iris_acp::ContentBlock;
-use iris_protocol::{
-    BusyReason, DurableFrame, Message, PickerOutcome, Role, MAX_TURN_FILES, MAX_TURN_TEXT,
-    MAX_TURN_TOOLS,
-};
-use tokio::sync::mpsc;
+use iris_protocol::{BusyReason, Role, MAX_TURN_FILES, MAX_TURN_TEXT, MAX_TURN_TOOLS};
 
-use super::super::host::Instance;
+use super::super::error::AgentError;
+use super::super::host::{event_channel, Instance};
 use super::super::turn::{Ending, TurnConfig, TurnMapper};
-use super::drive::{Driven, Ended, Mode, Stopping};
-use super::{Job, LaneActor, Pending, PromptJob, Steering};
-use crate::ids::{new_id, now_ms};
-use crate::wire::WireError;
+use super::drive::{shows_text, Driven, Ended, Mode, Stopping};
+use super::queue::{PromptJob, Steering};
+use super::LaneActor;
+use crate::ids::new_id;
 
 impl LaneActor {
     pub(super) async fn run_turn(&mut self, mut job: PromptJob) {
         // The turn's place in the lane's queue, freed before `agent.idle` tells devices so.
         let slot = job.slot.take();
-        if let Some(notice) = self.bridge.take_notice() {
-            self.system(notice).await;
+        if let Some(notice) = self.env.take_notice() {
+            self.out.system(notice).await;
         }
         let instance = match self.ensure_session().await {
             Ok(i) => i,
             Err(e) => {
-                self.read_receipt(job.origin_conn, &job.message_id);
-                self.system(format!("The agent is not available: {e}"))
+                self.out.read_receipt(job.origin_conn, &job.message_id);
+                self.out
+                    .system(format!("The agent is not available: {e}"))
                     .await;
                 if job.busy_stored {
                     drop(slot);
-                    self.idle().await;
+                    self.out.idle().await;
                 }
                 return;
             }
         };
         let session_id = self
             .session
-            .as_ref()
+            .current()
             .map(|s| s.id.clone())
             .unwrap_or_default();
-        self.read_receipt(job.origin_conn, &job.message_id);
+        self.out.read_receipt(job.origin_conn, &job.message_id);
         let turn_started = Instant::now();
         // Queued, not awaited: the prompt goes out while it commits, and the turn's own frames
         // are stored after it (the store runs its jobs in order).
         if !job.busy_stored {
-            tokio::spawn(self.queue_busy(BusyReason::Processing));
+            tokio::spawn(self.out.queue_busy(BusyReason::Processing));
         }
         let mut mapper = TurnMapper::new(TurnConfig {
             message_id: new_id("m_"),
             role: Role::Assistant,
-            model: self.current_model(),
+            model: self.session.current_model(),
             cwd: crate::config::home_relative(&self.host().cwd),
             show_reasoning: self.show_reasoning,
-            update_interval: self.bridge.settings.update_interval,
+            update_interval: self.env.settings.update_interval,
         });
         mapper.answering(&job.message_id);
         let turn_id = mapper.message_id().to_owned();
@@ -65,8 +63,8 @@ impl LaneActor {
             false => vec![ContentBlock::text(job.text.clone())],
         };
         let images = instance.caps.prompt_capabilities.image;
-        blocks.extend(self.bridge.media.prompt_blocks(job.blocks, images).await);
-        let mut rx = std::mem::replace(&mut self.ev_rx, mpsc::unbounded_channel().1);
+        blocks.extend(self.env.media.prompt_blocks(job.blocks, images).await);
+        let mut rx = std::mem::replace(&mut self.events, event_channel().1);
         let Driven {
             ended,
             steered,
@@ -82,7 +80,12 @@ impl LaneActor {
                 &mut rx,
             )
             .await;
-        self.ev_rx = rx;
+        self.events = rx;
+        if matches!(ended, Ended::ShutDown) {
+            // What devices were shown stays in the store; the next start closes the turn.
+            self.checkpoints.save(&mapper).await;
+            return;
+        }
         // The answer's `MEDIA:` lines count among the files a turn may hold.
         mapper.end_text();
         let (ending, notice) = ending_of(ended, timed_out, runaway || mapper.runaway());
@@ -92,21 +95,19 @@ impl LaneActor {
         // never saw it, so it runs as the next turn.
         if let Some((text, closed_then)) = steered {
             if mapper.tools_closed() == closed_then && !ending.failed {
-                let stored = true;
-                self.queue.push_front(Job::Steer(Steering { text, stored }));
+                self.queue.steer_next(text, true);
             }
         }
+        let shown = self.checkpoints.shown(&mapper);
         let outs = mapper.finish(&ending, Instant::now());
-        self.emit(outs, &turn_id).await;
-        self.bridge
-            .shared
-            .metrics
-            .observe_turn(turn_started.elapsed());
+        let shown = shows_text(&outs).then_some(shown).flatten();
+        self.out.emit(outs, &turn_id, shown).await;
+        self.env.shared.metrics.observe_turn(turn_started.elapsed());
         if let Some(n) = notice {
-            self.system(n).await;
+            self.out.system(n).await;
         }
         drop(slot);
-        self.idle().await;
+        self.out.idle().await;
     }
 
     pub(super) fn cancel_turn(
@@ -123,12 +124,7 @@ impl LaneActor {
             }
         }
         // The agent may not release a pending permission on cancel: answer it ourselves.
-        for id in turn_pickers {
-            if let Some(Pending::Approval { responder, .. }) = self.pickers.remove(id) {
-                responder.cancel();
-                self.picker_closed(id, PickerOutcome::Cancelled, None, None);
-            }
-        }
+        self.pickers.cancel(turn_pickers);
     }
 
     /// Redirects the running turn. With an agent that has its own `steer` command the text goes
@@ -141,9 +137,9 @@ impl LaneActor {
         text: String,
         stopping: &mut Stopping,
         turn_pickers: &[String],
-    ) -> Result<Option<String>, WireError> {
+    ) -> Result<Option<String>, AgentError> {
         if text.trim().is_empty() {
-            return Err(WireError::bad_request("steering text is empty"));
+            return Err(AgentError::EmptySteer);
         }
         if stopping.since.is_none() && self.host().has_command("steer") {
             // The agent steers its own running turn; the answer to this prompt comes at once.
@@ -158,8 +154,7 @@ impl LaneActor {
             return Ok(Some(text));
         }
         self.cancel_turn(instance, session_id, stopping, turn_pickers);
-        let stored = false;
-        self.queue.push_front(Job::Steer(Steering { text, stored }));
+        self.queue.steer_next(text, false);
         Ok(None)
     }
 
@@ -167,24 +162,9 @@ impl LaneActor {
     /// agent was given the text inside the turn before, when it was stored then).
     pub(super) async fn run_steer(&mut self, steering: Steering) {
         if !steering.stored {
-            self.steering_message(&steering.text).await;
+            self.out.steering_message(&steering.text).await;
         }
-        self.run_turn(steer_job(steering.text)).await
-    }
-
-    /// Stores and announces steering text as a user message marked `steering`.
-    pub(super) async fn steering_message(&self, text: &str) {
-        let message = Message {
-            message_id: new_id("m_"),
-            role: Role::User,
-            text: text.to_owned(),
-            ts: now_ms(),
-            steering: true,
-            ..Message::default()
-        };
-        let id = message.message_id.clone();
-        let frame = DurableFrame::Message(message.clone());
-        self.durable(vec![frame], Some(id), Some(message)).await;
+        self.run_turn(PromptJob::steering(steering.text)).await
     }
 
     /// Stores the files the agent produced so far in the turn and adds them to its answer.
@@ -194,23 +174,10 @@ impl LaneActor {
             return;
         }
         let cwd = self.host().cwd.clone();
-        self.bridge
+        self.env
             .media
-            .collect(&self.header(), &cwd, files, mapper)
+            .collect(&self.out.header(), &cwd, files, mapper)
             .await;
-    }
-}
-
-/// A turn for steering text: its steering message was sent by no connection, so no read receipt.
-fn steer_job(text: String) -> PromptJob {
-    PromptJob {
-        text,
-        blocks: Vec::new(),
-        origin_conn: 0,
-        message_id: String::new(),
-        slot: None,
-        retry: None,
-        busy_stored: false,
     }
 }
 
@@ -223,7 +190,7 @@ fn ending_of(ended: Ended, timed_out: bool, runaway: bool) -> (Ending, Option<St
             ending.tokens = tokens;
             None
         }
-        Ended::Stopped => {
+        Ended::Stopped | Ended::ShutDown => {
             ending.cancelled = true;
             None
         }
