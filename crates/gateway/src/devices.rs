@@ -1,7 +1,9 @@
-//! Device management: listing and revoking paired devices, from the command line.
+//! Device management: listing and revoking paired devices and open pairing codes, from the
+//! command line.
 //!
-//! A revoked device is removed from the store together with its push registration and its
-//! device tokens (so its token stops working whatever id it claims), and its id is remembered
+//! A revoked device is removed from the store together with its push registration, its
+//! device tokens (so its token stops working whatever id it claims) and the pairing codes it
+//! made that are still unspent (so a kept code cannot sign it in again), and its id is remembered
 //! (`meta` key `revoked_device:<id>`): a later `hello` with that id is refused with `error auth`
 //! and close code 4401, so an honest client does not silently re-register.
 //!
@@ -21,6 +23,7 @@ use tokio::net::{UnixListener, UnixStream};
 
 use iris_store::{DeviceAddress, DeviceRow, Store, StoreConfig, StoreError, WriteTx};
 
+use crate::credentials;
 use crate::hub::CloseReason;
 use crate::state::Shared;
 use tokio_util::sync::CancellationToken;
@@ -116,6 +119,8 @@ pub async fn is_revoked(store: &Store, device_id: &str) -> Result<bool, StoreErr
 pub fn revoke_in(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool, StoreError> {
     let existed = tx.delete_device(device_id)?;
     tx.delete_device_tokens(device_id)?;
+    // Codes it made die with it: a kept code must not sign a revoked device in again.
+    tx.delete_pairing_codes_of(device_id)?;
     tx.set_meta(&format!("{REVOKED_PREFIX}{device_id}"), &now.to_string())?;
     Ok(existed)
 }
@@ -125,9 +130,34 @@ pub fn revoke_in(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool
 enum AdminRequest {
     List,
     Revoke { device_id: String },
+    PairList,
+    PairRevoke { code: CodeSelector },
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// Which open pairing codes `pair revoke` deletes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeSelector {
+    /// The code whose id (see [`credentials::code_id`]) this is.
+    Id(String),
+    /// Every open code.
+    All,
+}
+
+/// A pairing code waiting to be used, as `pair list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeSummary {
+    /// Its id: the start of its hash (the code itself is never stored).
+    pub id: String,
+    /// The device that made it (`None`: the owner's command line).
+    pub created_by: Option<String>,
+    /// When it was made, unix milliseconds.
+    pub created_at: i64,
+    /// When it expires, unix milliseconds.
+    pub expires_at: i64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct AdminResponse {
     ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -135,7 +165,25 @@ struct AdminResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     revoked: Option<Revoked>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    codes: Option<Vec<CodeSummary>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    removed: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+impl AdminResponse {
+    fn answer<T>(result: Result<T, StoreError>, set: impl FnOnce(&mut Self, T)) -> Self {
+        let mut response = AdminResponse::default();
+        match result {
+            Ok(value) => {
+                response.ok = true;
+                set(&mut response, value);
+            }
+            Err(e) => response.error = Some(e.to_string()),
+        }
+        response
+    }
 }
 
 /// Serves the admin socket until the gateway shuts down. A socket file left by a gateway that
@@ -197,40 +245,24 @@ async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<(
     let response = match (n, serde_json::from_str::<AdminRequest>(line.trim())) {
         (0, _) => return Ok(()),
         (_, Err(e)) => AdminResponse {
-            ok: false,
-            devices: None,
-            revoked: None,
             error: Some(format!("bad request: {e}")),
+            ..AdminResponse::default()
         },
-        (_, Ok(AdminRequest::List)) => match summaries(&shared.store, Some(shared)).await {
-            Ok(devices) => AdminResponse {
-                ok: true,
-                devices: Some(devices),
-                revoked: None,
-                error: None,
-            },
-            Err(e) => AdminResponse {
-                ok: false,
-                devices: None,
-                revoked: None,
-                error: Some(e.to_string()),
-            },
-        },
+        (_, Ok(AdminRequest::List)) => {
+            let devices = summaries(&shared.store, Some(shared)).await;
+            AdminResponse::answer(devices, |r, d| r.devices = Some(d))
+        }
         (_, Ok(AdminRequest::Revoke { device_id })) => {
-            match revoke_live(shared, &device_id).await {
-                Ok(r) => AdminResponse {
-                    ok: true,
-                    devices: None,
-                    revoked: Some(r),
-                    error: None,
-                },
-                Err(e) => AdminResponse {
-                    ok: false,
-                    devices: None,
-                    revoked: None,
-                    error: Some(e.to_string()),
-                },
-            }
+            let revoked = revoke_live(shared, &device_id).await;
+            AdminResponse::answer(revoked, |r, v| r.revoked = Some(v))
+        }
+        (_, Ok(AdminRequest::PairList)) => {
+            let codes = code_summaries(&shared.store).await;
+            AdminResponse::answer(codes, |r, c| r.codes = Some(c))
+        }
+        (_, Ok(AdminRequest::PairRevoke { code })) => {
+            let removed = revoke_codes_in(&shared.store, &code).await;
+            AdminResponse::answer(removed, |r, n| r.removed = Some(n))
         }
     };
     let mut out = serde_json::to_string(&response).unwrap_or_else(|_| "{\"ok\":false}".into());
@@ -333,6 +365,66 @@ async fn summaries(store: &Store, live: Option<&Shared>) -> Result<Vec<DeviceSum
             DeviceSummary::from_row(r, addrs.get(&r.device_id), online)
         })
         .collect())
+}
+
+/// The pairing codes waiting to be used.
+async fn code_summaries(store: &Store) -> Result<Vec<CodeSummary>, StoreError> {
+    let codes = store.open_codes(crate::ids::now_ms()).await?;
+    Ok(codes
+        .into_iter()
+        .map(|c| CodeSummary {
+            id: credentials::code_id(&c.code_hash).to_owned(),
+            created_by: c.created_by,
+            created_at: c.created_at,
+            expires_at: c.expires_at,
+        })
+        .collect())
+}
+
+async fn revoke_codes_in(store: &Store, which: &CodeSelector) -> Result<usize, StoreError> {
+    let prefix = match which {
+        CodeSelector::All => String::new(),
+        // An id is the start of a hash: lowercase hex, at least 8 digits.
+        CodeSelector::Id(id) => {
+            let id = id.trim().to_ascii_lowercase();
+            if id.len() < 8 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Ok(0);
+            }
+            id
+        }
+    };
+    store
+        .write(move |tx| tx.delete_pairing_codes_by_prefix(&prefix))
+        .await
+}
+
+/// The pairing codes waiting to be used, from the running gateway or from the store.
+pub async fn list_codes(data_dir: &Path) -> Result<Vec<CodeSummary>, DevicesError> {
+    if let Some(r) = ask_gateway(data_dir, &AdminRequest::PairList).await? {
+        return Ok(r.codes.unwrap_or_default());
+    }
+    let store = match open_store(data_dir) {
+        Ok(s) => s,
+        Err(DevicesError::NoData(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let codes = code_summaries(&store).await;
+    store.close();
+    Ok(codes?)
+}
+
+/// Deletes open pairing codes (one by its id, or all); returns how many went.
+pub async fn revoke_codes(data_dir: &Path, which: CodeSelector) -> Result<usize, DevicesError> {
+    let request = AdminRequest::PairRevoke {
+        code: which.clone(),
+    };
+    if let Some(r) = ask_gateway(data_dir, &request).await? {
+        return Ok(r.removed.unwrap_or(0));
+    }
+    let store = open_store(data_dir)?;
+    let removed = revoke_codes_in(&store, &which).await;
+    store.close();
+    Ok(removed?)
 }
 
 /// Revokes a device through the running gateway, or in the store when none runs.

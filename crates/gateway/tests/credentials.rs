@@ -53,7 +53,7 @@ async fn connect(gw: &TestGateway, token: &str, device: &str) -> (Client, HelloA
 
 /// A pairing code made the way `pair.create` makes it.
 async fn new_code(gw: &TestGateway, ttl: Duration) -> String {
-    credentials::create_code(&gw.shared.store, ttl)
+    credentials::create_code(&gw.shared.store, ttl, None)
         .await
         .expect("code")
         .code

@@ -218,6 +218,12 @@ CREATE TABLE device_addresses (
     r#"
 ALTER TABLE channels ADD COLUMN agent TEXT;
 "#,
+    // pairing codes belong to whoever made them (NULL: the owner's command line), so a device's
+    // codes are capped per device and die with it when it is revoked.
+    r#"
+ALTER TABLE pairing_codes ADD COLUMN created_by TEXT;
+CREATE INDEX pairing_codes_by_creator ON pairing_codes(created_by);
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.

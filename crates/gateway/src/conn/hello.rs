@@ -276,14 +276,20 @@ async fn redeem(
     ip: IpAddr,
 ) -> Result<String, Refusal> {
     let store = &ctx.shared.store;
+    use crate::credentials::Redeemed;
     match crate::credentials::redeem_code(store, code_hash, &hello.device_id).await {
-        Ok(Some(token)) => {
+        Ok(Redeemed::Token(token)) => {
             tracing::info!(device_id = %hello.device_id, addr = %ip, "device paired with a pairing code");
             Ok(token)
         }
-        Ok(None) => {
+        Ok(Redeemed::Gone) => {
             ctx.guard.record_auth_failure(ip);
             let msg = "pairing code already used";
+            Err(Refusal::new(id, ErrorCode::Auth, msg, close_code::AUTH))
+        }
+        Ok(Redeemed::Taken) => {
+            tracing::warn!(device_id = %hello.device_id, addr = %ip, "pairing code presented under a paired device's id");
+            let msg = "device_id is already paired; a pairing code makes a new device";
             Err(Refusal::new(id, ErrorCode::Auth, msg, close_code::AUTH))
         }
         Err(e) => Err(cannot_check(id, &e)),

@@ -65,7 +65,7 @@ pub async fn handle(
         ClientFrame::MediaUploadStart(req) => media.start(&ctx.media, device, header, req).await,
         ClientFrame::MediaUploadEnd(req) => media.end(&ctx.media, device, req).await,
         ClientFrame::MediaPull(req) => media.pull(&ctx.media, header, req).await,
-        ClientFrame::PairCreate(_) => pairing::create(ctx, header).await,
+        ClientFrame::PairCreate(_) => pairing::create(ctx, device, header).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(
