@@ -68,13 +68,18 @@ impl Guard {
     /// Checks what a `hello` presented as its `token`: the shared token (compared in constant
     /// time, when it is switched on), else a device token or a pairing code, looked up in the
     /// store by their hash.
+    ///
+    /// `throttled`: the address failed too often. The shared token, the one secret short enough
+    /// to guess, is then not compared at all, so a guess made while throttled is wasted even when
+    /// it is right. Device tokens and codes carry 256 random bits and are still looked up.
     pub async fn authenticate(
         &self,
         store: &Store,
         presented: &str,
         now_ms: i64,
+        throttled: bool,
     ) -> Result<Credential, AuthFailure> {
-        let shared = self.token_matches(presented);
+        let shared = !throttled && self.token_matches(presented);
         if shared && self.shared_enabled {
             return Ok(Credential::Shared);
         }
@@ -128,7 +133,7 @@ impl Guard {
     /// Whether this address has failed `hello` too often in the last minute.
     pub fn auth_blocked(&self, addr: IpAddr) -> bool {
         let mut map = self.auth_failures.lock().expect("auth lock");
-        let Some(times) = map.get_mut(&addr) else {
+        let Some(times) = map.get_mut(&throttle_key(addr)) else {
             return false;
         };
         let window = Instant::now() - Duration::from_secs(60);
@@ -146,7 +151,9 @@ impl Guard {
             let window = Instant::now() - Duration::from_secs(60);
             map.retain(|_, times| times.back().is_some_and(|t| *t >= window));
         }
-        map.entry(addr).or_default().push_back(Instant::now());
+        map.entry(throttle_key(addr))
+            .or_default()
+            .push_back(Instant::now());
     }
 
     /// Takes one send from the budget of the connection's credential; false when it is
@@ -160,6 +167,18 @@ impl Guard {
         map.entry(device_id.to_owned())
             .or_insert_with(|| TokenBucket::new(per_minute))
             .take()
+    }
+}
+
+/// The key the failed-`hello` throttle counts an address under: an IPv4 address itself, an
+/// IPv6 address by its /64 (one subscriber's network holds 2^64 addresses, free to rotate).
+fn throttle_key(addr: IpAddr) -> IpAddr {
+    match addr.to_canonical() {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(std::net::Ipv6Addr::from(bits))
+        }
+        v4 => v4,
     }
 }
 

@@ -353,6 +353,40 @@ async fn wrong_device_tokens_and_codes_are_throttled_but_a_valid_device_token_pa
     gw.stop().await;
 }
 
+#[tokio::test]
+async fn while_an_address_is_throttled_even_the_right_shared_token_is_not_checked() {
+    let gw = TestGateway::start_with(|c| {
+        c.limits.auth_failures_per_minute = 3;
+        c.trusted_proxies = vec!["127.0.0.1".parse().expect("ip")];
+    })
+    .await;
+    let token = hello(&gw, &new_code(&gw, Duration::from_secs(600)).await, "owner")
+        .await
+        .expect("pairs")
+        .device_token
+        .expect("token");
+    let code = |got: Result<HelloAck, (ErrorCode, String)>| got.map(|_| ()).map_err(|e| e.0);
+    let from = |addr: &'static str| [("x-forwarded-for", addr)];
+    for i in 0..3 {
+        let guess = format!("wrong-guess-{i:08}");
+        let got = hello_from(&gw, &from("2001:db8::1"), &guess, "stranger").await;
+        assert_eq!(code(got), Err(ErrorCode::Auth), "guess {i}");
+    }
+    // The right token, guessed now, is not even compared: guessing gains nothing while
+    // throttled. Another address of the same /64 is the same guesser.
+    for addr in ["2001:db8::1", "2001:db8::ffff"] {
+        let got = hello_from(&gw, &from(addr), TOKEN, "stranger").await;
+        assert_eq!(code(got), Err(ErrorCode::RateLimited), "{addr}");
+    }
+    // A paired device's own token (256 random bits) still passes from there.
+    let got = hello_from(&gw, &from("2001:db8::1"), &token, "owner").await;
+    assert_eq!(code(got), Ok(()), "a paired device was locked out");
+    // Another network is not throttled.
+    let got = hello_from(&gw, &from("2001:db8:0:1::1"), TOKEN, "laptop").await;
+    assert_eq!(code(got), Ok(()));
+    gw.stop().await;
+}
+
 async fn send_once(client: &mut Client, text: &str) -> Result<(), ErrorCode> {
     let frame = ClientFrame::MessageSend(MessageSend {
         text: text.into(),

@@ -18,6 +18,12 @@ pub use agents::{AgentTimeouts, NamedAgent};
 pub use error::ConfigError;
 pub use secret::Secret;
 
+/// Shortest configured shared token. The failed-`hello` throttle lets an address (an IPv6 /64)
+/// make `limits.auth_failures_per_minute` guesses a minute; 16 characters of the weakest usual
+/// random alphabet (hex, 4 bits each) are 64 bits, far beyond what many addresses guessing for
+/// years can try (the arithmetic is in docs/deployment.md, "Security model").
+pub const MIN_TOKEN_CHARS: usize = 16;
+
 /// The default spacing of streamed `message.update` frames (leading edge: a chunk after a quiet
 /// interval goes out at once). Chosen from `iris-bench stream` (BENCHMARKS.md).
 /// The database file in the data dir.
@@ -332,10 +338,13 @@ impl Config {
         })?;
         let token = over.token.or(file.token);
         if let Some(t) = &token {
-            if t.expose().trim().len() < 8 {
+            if t.expose().trim().chars().count() < MIN_TOKEN_CHARS {
                 return Err(ConfigError::Invalid {
                     key: "token",
-                    message: "must be at least 8 characters".into(),
+                    message: format!(
+                        "must be at least {MIN_TOKEN_CHARS} characters (a random one, e.g. \
+                         `openssl rand -hex 16`)"
+                    ),
                 });
             }
         }
