@@ -280,6 +280,70 @@ pub fn origin_allowed(
     allowed.contains(&origin)
 }
 
+/// The names a request's `Host` may carry: the host of `public_url`, those of
+/// `allowed_origins`, `localhost` and this machine's host name (with and without `.local`).
+/// Any IP address passes too: a name an attacker controls can be rebound to the gateway's
+/// address (DNS rebinding), an address cannot.
+#[derive(Debug, Clone, Default)]
+pub struct KnownHosts {
+    names: Vec<String>,
+}
+
+impl KnownHosts {
+    /// The names this configuration answers to.
+    pub fn new(public_url: Option<&str>, allowed_origins: &[String], host_name: Option<&str>) -> Self {
+        let mut names = vec!["localhost".to_owned()];
+        let urls = public_url.into_iter().chain(allowed_origins.iter().map(String::as_str));
+        for url in urls {
+            let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            if let Some(name) = host_name_of(authority) {
+                names.push(name);
+            }
+        }
+        if let Some(name) = host_name.map(|n| n.trim().to_ascii_lowercase()) {
+            if !name.is_empty() {
+                names.push(format!("{name}.local"));
+                names.push(name);
+            }
+        }
+        KnownHosts { names }
+    }
+
+    /// Whether a request with this `Host` may be served. No `Host` (HTTP/1.0 tools; browsers
+    /// always send one) passes.
+    pub fn allows(&self, host: Option<&str>) -> bool {
+        let Some(host) = host else {
+            return true;
+        };
+        let host = host.trim();
+        if host.starts_with('[') {
+            // An IPv6 literal, `[addr]` or `[addr]:port`.
+            return host
+                .get(1..)
+                .and_then(|h| h.split_once(']'))
+                .is_some_and(|(addr, _)| addr.parse::<std::net::Ipv6Addr>().is_ok());
+        }
+        match host_name_of(host) {
+            Some(name) if name.parse::<std::net::Ipv4Addr>().is_ok() => true,
+            Some(name) => self.names.contains(&name),
+            None => false,
+        }
+    }
+}
+
+/// The lowercase name of `host[:port]` without a trailing dot; `None` when it is malformed.
+fn host_name_of(authority: &str) -> Option<String> {
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let name = match authority.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        Some(_) => return None,
+        None => authority,
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    (!name.is_empty()).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +382,35 @@ mod tests {
             !ok(Some("https://iris.example.com.evil.example")),
             "lookalike"
         );
+    }
+
+    #[test]
+    fn only_known_names_and_addresses_pass_as_host() {
+        let allowed = vec!["https://app.example.net".to_owned()];
+        let hosts = KnownHosts::new(Some("https://iris.example.com/chat"), &allowed, Some("box"));
+        for ok in [
+            None,
+            Some("127.0.0.1:8765"),
+            Some("192.168.1.20:8765"),
+            Some("[::1]:8765"),
+            Some("localhost:8765"),
+            Some("IRIS.example.com"),
+            Some("iris.example.com.:443"),
+            Some("app.example.net"),
+            Some("box:8765"),
+            Some("box.local:8765"),
+        ] {
+            assert!(hosts.allows(ok), "{ok:?}");
+        }
+        for bad in [
+            "rebind.evil.example:8765",
+            "iris.example.com.evil.example",
+            "127.0.0.1.evil.example",
+            "[::1",
+            "localhost:80x",
+            "",
+        ] {
+            assert!(!hosts.allows(Some(bad)), "{bad:?}");
+        }
     }
 }

@@ -596,7 +596,7 @@ fn parse_origin(origin: &str) -> Result<String, ConfigError> {
 }
 
 /// This machine's host name, if it has one.
-fn host_name() -> Option<String> {
+pub fn host_name() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success when
     // the name fits, and the length is bounded by the buffer in any case.
