@@ -9,7 +9,9 @@
 //!
 //! The command line works whether or not the gateway runs. A running gateway listens on a Unix
 //! socket in its data dir (`admin.sock`, mode 0600, so only the user running the gateway can use
-//! it; it is never reachable over the network or through a reverse proxy). The CLI asks it first:
+//! it; it is never reachable over the network or through a reverse proxy), and every request
+//! carries the key the gateway wrote to `admin.key` in the data dir at its start: a confined
+//! agent, which runs as the same user but cannot read the data dir, is refused. The CLI asks it first:
 //! the gateway then revokes in its own store and disconnects the device at once. When nobody
 //! answers on the socket, the CLI opens the store itself. The protocol on the socket is one JSON
 //! line each way.
@@ -33,6 +35,11 @@ const REVOKED_PREFIX: &str = "revoked_device:";
 
 /// The admin socket's file name in the data dir.
 pub const ADMIN_SOCKET: &str = "admin.sock";
+
+/// The file in the data dir holding the key every admin request carries (written fresh, mode
+/// 0600, at each start). Being able to connect to the socket is not enough: a process of the
+/// same user that cannot read the data dir (a confined agent) cannot use it.
+pub const ADMIN_KEY: &str = "admin.key";
 
 /// Longest request or answer line on the admin socket.
 const MAX_LINE: u64 = 1024 * 1024;
@@ -125,7 +132,7 @@ pub fn revoke_in(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool
     Ok(existed)
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum AdminRequest {
     List,
@@ -155,6 +162,15 @@ pub struct CodeSummary {
     pub created_at: i64,
     /// When it expires, unix milliseconds.
     pub expires_at: i64,
+}
+
+/// A request with the key that proves its sender can read the data dir.
+#[derive(Debug, Serialize, Deserialize)]
+struct Keyed {
+    #[serde(default)]
+    key: String,
+    #[serde(flatten)]
+    request: AdminRequest,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -190,8 +206,10 @@ impl AdminResponse {
 /// died is replaced; failing to bind only disables the fast path of the CLI.
 pub fn spawn_admin(shared: Arc<Shared>, shutdown: CancellationToken) {
     let path = shared.config.data_dir.join(ADMIN_SOCKET);
-    let listener = match bind_admin(&path) {
-        Ok(l) => l,
+    let key_path = shared.config.data_dir.join(ADMIN_KEY);
+    let bound = write_admin_key(&key_path).and_then(|key| Ok((key, bind_admin(&path)?)));
+    let (key, listener) = match bound {
+        Ok((key, l)) => (Arc::new(key), l),
         Err(e) => {
             tracing::warn!(error = %e, path = %path.display(), "admin socket unavailable; `devices revoke` will not disconnect live devices");
             return;
@@ -209,15 +227,36 @@ pub fn spawn_admin(shared: Arc<Shared>, shutdown: CancellationToken) {
                 },
                 _ = shutdown.cancelled() => break,
             };
-            let shared = shared.clone();
+            let (shared, key) = (shared.clone(), key.clone());
             tokio::spawn(async move {
-                if let Err(e) = admin_session(&shared, stream).await {
+                if let Err(e) = admin_session(&shared, &key, stream).await {
                     tracing::debug!(error = %e, "admin session failed");
                 }
             });
         }
         let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(&key_path);
     });
+}
+
+/// A new random admin key, written to `path` (mode 0600, never through a link).
+fn write_admin_key(path: &Path) -> std::io::Result<String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let key = hex::encode(rand::random::<[u8; 32]>());
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    file.write_all(key.as_bytes())?;
+    Ok(key)
 }
 
 fn bind_admin(path: &Path) -> std::io::Result<UnixListener> {
@@ -232,7 +271,7 @@ fn bind_admin(path: &Path) -> std::io::Result<UnixListener> {
     Ok(listener)
 }
 
-async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<()> {
+async fn admin_session(shared: &Shared, key: &str, stream: UnixStream) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     // One short request per connection; a bounded read keeps a stray client from holding memory.
@@ -242,33 +281,51 @@ async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<(
     )
     .await
     .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no request"))??;
-    let response = match (n, serde_json::from_str::<AdminRequest>(line.trim())) {
+    let parsed = serde_json::from_str::<Keyed>(line.trim()).map(|keyed| {
+        use subtle::ConstantTimeEq;
+        let known: bool = keyed.key.as_bytes().ct_eq(key.as_bytes()).into();
+        (known, keyed.request)
+    });
+    let response = match (n, parsed) {
         (0, _) => return Ok(()),
         (_, Err(e)) => AdminResponse {
             error: Some(format!("bad request: {e}")),
             ..AdminResponse::default()
         },
-        (_, Ok(AdminRequest::List)) => {
-            let devices = summaries(&shared.store, Some(shared)).await;
-            AdminResponse::answer(devices, |r, d| r.devices = Some(d))
+        (_, Ok((false, _))) => {
+            tracing::warn!("admin request without the key refused");
+            AdminResponse {
+                error: Some(format!("not allowed: no key from {ADMIN_KEY} in the data dir")),
+                ..AdminResponse::default()
+            }
         }
-        (_, Ok(AdminRequest::Revoke { device_id })) => {
-            let revoked = revoke_live(shared, &device_id).await;
-            AdminResponse::answer(revoked, |r, v| r.revoked = Some(v))
-        }
-        (_, Ok(AdminRequest::PairList)) => {
-            let codes = code_summaries(&shared.store).await;
-            AdminResponse::answer(codes, |r, c| r.codes = Some(c))
-        }
-        (_, Ok(AdminRequest::PairRevoke { code })) => {
-            let removed = revoke_codes_in(&shared.store, &code).await;
-            AdminResponse::answer(removed, |r, n| r.removed = Some(n))
-        }
+        (_, Ok((true, request))) => answer_admin(shared, request).await,
     };
     let mut out = serde_json::to_string(&response).unwrap_or_else(|_| "{\"ok\":false}".into());
     out.push('\n');
     write.write_all(out.as_bytes()).await?;
     write.shutdown().await
+}
+
+async fn answer_admin(shared: &Shared, request: AdminRequest) -> AdminResponse {
+    match request {
+        AdminRequest::List => {
+            let devices = summaries(&shared.store, Some(shared)).await;
+            AdminResponse::answer(devices, |r, d| r.devices = Some(d))
+        }
+        AdminRequest::Revoke { device_id } => {
+            let revoked = revoke_live(shared, &device_id).await;
+            AdminResponse::answer(revoked, |r, v| r.revoked = Some(v))
+        }
+        AdminRequest::PairList => {
+            let codes = code_summaries(&shared.store).await;
+            AdminResponse::answer(codes, |r, c| r.codes = Some(c))
+        }
+        AdminRequest::PairRevoke { code } => {
+            let removed = revoke_codes_in(&shared.store, &code).await;
+            AdminResponse::answer(removed, |r, n| r.removed = Some(n))
+        }
+    }
 }
 
 /// Revokes a device in a running gateway: the store first (so a reconnect is refused), then
@@ -307,9 +364,15 @@ async fn ask_gateway(
         }
         Err(e) => return Err(e.into()),
     };
+    // The key proves this process may read the data dir (see `ADMIN_KEY`).
+    let key = std::fs::read_to_string(data_dir.join(ADMIN_KEY))?;
     let (read, mut write) = stream.into_split();
+    let keyed = Keyed {
+        key: key.trim().to_owned(),
+        request: request.clone(),
+    };
     let mut line =
-        serde_json::to_string(request).map_err(|e| DevicesError::Admin(e.to_string()))?;
+        serde_json::to_string(&keyed).map_err(|e| DevicesError::Admin(e.to_string()))?;
     line.push('\n');
     write.write_all(line.as_bytes()).await?;
     let mut answer = String::new();

@@ -183,6 +183,8 @@ fn main() -> ExitCode {
         );
     }
     let cli = Cli::parse();
+    // Read now (clap took it): the value must not stay readable in /proc/<pid>/environ.
+    iris_gateway::harden::scrub_env("IRIS_TOKEN");
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Pair {
@@ -303,6 +305,10 @@ fn serve(args: ServeArgs) -> ExitCode {
         println!("  Web:       http://{}/", gateway.addr);
         println!("  Data dir:  {}", data_dir.display());
         println!("  Agent:     {}", gateway.agent_label());
+        println!(
+            "  Sandbox:   {}",
+            iris_gateway::harden::in_force().describe()
+        );
         match &gateway.token_source {
             TokenSource::Generated(path) => {
                 println!("  Token:     {}", gateway.token());

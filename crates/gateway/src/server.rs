@@ -95,6 +95,14 @@ impl Gateway {
             source,
         };
         prepare_data_dir(&dir).map_err(dir_err)?;
+        // The agent is a child of this process: keep its memory (the token) out of its reach.
+        let protection = crate::harden::Protection {
+            not_dumpable: crate::harden::not_dumpable(),
+            landlock_abi: iris_acp::confine::landlock_abi(),
+            confine_off: !config.confine_agent,
+        };
+        tracing::info!(protection = %protection.describe(), "protection from the agent");
+        crate::harden::record(protection);
         let (token, token_source) = match &config.token {
             Some(t) => (t.clone(), TokenSource::Configured),
             None => {

@@ -109,6 +109,9 @@ pub struct AgentFileConfig {
     pub turn_idle_timeout_secs: Option<u64>,
     /// Seconds a cancelled turn has to end before the agent is restarted (default 5).
     pub cancel_grace_secs: Option<u64>,
+    /// Confine every agent with Landlock where the kernel has it: no access to the data dir
+    /// (default true).
+    pub confine: Option<bool>,
 }
 
 /// `[limits]`.
@@ -233,6 +236,8 @@ pub struct Config {
     pub agent_command: Option<String>,
     /// The agent's working directory.
     pub agent_cwd: Option<PathBuf>,
+    /// Whether agents are confined (Landlock, where the kernel has it) away from the data dir.
+    pub confine_agent: bool,
     /// Named agents (`[agents.NAME]`), besides `agent_command`'s and the demo agent.
     pub agents: Vec<NamedAgent>,
     /// The agent of the default channel and of channels created without one.
@@ -386,6 +391,7 @@ impl Config {
             auth: auth::AuthConfig::resolve(file.auth)?,
             agent_command: over.agent.or(file.agent.command),
             agent_cwd: file.agent.cwd,
+            confine_agent: file.agent.confine.unwrap_or(true),
             agents: named,
             default_agent: file.default_agent,
             approval_timeout: timeouts.approval,
@@ -441,6 +447,8 @@ impl Config {
             auth: auth::AuthConfig::default(),
             agent_command: Some(format!("{} demo-agent", demo_agent_program())),
             agent_cwd: Some(data_dir.to_path_buf()),
+            // Tests run their agents in the data dir; the confinement tests switch it on.
+            confine_agent: false,
             agents: Vec::new(),
             default_agent: None,
             approval_timeout: Duration::from_secs(55),

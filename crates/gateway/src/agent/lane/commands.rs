@@ -208,11 +208,12 @@ impl LaneActor {
             })
             .collect();
         format!(
-            "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}\nAgents: {}",
+            "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}\nAgents: {}\nSandbox: {}",
             if self.show_reasoning { "shown" } else { "hidden" },
             self.queue.len(),
             crate::config::home_relative(&self.host().cwd),
             agents.join(", "),
+            crate::harden::in_force().describe(),
         )
     }
 
