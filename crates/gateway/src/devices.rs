@@ -126,8 +126,10 @@ pub async fn is_revoked(store: &Store, device_id: &str) -> Result<bool, StoreErr
 pub fn revoke_in(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool, StoreError> {
     let existed = tx.delete_device(device_id)?;
     tx.delete_device_tokens(device_id)?;
-    // Codes it made die with it: a kept code must not sign a revoked device in again.
+    // Codes it made die with it: a kept code must not sign a revoked device in again. So do
+    // the scheduled jobs it added.
     tx.delete_pairing_codes_of(device_id)?;
+    tx.delete_cron_jobs_of(device_id)?;
     tx.set_meta(&format!("{REVOKED_PREFIX}{device_id}"), &now.to_string())?;
     Ok(existed)
 }

@@ -45,6 +45,8 @@ pub struct Guard {
     auth_failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
     /// Send budget per credential (see [`Guard::take_send`]).
     send_buckets: Mutex<HashMap<String, TokenBucket>>,
+    /// Budget of other state-changing requests per device (see [`Guard::take_request`]).
+    request_buckets: Mutex<HashMap<String, TokenBucket>>,
 }
 
 impl Guard {
@@ -56,6 +58,7 @@ impl Guard {
             limits,
             auth_failures: Mutex::default(),
             send_buckets: Mutex::default(),
+            request_buckets: Mutex::default(),
         }
     }
 
@@ -182,6 +185,22 @@ fn throttle_key(addr: IpAddr) -> IpAddr {
     }
 }
 
+impl Guard {
+    /// Takes one request that changes something (every durable request but `message.send`,
+    /// which has its own budget) from the device's budget; false when it is exhausted.
+    pub fn take_request(&self, device_id: &str) -> bool {
+        let per_minute = self.limits.requests_per_minute;
+        let mut map = self.request_buckets.lock().expect("bucket lock");
+        if map.len() > 10_000 {
+            // Full buckets hold nothing worth keeping.
+            map.retain(|_, bucket| !bucket.is_full());
+        }
+        map.entry(device_id.to_owned())
+            .or_insert_with(|| TokenBucket::new(per_minute))
+            .take()
+    }
+}
+
 /// A token bucket: `capacity` sends at once, refilled at `per_minute`.
 #[derive(Debug)]
 pub struct TokenBucket {
@@ -201,6 +220,12 @@ impl TokenBucket {
             per_sec: f64::from(per_minute) / 60.0,
             last: Instant::now(),
         }
+    }
+
+    /// Whether the bucket has refilled completely.
+    pub fn is_full(&self) -> bool {
+        let refilled = self.tokens + self.last.elapsed().as_secs_f64() * self.per_sec;
+        refilled >= self.capacity
     }
 
     /// Takes one token; false when the bucket is empty.

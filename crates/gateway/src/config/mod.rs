@@ -122,6 +122,9 @@ pub struct LimitsFileConfig {
     pub max_frame_bytes: Option<usize>,
     /// Messages a device may send per minute (default 120).
     pub sends_per_minute: Option<u32>,
+    /// Other requests that change something (receipts, renames, deletes, …) a device may make
+    /// per minute (default 240).
+    pub requests_per_minute: Option<u32>,
     /// Durable frames a connection may have queued before it is disconnected (default 4096).
     pub max_queued_frames: Option<usize>,
     /// Channels and threads together that `channel.create` may bring about (default 1000).
@@ -174,6 +177,8 @@ pub struct Limits {
     pub max_frame_bytes: usize,
     /// Messages a device may send per minute.
     pub sends_per_minute: u32,
+    /// Other requests that change something a device may make per minute.
+    pub requests_per_minute: u32,
     /// Durable frames a connection may have queued before it is disconnected.
     pub max_queued_frames: usize,
     /// Channels and threads together beyond which `channel.create` is refused.
@@ -205,6 +210,7 @@ impl Default for Limits {
         Limits {
             max_frame_bytes: 1024 * 1024,
             sends_per_minute: 120,
+            requests_per_minute: 240,
             max_queued_frames: 4096,
             max_channels: 1000,
             auth_failures_per_minute: 10,
@@ -474,6 +480,9 @@ fn resolve_limits(file: &LimitsFileConfig) -> Result<Limits, ConfigError> {
     let limits = Limits {
         max_frame_bytes: file.max_frame_bytes.unwrap_or(defaults.max_frame_bytes),
         sends_per_minute: file.sends_per_minute.unwrap_or(defaults.sends_per_minute),
+        requests_per_minute: file
+            .requests_per_minute
+            .unwrap_or(defaults.requests_per_minute),
         max_queued_frames: file.max_queued_frames.unwrap_or(defaults.max_queued_frames),
         max_channels: file.max_channels.unwrap_or(defaults.max_channels),
         auth_failures_per_minute: file
