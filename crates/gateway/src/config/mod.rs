@@ -133,6 +133,8 @@ pub struct LimitsFileConfig {
     pub auth_failures_per_minute: Option<u32>,
     /// Seconds a new connection has to send its request headers (default 10).
     pub header_timeout_secs: Option<u64>,
+    /// Seconds one write to a device may block before the device is dropped (default 30).
+    pub write_timeout_secs: Option<u64>,
     /// Open connections per client address; trusted proxies are exempt (default 64).
     pub max_connections_per_address: Option<usize>,
     /// Open connections in total (default 4096).
@@ -193,6 +195,9 @@ pub struct Limits {
     pub ping_timeout: Duration,
     /// Time a new connection has to send its request headers.
     pub header_timeout: Duration,
+    /// How long one write to a device may block: a device that does not read is dropped then
+    /// (and resumes by `sync`), so it holds no memory for longer.
+    pub write_timeout: Duration,
     /// Open connections per client address (trusted proxies are exempt).
     pub max_connections_per_address: usize,
     /// Open connections in total.
@@ -218,6 +223,7 @@ impl Default for Limits {
             ping_interval: Duration::from_secs(15),
             ping_timeout: Duration::from_secs(45),
             header_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
             max_connections_per_address: 64,
             max_connections: 4096,
             pre_hello_bytes: 16 * 1024,
@@ -491,6 +497,9 @@ fn resolve_limits(file: &LimitsFileConfig) -> Result<Limits, ConfigError> {
         header_timeout: file
             .header_timeout_secs
             .map_or(defaults.header_timeout, Duration::from_secs),
+        write_timeout: file
+            .write_timeout_secs
+            .map_or(defaults.write_timeout, Duration::from_secs),
         max_connections_per_address: file
             .max_connections_per_address
             .unwrap_or(defaults.max_connections_per_address),
@@ -517,6 +526,9 @@ fn check_limits(limits: &Limits) -> Result<(), ConfigError> {
     };
     if limits.max_queued_frames < 16 {
         return invalid("limits.max_queued_frames", "must be at least 16");
+    }
+    if limits.write_timeout.is_zero() {
+        return invalid("limits.write_timeout_secs", "must be at least 1");
     }
     if limits.header_timeout.is_zero() {
         return invalid("limits.header_timeout_secs", "must be at least 1");
