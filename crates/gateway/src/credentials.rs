@@ -198,7 +198,8 @@ fn fragment_encode(s: &str) -> String {
 /// `text` with control characters (terminal escapes, newlines, bidi overrides aside) removed:
 /// what the command line prints of strings a client chose, such as a device's name.
 pub fn printable(text: &str) -> String {
-    text.chars()
+    crate::text::without_format(text)
+        .chars()
         .filter(|c| !c.is_control() && !is_bidi_control(*c))
         .collect()
 }
