@@ -22,8 +22,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use landlock::{
-    Access, AccessFs, PathBeneath, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
-    Scope, ABI,
+    Access, AccessFs, PathBeneath, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
+    ABI,
 };
 
 /// The Landlock version the rules are written for (the kernel may be newer; older kernels get

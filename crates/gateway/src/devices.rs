@@ -297,7 +297,9 @@ async fn admin_session(shared: &Shared, key: &str, stream: UnixStream) -> std::i
         (_, Ok((false, _))) => {
             tracing::warn!("admin request without the key refused");
             AdminResponse {
-                error: Some(format!("not allowed: no key from {ADMIN_KEY} in the data dir")),
+                error: Some(format!(
+                    "not allowed: no key from {ADMIN_KEY} in the data dir"
+                )),
                 ..AdminResponse::default()
             }
         }
@@ -373,8 +375,7 @@ async fn ask_gateway(
         key: key.trim().to_owned(),
         request: request.clone(),
     };
-    let mut line =
-        serde_json::to_string(&keyed).map_err(|e| DevicesError::Admin(e.to_string()))?;
+    let mut line = serde_json::to_string(&keyed).map_err(|e| DevicesError::Admin(e.to_string()))?;
     line.push('\n');
     write.write_all(line.as_bytes()).await?;
     let mut answer = String::new();

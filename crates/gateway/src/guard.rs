@@ -316,9 +316,15 @@ pub struct KnownHosts {
 
 impl KnownHosts {
     /// The names this configuration answers to.
-    pub fn new(public_url: Option<&str>, allowed_origins: &[String], host_name: Option<&str>) -> Self {
+    pub fn new(
+        public_url: Option<&str>,
+        allowed_origins: &[String],
+        host_name: Option<&str>,
+    ) -> Self {
         let mut names = vec!["localhost".to_owned()];
-        let urls = public_url.into_iter().chain(allowed_origins.iter().map(String::as_str));
+        let urls = public_url
+            .into_iter()
+            .chain(allowed_origins.iter().map(String::as_str));
         for url in urls {
             let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
             let authority = rest.split(['/', '?', '#']).next().unwrap_or("");

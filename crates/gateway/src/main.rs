@@ -432,7 +432,12 @@ fn pair_codes(command: PairCommand) -> ExitCode {
                         .as_deref()
                         .map_or("owner (pair)".to_owned(), printable);
                     let left = (c.expires_at - now).max(0) / 60_000;
-                    println!("{:<14}{:<24}{:<14}in {left} min", c.id, by, ago(now - c.created_at));
+                    println!(
+                        "{:<14}{:<24}{:<14}in {left} min",
+                        c.id,
+                        by,
+                        ago(now - c.created_at)
+                    );
                 }
             }
             Err(e) => {
@@ -442,7 +447,9 @@ fn pair_codes(command: PairCommand) -> ExitCode {
         },
         Some(which) => match rt.block_on(devices::revoke_codes(&config.data_dir, which)) {
             Ok(0) => {
-                eprintln!("iris-gateway: no such pairing code waiting to be used (see `pair list`)");
+                eprintln!(
+                    "iris-gateway: no such pairing code waiting to be used (see `pair list`)"
+                );
                 return ExitCode::from(1);
             }
             Ok(n) => println!("Deleted {n} pairing code{}.", if n == 1 { "" } else { "s" }),

@@ -275,7 +275,10 @@ async fn a_backup_never_writes_through_a_planted_link_and_leaves_nothing_behind(
         .expect("backup");
     assert_eq!(summary.path, archive);
     let stolen: Vec<_> = std::fs::read_dir(loot.path()).unwrap().collect();
-    assert!(stolen.is_empty(), "written through a planted link: {stolen:?}");
+    assert!(
+        stolen.is_empty(),
+        "written through a planted link: {stolen:?}"
+    );
     let mode = std::fs::metadata(&archive).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     let mut left: Vec<String> = std::fs::read_dir(out.path())
@@ -293,7 +296,10 @@ async fn a_backup_never_writes_through_a_planted_link_and_leaves_nothing_behind(
     let failed = tokio::task::spawn_blocking(move || iris_gateway::archive::backup(&dir, &dest))
         .await
         .unwrap();
-    assert!(failed.is_err(), "a link at the destination is never written through");
+    assert!(
+        failed.is_err(),
+        "a link at the destination is never written through"
+    );
     assert!(!loot.path().join("x").exists());
     let tmp: Vec<_> = std::fs::read_dir(out.path())
         .unwrap()
@@ -330,11 +336,17 @@ async fn export_media_never_writes_through_a_planted_link() {
     let loot = tempfile::tempdir().unwrap();
     let second = out.path().join("second");
     std::fs::create_dir_all(second.join("media")).unwrap();
-    std::os::unix::fs::symlink(loot.path().join("stolen.png"), second.join("media").join(&name))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        loot.path().join("stolen.png"),
+        second.join("media").join(&name),
+    )
+    .unwrap();
     let refused = export(&gw.dir, &request(&second), 0);
     assert!(refused.is_err(), "{refused:?}");
-    assert!(!loot.path().join("stolen.png").exists(), "written through the link");
+    assert!(
+        !loot.path().join("stolen.png").exists(),
+        "written through the link"
+    );
 
     // A planted link in place of the media folder is refused too.
     let third = out.path().join("third");
@@ -363,11 +375,16 @@ async fn a_message_cannot_forge_sections_of_the_markdown_export() {
     let md = std::fs::read_to_string(&done.files[0]).unwrap();
     let headings: Vec<&str> = md.lines().filter(|l| l.starts_with('#')).collect();
     assert!(
-        headings.iter().all(|h| !h.contains("Payroll") && !h.contains("2020-01-01")),
+        headings
+            .iter()
+            .all(|h| !h.contains("Payroll") && !h.contains("2020-01-01")),
         "{headings:?}\n{md}"
     );
     assert!(md.contains("\\## Thread: Payroll"), "{md}");
     assert!(md.contains("\\==="), "{md}");
-    assert!(md.contains("\n# a comment in code\n"), "code stays as written:\n{md}");
+    assert!(
+        md.contains("\n# a comment in code\n"),
+        "code stays as written:\n{md}"
+    );
     gw.stop().await;
 }

@@ -7,7 +7,9 @@ mod common;
 
 use common::*;
 use iris_client::{Client, ClientError};
-use iris_protocol::{ChannelRename, ClientFrame, ErrorCode, Header, ReadReceipt, Role, ServerFrame};
+use iris_protocol::{
+    ChannelRename, ClientFrame, ErrorCode, Header, ReadReceipt, Role, ServerFrame,
+};
 
 /// The result code of one request: `Ok` or the error's code.
 async fn code_of(client: &mut Client, header: Header, frame: ClientFrame) -> Result<(), ErrorCode> {
@@ -40,7 +42,10 @@ async fn a_flood_of_receipts_and_renames_is_cut_off_and_other_devices_keep_their
             Err(other) => panic!("{other:?}"),
         }
     }
-    assert!(accepted <= 3, "{accepted} receipts accepted in a burst of 2");
+    assert!(
+        accepted <= 3,
+        "{accepted} receipts accepted in a burst of 2"
+    );
     assert_eq!(accepted + limited, 20);
     let rename = ClientFrame::ChannelRename(ChannelRename {
         name: "Renamed".into(),
@@ -60,9 +65,10 @@ async fn a_flood_of_receipts_and_renames_is_cut_off_and_other_devices_keep_their
 /// Sends a slash command and returns the system message that answers it.
 async fn command(client: &mut Client, text: &str) -> String {
     send(client, default_lane(), text, false).await;
-    let events = until(client, |e| {
-        matches!(&e.body, ServerFrame::Message(m) if m.role == Role::System)
-    })
+    let events = until(
+        client,
+        |e| matches!(&e.body, ServerFrame::Message(m) if m.role == Role::System),
+    )
     .await;
     system_texts(&events).pop().unwrap_or_default()
 }
@@ -81,7 +87,10 @@ async fn a_device_has_few_cron_jobs_and_they_go_when_it_is_revoked() {
         assert!(said.starts_with("Scheduled job"), "job {i}: {said}");
     }
     let said = command(&mut mole, "/cron add every 1m one more").await;
-    assert!(said.contains(&format!("already has {cap} scheduled jobs")), "{said}");
+    assert!(
+        said.contains(&format!("already has {cap} scheduled jobs")),
+        "{said}"
+    );
     let jobs = gw.shared.store.list_cron_jobs().await.expect("jobs");
     assert_eq!(jobs.len() as u64, cap + 1);
 
@@ -91,6 +100,10 @@ async fn a_device_has_few_cron_jobs_and_they_go_when_it_is_revoked() {
         .expect("revoke");
     let jobs = gw.shared.store.list_cron_jobs().await.expect("jobs");
     let names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
-    assert_eq!(names, vec!["owner's report"], "only the owner's job is left");
+    assert_eq!(
+        names,
+        vec!["owner's report"],
+        "only the owner's job is left"
+    );
     gw.stop().await;
 }

@@ -83,7 +83,11 @@ async fn serve(data: &Path, work: &Path, confine: bool) -> (Child, String, Strin
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let url = banner
         .lines()
-        .find_map(|l| l.trim().strip_prefix("WebSocket:").map(|u| u.trim().to_owned()))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("WebSocket:")
+                .map(|u| u.trim().to_owned())
+        })
         .unwrap_or_else(|| panic!("no URL in {banner}"));
     (child, url, banner)
 }
@@ -133,7 +137,10 @@ async fn a_hostile_agent_fails_at_every_step_and_keeps_its_own_directory() {
     let attempts: Vec<&str> = report.lines().filter(|l| l.contains(": ")).collect();
     assert_eq!(attempts.len(), 8, "{report}");
     for line in &attempts {
-        assert!(line.contains(": refused "), "the agent got through: {line}\n{report}");
+        assert!(
+            line.contains(": refused "),
+            "the agent got through: {line}\n{report}"
+        );
     }
     for (what, why) in [
         ("token file", "PermissionError"),
@@ -143,15 +150,25 @@ async fn a_hostile_agent_fails_at_every_step_and_keeps_its_own_directory() {
         let line = attempts.iter().find(|l| l.starts_with(what)).expect(what);
         assert!(line.contains(why), "{line}");
     }
-    assert!(!report.contains(SECRET) && !report.contains("a-stored-secret"), "{report}");
+    assert!(
+        !report.contains(SECRET) && !report.contains("a-stored-secret"),
+        "{report}"
+    );
     assert!(files.is_empty(), "{files:?}");
 
     // The code it tried to plant does not sign anyone in; the devices are as they were.
     let mut conn = RawConnection::connect(&url).await.expect("connect");
-    assert!(conn.hello(&format!("ipc_{}", "e".repeat(64)), "mole").await.is_err());
+    assert!(conn
+        .hello(&format!("ipc_{}", "e".repeat(64)), "mole")
+        .await
+        .is_err());
 
     // Its own directory is its own: it writes there and sends what it wrote.
-    let (said, files) = ask(&mut phone, &format!("make {}", work.join("notes.txt").display())).await;
+    let (said, files) = ask(
+        &mut phone,
+        &format!("make {}", work.join("notes.txt").display()),
+    )
+    .await;
     assert_eq!(files, vec!["notes.txt".to_owned()], "{said}");
     assert!(work.join("notes.txt").is_file());
     let _ = gw.start_kill();
@@ -167,7 +184,10 @@ async fn the_token_is_not_left_in_the_gateways_environment() {
     let pid = gw.id().expect("pid");
     let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
     let text = String::from_utf8_lossy(&environ);
-    assert!(!text.contains(SECRET), "the token is still in /proc/{pid}/environ");
+    assert!(
+        !text.contains(SECRET),
+        "the token is still in /proc/{pid}/environ"
+    );
     // It still signs devices in.
     let _phone = owner(&url).await;
     let _ = gw.start_kill();
@@ -190,7 +210,11 @@ async fn a_hard_link_into_the_data_dir_is_not_sent_as_media() {
         let (said, files) = ask(&mut phone, &format!("media {}", work.join(loot).display())).await;
         assert!(files.is_empty(), "{loot} was sent: {said}");
     }
-    let (_, files) = ask(&mut phone, &format!("media {}", work.join("fine.txt").display())).await;
+    let (_, files) = ask(
+        &mut phone,
+        &format!("media {}", work.join("fine.txt").display()),
+    )
+    .await;
     assert_eq!(files, vec!["fine.txt".to_owned()]);
     let _ = gw.start_kill();
 }

@@ -33,7 +33,10 @@ async fn chat_names_lose_their_invisible_characters() {
     let gw = TestGateway::start().await;
     let (mut phone, _) = gw.connect("phone").await;
     assert_eq!(create(&mut phone, "Default\u{200B}").await, "Default");
-    assert_eq!(create(&mut phone, "\u{2066}Default\u{2069}").await, "Default");
+    assert_eq!(
+        create(&mut phone, "\u{2066}Default\u{2069}").await,
+        "Default"
+    );
     assert_eq!(
         create(&mut phone, "👩\u{200D}💻 De\u{200D}v\u{202E}").await,
         "👩\u{200D}💻 Dev",
@@ -60,7 +63,12 @@ async fn a_file_from_the_agent_is_not_shown_under_a_reversed_name() {
     let (mut phone, _) = gw.connect("phone").await;
     let file = work.path().join("Bank\u{202E}txt.exe");
     std::fs::write(&file, "MZ").expect("file");
-    let events = turn(&mut phone, default_lane(), &format!("media {}", file.display())).await;
+    let events = turn(
+        &mut phone,
+        default_lane(),
+        &format!("media {}", file.display()),
+    )
+    .await;
     let names: Vec<String> = events
         .iter()
         .filter_map(|e| match &e.body {

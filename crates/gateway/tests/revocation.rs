@@ -96,7 +96,13 @@ async fn the_codes_a_revoked_device_kept_no_longer_sign_anyone_in() {
         let row = gw.shared.store.get_device(&device).await.expect("read");
         assert!(row.is_none(), "no device made by a dead code");
     }
-    let (ok, out, err) = run(vec!["pair".into(), "list".into(), "--data-dir".into(), data_dir(&gw)]).await;
+    let (ok, out, err) = run(vec![
+        "pair".into(),
+        "list".into(),
+        "--data-dir".into(),
+        data_dir(&gw),
+    ])
+    .await;
     assert!(ok, "{err}");
     assert!(out.contains("No pairing codes are waiting"), "{out}");
     gw.stop().await;
@@ -136,7 +142,13 @@ async fn pair_list_shows_who_made_each_code_and_pair_revoke_deletes_it() {
         .code;
     let id = credentials::code_id(&credentials::hash(&laptops)).to_owned();
 
-    let (ok, out, err) = run(vec!["pair".into(), "list".into(), "--data-dir".into(), data_dir(&gw)]).await;
+    let (ok, out, err) = run(vec![
+        "pair".into(),
+        "list".into(),
+        "--data-dir".into(),
+        data_dir(&gw),
+    ])
+    .await;
     assert!(ok, "{err}");
     let line = out
         .lines()
@@ -144,7 +156,10 @@ async fn pair_list_shows_who_made_each_code_and_pair_revoke_deletes_it() {
         .unwrap_or_else(|| panic!("{id} in:\n{out}"));
     assert!(line.contains("laptop"), "{line}");
     assert!(out.contains("owner (pair)"), "{out}");
-    assert!(!out.contains(&laptops) && !out.contains(&owners), "codes are never shown again");
+    assert!(
+        !out.contains(&laptops) && !out.contains(&owners),
+        "codes are never shown again"
+    );
 
     let (ok, out, err) = run(vec![
         "pair".into(),
@@ -170,8 +185,14 @@ async fn pair_list_shows_who_made_each_code_and_pair_revoke_deletes_it() {
     .await;
     assert!(!ok && err.contains("no such pairing code"), "{err}");
 
-    let (ok, out, err) =
-        run(vec!["pair".into(), "revoke".into(), "--all".into(), "--data-dir".into(), data_dir(&gw)]).await;
+    let (ok, out, err) = run(vec![
+        "pair".into(),
+        "revoke".into(),
+        "--all".into(),
+        "--data-dir".into(),
+        data_dir(&gw),
+    ])
+    .await;
     assert!(ok, "{err}");
     assert!(out.contains("Deleted 1 pairing code."), "{out}");
     assert!(hello(&gw, &owners, "tablet").await.is_err());

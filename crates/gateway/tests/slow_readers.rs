@@ -83,7 +83,9 @@ async fn slow_reader(url: &str, i: usize) -> TcpStream {
         .await
         .expect("hello");
     let sync = r#"{"v":1,"type":"sync","id":2,"payload":{"cursor":0}}"#;
-    tcp.write_all(&text_frame(sync.as_bytes())).await.expect("sync");
+    tcp.write_all(&text_frame(sync.as_bytes()))
+        .await
+        .expect("sync");
     tcp
 }
 
@@ -131,7 +133,11 @@ async fn slow_readers_hold_at_most_a_page_each_and_are_dropped() {
         panic!("{}", reply.raw)
     };
     let bytes: usize = history.messages.iter().map(|m| m.text.len()).sum();
-    assert!(history.has_more && history.messages.len() < 200, "{}", history.messages.len());
+    assert!(
+        history.has_more && history.messages.len() < 200,
+        "{}",
+        history.messages.len()
+    );
     assert!(bytes <= 2 * 1024 * 1024, "{bytes} bytes in one page");
     writer.close().await.expect("close");
     let before = status_kib(pid, "VmRSS:");
@@ -143,7 +149,10 @@ async fn slow_readers_hold_at_most_a_page_each_and_are_dropped() {
     // The gateway drops every one of them once a write has blocked for 2 s.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while connections(&url).await > 0 {
-        assert!(tokio::time::Instant::now() < deadline, "slow readers never dropped");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "slow readers never dropped"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let peak = status_kib(pid, "VmHWM:");

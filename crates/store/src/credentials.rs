@@ -67,7 +67,11 @@ impl WriteTx<'_> {
 
     /// How many pairing codes `created_by` made (`None`: the owner's command line) that are
     /// neither spent nor expired at `now`.
-    pub fn open_pairing_codes(&self, now: i64, created_by: Option<&str>) -> Result<u64, StoreError> {
+    pub fn open_pairing_codes(
+        &self,
+        now: i64,
+        created_by: Option<&str>,
+    ) -> Result<u64, StoreError> {
         let n: i64 = self
             .conn
             .prepare_cached(

@@ -14,12 +14,16 @@ pub(super) async fn create(ctx: &Context, device: &str, header: &Header) -> Resu
         return Err(WireError::bad_request("pair.create needs an id"));
     }
     let config = &ctx.shared.config;
-    let issued = credentials::create_code(&ctx.shared.store, config.auth.pairing_code_ttl, Some(device))
-        .await
-        .map_err(|e| match e {
-            CodeError::TooMany => WireError::new(ErrorCode::RateLimited, e.to_string()),
-            CodeError::Store(e) => WireError::from(e),
-        })?;
+    let issued = credentials::create_code(
+        &ctx.shared.store,
+        config.auth.pairing_code_ttl,
+        Some(device),
+    )
+    .await
+    .map_err(|e| match e {
+        CodeError::TooMany => WireError::new(ErrorCode::RateLimited, e.to_string()),
+        CodeError::Store(e) => WireError::from(e),
+    })?;
     let link = Link::new(config, &issued.code);
     let frame = ServerFrame::PairCode(PairCode {
         qr_svg: link.qr_svg(),

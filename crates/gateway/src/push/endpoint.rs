@@ -48,8 +48,8 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     let first = ip.segments()[0];
     let documentation = first == 0x2001 && ip.segments()[1] == 0x0db8;
     let nat64 = first == 0x0064 && ip.segments()[1] == 0xff9b; // 64:ff9b::/96 embeds IPv4
-    // 2002::/16 (6to4) and 2001::/32 (Teredo) reach an IPv4 address through a relay, which may
-    // be an internal one; no push service lives there.
+                                                               // 2002::/16 (6to4) and 2001::/32 (Teredo) reach an IPv4 address through a relay, which may
+                                                               // be an internal one; no push service lives there.
     let six_to_four = first == 0x2002;
     let teredo = first == 0x2001 && ip.segments()[1] == 0;
     let site_local = first & 0xffc0 == 0xfec0; // fec0::/10, deprecated, internal

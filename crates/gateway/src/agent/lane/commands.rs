@@ -37,9 +37,13 @@ impl LaneActor {
             }
             Command::Cron(args) => {
                 let device = self.bridge.shared.hub.device_of(c.origin_conn);
-                let text =
-                    crate::cron::command::run(&self.bridge.cron, &self.lane, device.as_deref(), &args)
-                        .await;
+                let text = crate::cron::command::run(
+                    &self.bridge.cron,
+                    &self.lane,
+                    device.as_deref(),
+                    &args,
+                )
+                .await;
                 self.system(text).await;
             }
             Command::Title(title) if title.is_empty() => {
