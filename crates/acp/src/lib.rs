@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod confine;
 pub mod demo;
 mod error;
 mod lines;
@@ -20,6 +21,7 @@ pub mod rpc;
 pub mod types;
 
 pub use client::{AgentClient, AgentEvent, AgentEvents, PermissionResponder};
+pub use confine::Confinement;
 pub use error::AcpError;
 pub use process::{AgentProcess, AgentSpec, ExitInfo};
 pub use rpc::{Connection, Incoming, IncomingRx, RequestId, Responder};

@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::process::{ChildStderr, Command};
 use tokio::sync::watch;
 
+use crate::confine::{self, Confinement};
 use crate::lines::{Line, LineReader};
 use crate::rpc::{CloseDetail, Connection, IncomingRx};
 use crate::AcpError;
@@ -43,6 +44,9 @@ pub struct AgentSpec {
     pub env: Vec<(String, String)>,
     /// Inherited variables the agent must not see (removed before `env` is added).
     pub env_remove: Vec<String>,
+    /// What the agent may not reach (see [`crate::confine`]); applied where the kernel has
+    /// Landlock.
+    pub confine: Option<Confinement>,
 }
 
 impl AgentSpec {
@@ -175,7 +179,20 @@ impl AgentProcess {
             program: spec.program.clone(),
             source,
         };
+        // Built here, applied in the child between fork and exec; kept open until the spawn.
+        let ruleset = match &spec.confine {
+            Some(confinement) => confine::prepare(confinement).map_err(spawn_error)?,
+            None => None,
+        };
+        if let Some(ruleset) = &ruleset {
+            let fd = ruleset.raw();
+            // SAFETY: the closure only makes two system calls (see `confine::restrict_self`).
+            unsafe {
+                command.pre_exec(move || confine::restrict_self(fd));
+            }
+        }
         let mut child = command.spawn().map_err(spawn_error)?;
+        drop(ruleset);
         let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (
             child.id(),
             child.stdin.take(),

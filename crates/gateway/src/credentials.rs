@@ -26,8 +26,9 @@ use crate::config::Config;
 pub const CODE_PREFIX: &str = "ipc_";
 /// Prefix of device tokens.
 pub const DEVICE_TOKEN_PREFIX: &str = "idt_";
-/// Pairing codes that may be open (neither spent nor expired) at once.
-pub const MAX_OPEN_CODES: u64 = 20;
+/// Pairing codes one device may have open (neither spent nor expired) at once. The owner's
+/// command line has no cap: a device's codes never keep the owner from pairing.
+pub const MAX_OPEN_CODES: u64 = 5;
 
 /// The hash the store keeps of a code or a device token: lowercase hex SHA-256.
 pub fn hash(secret: &str) -> String {
@@ -52,26 +53,34 @@ pub struct IssuedCode {
 /// Why no pairing code was made.
 #[derive(Debug, thiserror::Error)]
 pub enum CodeError {
-    /// Too many codes are open; spend or let some expire first.
-    #[error("{MAX_OPEN_CODES} pairing codes are already waiting to be used; try again when one was used or expired")]
+    /// Too many codes of this device are open; spend or let some expire first.
+    #[error("{MAX_OPEN_CODES} pairing codes of this device are already waiting to be used; try again when one was used or expired")]
     TooMany,
     /// The store failed.
     #[error("database: {0}")]
     Store(#[from] StoreError),
 }
 
-/// Creates a pairing code valid for `ttl` from now.
-pub async fn create_code(store: &Store, ttl: Duration) -> Result<IssuedCode, CodeError> {
+/// Creates a pairing code valid for `ttl` from now, made by `creator` (a signed-in device, at
+/// most [`MAX_OPEN_CODES`] open at once) or by the owner's command line (`None`, no cap). A
+/// device's codes are deleted when it is revoked.
+pub async fn create_code(
+    store: &Store,
+    ttl: Duration,
+    creator: Option<&str>,
+) -> Result<IssuedCode, CodeError> {
     let code = new_secret(CODE_PREFIX);
     let code_hash = hash(&code);
     let now = crate::ids::now_ms();
     let expires_at = now + i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2);
+    let creator = creator.map(str::to_owned);
     let created = store
         .write(move |tx| {
-            if tx.open_pairing_codes(now)? >= MAX_OPEN_CODES {
+            let by = creator.as_deref();
+            if by.is_some() && tx.open_pairing_codes(now, by)? >= MAX_OPEN_CODES {
                 return Ok(false);
             }
-            tx.insert_pairing_code(&code_hash, now, expires_at)?;
+            tx.insert_pairing_code(&code_hash, now, expires_at, by)?;
             Ok(true)
         })
         .await?;
@@ -81,27 +90,46 @@ pub async fn create_code(store: &Store, ttl: Duration) -> Result<IssuedCode, Cod
     Ok(IssuedCode { code, expires_at })
 }
 
-/// Spends a code for `device_id` and issues that device its token, in one transaction:
-/// `Ok(None)` when the code was spent meanwhile or expired.
+/// What spending a pairing code gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redeemed {
+    /// The device's new token.
+    Token(String),
+    /// The code was spent meanwhile, expired or was revoked.
+    Gone,
+    /// The device id is already paired: a code makes a new device, never takes over one.
+    Taken,
+}
+
+/// Spends a code for `device_id` and issues that device its token, in one transaction. A code
+/// never binds a token to a device id that is already in use (the code stays unspent then).
 pub async fn redeem_code(
     store: &Store,
     code_hash: &str,
     device_id: &str,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Redeemed, StoreError> {
     let token = new_secret(DEVICE_TOKEN_PREFIX);
     let token_hash = hash(&token);
     let (code_hash, device) = (code_hash.to_owned(), device_id.to_owned());
     let now = crate::ids::now_ms();
-    let spent = store
+    store
         .write(move |tx| {
+            if tx.device_id_taken(&device)? {
+                return Ok(Redeemed::Taken);
+            }
             if !tx.spend_pairing_code(&code_hash, now, &device)? {
-                return Ok(false);
+                return Ok(Redeemed::Gone);
             }
             tx.insert_device_token(&token_hash, &device, now)?;
-            Ok(true)
+            Ok(Redeemed::Token(token))
         })
-        .await?;
-    Ok(spent.then_some(token))
+        .await
+}
+
+/// A short, stable name of a pairing code for `pair list` and `pair revoke`: the first 12 hex
+/// digits of its hash (the code itself is never stored).
+pub fn code_id(code_hash: &str) -> &str {
+    code_hash.get(..12).unwrap_or(code_hash)
 }
 
 /// A pairing link: what a device needs to connect.
@@ -170,7 +198,8 @@ fn fragment_encode(s: &str) -> String {
 /// `text` with control characters (terminal escapes, newlines, bidi overrides aside) removed:
 /// what the command line prints of strings a client chose, such as a device's name.
 pub fn printable(text: &str) -> String {
-    text.chars()
+    crate::text::without_format(text)
+        .chars()
         .filter(|c| !c.is_control() && !is_bidi_control(*c))
         .collect()
 }

@@ -45,6 +45,8 @@ pub struct Guard {
     auth_failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
     /// Send budget per credential (see [`Guard::take_send`]).
     send_buckets: Mutex<HashMap<String, TokenBucket>>,
+    /// Budget of other state-changing requests per device (see [`Guard::take_request`]).
+    request_buckets: Mutex<HashMap<String, TokenBucket>>,
 }
 
 impl Guard {
@@ -56,6 +58,7 @@ impl Guard {
             limits,
             auth_failures: Mutex::default(),
             send_buckets: Mutex::default(),
+            request_buckets: Mutex::default(),
         }
     }
 
@@ -68,13 +71,18 @@ impl Guard {
     /// Checks what a `hello` presented as its `token`: the shared token (compared in constant
     /// time, when it is switched on), else a device token or a pairing code, looked up in the
     /// store by their hash.
+    ///
+    /// `throttled`: the address failed too often. The shared token, the one secret short enough
+    /// to guess, is then not compared at all, so a guess made while throttled is wasted even when
+    /// it is right. Device tokens and codes carry 256 random bits and are still looked up.
     pub async fn authenticate(
         &self,
         store: &Store,
         presented: &str,
         now_ms: i64,
+        throttled: bool,
     ) -> Result<Credential, AuthFailure> {
-        let shared = self.token_matches(presented);
+        let shared = !throttled && self.token_matches(presented);
         if shared && self.shared_enabled {
             return Ok(Credential::Shared);
         }
@@ -128,7 +136,7 @@ impl Guard {
     /// Whether this address has failed `hello` too often in the last minute.
     pub fn auth_blocked(&self, addr: IpAddr) -> bool {
         let mut map = self.auth_failures.lock().expect("auth lock");
-        let Some(times) = map.get_mut(&addr) else {
+        let Some(times) = map.get_mut(&throttle_key(addr)) else {
             return false;
         };
         let window = Instant::now() - Duration::from_secs(60);
@@ -146,7 +154,9 @@ impl Guard {
             let window = Instant::now() - Duration::from_secs(60);
             map.retain(|_, times| times.back().is_some_and(|t| *t >= window));
         }
-        map.entry(addr).or_default().push_back(Instant::now());
+        map.entry(throttle_key(addr))
+            .or_default()
+            .push_back(Instant::now());
     }
 
     /// Takes one send from the budget of the connection's credential; false when it is
@@ -157,6 +167,34 @@ impl Guard {
     pub fn take_send(&self, device_id: &str) -> bool {
         let per_minute = self.limits.sends_per_minute;
         let mut map = self.send_buckets.lock().expect("bucket lock");
+        map.entry(device_id.to_owned())
+            .or_insert_with(|| TokenBucket::new(per_minute))
+            .take()
+    }
+}
+
+/// The key the failed-`hello` throttle counts an address under: an IPv4 address itself, an
+/// IPv6 address by its /64 (one subscriber's network holds 2^64 addresses, free to rotate).
+fn throttle_key(addr: IpAddr) -> IpAddr {
+    match addr.to_canonical() {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(std::net::Ipv6Addr::from(bits))
+        }
+        v4 => v4,
+    }
+}
+
+impl Guard {
+    /// Takes one request that changes something (every durable request but `message.send`,
+    /// which has its own budget) from the device's budget; false when it is exhausted.
+    pub fn take_request(&self, device_id: &str) -> bool {
+        let per_minute = self.limits.requests_per_minute;
+        let mut map = self.request_buckets.lock().expect("bucket lock");
+        if map.len() > 10_000 {
+            // Full buckets hold nothing worth keeping.
+            map.retain(|_, bucket| !bucket.is_full());
+        }
         map.entry(device_id.to_owned())
             .or_insert_with(|| TokenBucket::new(per_minute))
             .take()
@@ -182,6 +220,12 @@ impl TokenBucket {
             per_sec: f64::from(per_minute) / 60.0,
             last: Instant::now(),
         }
+    }
+
+    /// Whether the bucket has refilled completely.
+    pub fn is_full(&self) -> bool {
+        let refilled = self.tokens + self.last.elapsed().as_secs_f64() * self.per_sec;
+        refilled >= self.capacity
     }
 
     /// Takes one token; false when the bucket is empty.
@@ -261,6 +305,76 @@ pub fn origin_allowed(
     allowed.contains(&origin)
 }
 
+/// The names a request's `Host` may carry: the host of `public_url`, those of
+/// `allowed_origins`, `localhost` and this machine's host name (with and without `.local`).
+/// Any IP address passes too: a name an attacker controls can be rebound to the gateway's
+/// address (DNS rebinding), an address cannot.
+#[derive(Debug, Clone, Default)]
+pub struct KnownHosts {
+    names: Vec<String>,
+}
+
+impl KnownHosts {
+    /// The names this configuration answers to.
+    pub fn new(
+        public_url: Option<&str>,
+        allowed_origins: &[String],
+        host_name: Option<&str>,
+    ) -> Self {
+        let mut names = vec!["localhost".to_owned()];
+        let urls = public_url
+            .into_iter()
+            .chain(allowed_origins.iter().map(String::as_str));
+        for url in urls {
+            let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            if let Some(name) = host_name_of(authority) {
+                names.push(name);
+            }
+        }
+        if let Some(name) = host_name.map(|n| n.trim().to_ascii_lowercase()) {
+            if !name.is_empty() {
+                names.push(format!("{name}.local"));
+                names.push(name);
+            }
+        }
+        KnownHosts { names }
+    }
+
+    /// Whether a request with this `Host` may be served. No `Host` (HTTP/1.0 tools; browsers
+    /// always send one) passes.
+    pub fn allows(&self, host: Option<&str>) -> bool {
+        let Some(host) = host else {
+            return true;
+        };
+        let host = host.trim();
+        if host.starts_with('[') {
+            // An IPv6 literal, `[addr]` or `[addr]:port`.
+            return host
+                .get(1..)
+                .and_then(|h| h.split_once(']'))
+                .is_some_and(|(addr, _)| addr.parse::<std::net::Ipv6Addr>().is_ok());
+        }
+        match host_name_of(host) {
+            Some(name) if name.parse::<std::net::Ipv4Addr>().is_ok() => true,
+            Some(name) => self.names.contains(&name),
+            None => false,
+        }
+    }
+}
+
+/// The lowercase name of `host[:port]` without a trailing dot; `None` when it is malformed.
+fn host_name_of(authority: &str) -> Option<String> {
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let name = match authority.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        Some(_) => return None,
+        None => authority,
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    (!name.is_empty()).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,5 +413,35 @@ mod tests {
             !ok(Some("https://iris.example.com.evil.example")),
             "lookalike"
         );
+    }
+
+    #[test]
+    fn only_known_names_and_addresses_pass_as_host() {
+        let allowed = vec!["https://app.example.net".to_owned()];
+        let hosts = KnownHosts::new(Some("https://iris.example.com/chat"), &allowed, Some("box"));
+        for ok in [
+            None,
+            Some("127.0.0.1:8765"),
+            Some("192.168.1.20:8765"),
+            Some("[::1]:8765"),
+            Some("localhost:8765"),
+            Some("IRIS.example.com"),
+            Some("iris.example.com.:443"),
+            Some("app.example.net"),
+            Some("box:8765"),
+            Some("box.local:8765"),
+        ] {
+            assert!(hosts.allows(ok), "{ok:?}");
+        }
+        for bad in [
+            "rebind.evil.example:8765",
+            "iris.example.com.evil.example",
+            "127.0.0.1.evil.example",
+            "[::1",
+            "localhost:80x",
+            "",
+        ] {
+            assert!(!hosts.allows(Some(bad)), "{bad:?}");
+        }
     }
 }

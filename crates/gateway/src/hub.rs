@@ -376,6 +376,12 @@ impl Hub {
         }
     }
 
+    /// The device of a live connection.
+    pub fn device_of(&self, conn_id: u64) -> Option<String> {
+        let st = self.state.lock().expect("hub lock");
+        st.conns.get(&conn_id).map(|q| q.device_id.clone())
+    }
+
     /// Whether the device has a live connection.
     pub fn is_online(&self, device_id: &str) -> bool {
         self.state

@@ -30,6 +30,7 @@ pub mod command;
 pub mod config;
 pub mod credentials;
 pub mod guard;
+pub mod harden;
 pub mod hub;
 pub mod ids;
 pub mod metrics;

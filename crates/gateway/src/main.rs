@@ -24,8 +24,15 @@ struct Cli {
 enum Command {
     /// Run the gateway.
     Serve(ServeArgs),
-    /// Create a one-time pairing code and show it as a QR code and URLs for a phone or a browser.
-    Pair(PairArgs),
+    /// Create a one-time pairing code and show it as a QR code and URLs for a phone or a browser;
+    /// `pair list` and `pair revoke` show and delete codes waiting to be used.
+    #[command(args_conflicts_with_subcommands = true)]
+    Pair {
+        #[command(subcommand)]
+        command: Option<PairCommand>,
+        #[command(flatten)]
+        args: PairArgs,
+    },
     /// List or revoke paired devices.
     Devices {
         #[command(subcommand)]
@@ -43,6 +50,23 @@ enum Command {
     /// Run the built-in demo ACP agent on stdin/stdout (a deterministic stand-in for a real agent).
     #[command(hide = true)]
     DemoAgent,
+}
+
+#[derive(Subcommand)]
+enum PairCommand {
+    /// List the pairing codes waiting to be used: id, who made them, when they expire.
+    List(ConfigArgs),
+    /// Delete a pairing code waiting to be used (its id from `pair list`), or all of them.
+    Revoke {
+        /// The code's id (see `pair list`).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<String>,
+        /// Delete every open code.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        args: ConfigArgs,
+    },
 }
 
 #[derive(clap::Args)]
@@ -159,9 +183,18 @@ fn main() -> ExitCode {
         );
     }
     let cli = Cli::parse();
+    // Read now (clap took it): the value must not stay readable in /proc/<pid>/environ.
+    iris_gateway::harden::scrub_env("IRIS_TOKEN");
     match cli.command {
         Command::Serve(args) => serve(args),
-        Command::Pair(args) => pair(args),
+        Command::Pair {
+            command: Some(command),
+            ..
+        } => pair_codes(command),
+        Command::Pair {
+            command: None,
+            args,
+        } => pair(args),
         Command::Devices { command } => devices(command),
         Command::Backup { file, args } => backup(&file, args),
         Command::Export(args) => export(args),
@@ -272,6 +305,10 @@ fn serve(args: ServeArgs) -> ExitCode {
         println!("  Web:       http://{}/", gateway.addr);
         println!("  Data dir:  {}", data_dir.display());
         println!("  Agent:     {}", gateway.agent_label());
+        println!(
+            "  Sandbox:   {}",
+            iris_gateway::harden::in_force().describe()
+        );
         match &gateway.token_source {
             TokenSource::Generated(path) => {
                 println!("  Token:     {}", gateway.token());
@@ -358,6 +395,70 @@ fn pair(args: PairArgs) -> ExitCode {
     };
     let now = iris_gateway::ids::now_ms();
     print!("{}", Pairing::new(&config, secret).text(now));
+    ExitCode::SUCCESS
+}
+
+/// `pair list` and `pair revoke`.
+fn pair_codes(command: PairCommand) -> ExitCode {
+    use iris_gateway::credentials::printable;
+    use iris_gateway::devices::{self, CodeSelector};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let (args, result) = match command {
+        PairCommand::List(args) => (args, None),
+        PairCommand::Revoke { id, all, args } => {
+            let which = match id {
+                Some(id) if !all => CodeSelector::Id(id),
+                _ => CodeSelector::All,
+            };
+            (args, Some(which))
+        }
+    };
+    let config = match args.resolve() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let now = iris_gateway::ids::now_ms();
+    match result {
+        None => match rt.block_on(devices::list_codes(&config.data_dir)) {
+            Ok(codes) if codes.is_empty() => println!("No pairing codes are waiting to be used."),
+            Ok(codes) => {
+                println!("{:<14}{:<24}{:<14}EXPIRES", "CODE ID", "MADE BY", "MADE");
+                for c in codes {
+                    let by = c
+                        .created_by
+                        .as_deref()
+                        .map_or("owner (pair)".to_owned(), printable);
+                    let left = (c.expires_at - now).max(0) / 60_000;
+                    println!(
+                        "{:<14}{:<24}{:<14}in {left} min",
+                        c.id,
+                        by,
+                        ago(now - c.created_at)
+                    );
+                }
+            }
+            Err(e) => {
+                eprintln!("iris-gateway: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        Some(which) => match rt.block_on(devices::revoke_codes(&config.data_dir, which)) {
+            Ok(0) => {
+                eprintln!(
+                    "iris-gateway: no such pairing code waiting to be used (see `pair list`)"
+                );
+                return ExitCode::from(1);
+            }
+            Ok(n) => println!("Deleted {n} pairing code{}.", if n == 1 { "" } else { "s" }),
+            Err(e) => {
+                eprintln!("iris-gateway: {e}");
+                return ExitCode::from(1);
+            }
+        },
+    }
     ExitCode::SUCCESS
 }
 

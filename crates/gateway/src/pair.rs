@@ -68,7 +68,7 @@ pub async fn create_code(
     )
     .map_err(CodeError::from)?;
     let issued =
-        credentials::create_code(&store, ttl.unwrap_or(config.auth.pairing_code_ttl)).await;
+        credentials::create_code(&store, ttl.unwrap_or(config.auth.pairing_code_ttl), None).await;
     store.close();
     Ok(issued?)
 }

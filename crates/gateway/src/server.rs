@@ -24,7 +24,7 @@ use crate::agent::Agents;
 use crate::config::{Config, Secret};
 use crate::conn::ReadBudget;
 use crate::cron::Cron;
-use crate::guard::Guard;
+use crate::guard::{Guard, KnownHosts};
 use crate::handlers::Context;
 use crate::hub::{CloseReason, Hub};
 use crate::media::Media;
@@ -95,6 +95,14 @@ impl Gateway {
             source,
         };
         prepare_data_dir(&dir).map_err(dir_err)?;
+        // The agent is a child of this process: keep its memory (the token) out of its reach.
+        let protection = crate::harden::Protection {
+            not_dumpable: crate::harden::not_dumpable(),
+            landlock_abi: iris_acp::confine::landlock_abi(),
+            confine_off: !config.confine_agent,
+        };
+        tracing::info!(protection = %protection.describe(), "protection from the agent");
+        crate::harden::record(protection);
         let (token, token_source) = match &config.token {
             Some(t) => (t.clone(), TokenSource::Configured),
             None => {
@@ -315,14 +323,42 @@ struct Routes {
     tasks: TaskTracker,
 }
 
-/// The HTTP routes: `/ws`, `/healthz`, `/metrics` and the web client.
+/// The HTTP routes: `/ws`, `/healthz`, `/metrics` and the web client, each behind the `Host`
+/// check.
 fn app(routes: Routes) -> Router {
+    let config = &routes.ctx.shared.config;
+    let hosts = Arc::new(KnownHosts::new(
+        config.public_url.as_deref(),
+        &config.allowed_origins,
+        crate::config::host_name().as_deref(),
+    ));
     Router::new()
         .route("/ws", get(ws_upgrade))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .merge(crate::web::routes())
+        .layer(axum::middleware::from_fn_with_state(hosts, check_host))
         .with_state(routes)
+}
+
+/// Refuses a request whose `Host` is not one of the gateway's names (421): a page on a name
+/// an attacker rebound to the gateway's address (DNS rebinding) is the same origin as the name,
+/// so the `Origin` check alone would let it read `/metrics` and speak to `/ws`.
+async fn check_host(
+    State(hosts): State<Arc<KnownHosts>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(|v| v.to_str().unwrap_or("\u{0}"));
+    if hosts.allows(host) {
+        return next.run(request).await;
+    }
+    tracing::warn!(host = ?host, "request for an unknown host refused");
+    let body = "unknown host: add it to public_url or allowed_origins\n";
+    (StatusCode::MISDIRECTED_REQUEST, body).into_response()
 }
 
 /// Liveness: a small fixed JSON object, built without parsing anything.

@@ -22,10 +22,40 @@ pub fn instant_title(text: &str) -> String {
     }
 }
 
-/// A title given by the user or the agent: control characters removed, at most 100
+/// Whether `c` is an invisible format character (Unicode category Cf: zero-width spaces and
+/// joiners, bidirectional overrides and isolates, the soft hyphen, tags, …): in a name it can
+/// make two names look alike ("Default" and "Default\u{200B}") or show one backwards
+/// ("Bank\u{202E}txt.exe" shown as "Bankexe.txt").
+pub fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{0600}'..='\u{0605}' | '\u{061C}' | '\u{06DD}' | '\u{070F}' | '\u{08E2}'
+        | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{110BD}' | '\u{110CD}'
+        | '\u{13430}'..='\u{1343F}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0001}' | '\u{E0020}'..='\u{E007F}')
+}
+
+/// `text` without format characters ([`is_format`]), except a zero-width joiner between two
+/// characters that are not letters or digits (it joins emoji such as 👩‍💻).
+pub fn without_format(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let joins_emoji = c == '\u{200D}'
+            && i > 0
+            && !chars[i - 1].is_alphanumeric()
+            && chars.get(i + 1).is_some_and(|n| !n.is_alphanumeric());
+        if !is_format(c) || joins_emoji {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A title given by the user or the agent: control and format characters removed, at most 100
 /// characters; `None` when nothing visible is left.
 pub fn clean_title(title: &str) -> Option<String> {
-    let t: String = title
+    let t: String = without_format(title)
         .trim()
         .chars()
         .filter(|c| !c.is_control())

@@ -247,3 +247,144 @@ async fn export_writes_every_chat_as_documented_json_and_readable_markdown() {
     assert!(final_text(&events).contains("still here"));
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_backup_never_writes_through_a_planted_link_and_leaves_nothing_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    let gw = TestGateway::start().await;
+    let (mut phone, _) = gw.connect("phone").await;
+    send_text(&mut phone, "default", "a secret worth stealing").await;
+
+    // Another user of the backup directory plants links at the temporary names a backup used
+    // to take (`.<name>.db.<pid>`, `.<name>.partial.<pid>`), pointing where they can read.
+    let out = tempfile::tempdir().unwrap();
+    let loot = tempfile::tempdir().unwrap();
+    let pid = std::process::id();
+    for what in ["db", "partial"] {
+        std::os::unix::fs::symlink(
+            loot.path().join(what),
+            out.path().join(format!(".iris.tar.{what}.{pid}")),
+        )
+        .unwrap();
+    }
+    let archive = out.path().join("iris.tar");
+    let (dir, dest) = (gw.dir.clone(), archive.clone());
+    let summary = tokio::task::spawn_blocking(move || iris_gateway::archive::backup(&dir, &dest))
+        .await
+        .unwrap()
+        .expect("backup");
+    assert_eq!(summary.path, archive);
+    let stolen: Vec<_> = std::fs::read_dir(loot.path()).unwrap().collect();
+    assert!(
+        stolen.is_empty(),
+        "written through a planted link: {stolen:?}"
+    );
+    let mode = std::fs::metadata(&archive).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let mut left: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "iris.tar" && !n.ends_with(&format!(".{pid}")))
+        .collect();
+    left.sort();
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    // A failed backup (its destination exists by the time it is linked) leaves nothing either.
+    let taken = out.path().join("taken.tar");
+    std::os::unix::fs::symlink(loot.path().join("x"), &taken).unwrap();
+    let (dir, dest) = (gw.dir.clone(), taken.clone());
+    let failed = tokio::task::spawn_blocking(move || iris_gateway::archive::backup(&dir, &dest))
+        .await
+        .unwrap();
+    assert!(
+        failed.is_err(),
+        "a link at the destination is never written through"
+    );
+    assert!(!loot.path().join("x").exists());
+    let tmp: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(tmp.is_empty(), "{tmp:?}");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn export_media_never_writes_through_a_planted_link() {
+    use iris_gateway::archive::{export, ExportFormat, ExportRequest};
+    let gw = TestGateway::start_demo().await;
+    some_conversations(&gw).await;
+    let out = tempfile::tempdir().unwrap();
+    let request = |dir: &Path| ExportRequest {
+        chat: None,
+        format: ExportFormat::Json,
+        out: dir.to_path_buf(),
+        media: true,
+    };
+    let first = out.path().join("first");
+    let done = export(&gw.dir, &request(&first), 0).expect("export");
+    assert_eq!(done.media_files, 1);
+    let name = std::fs::read_dir(first.join("media"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+
+    // The same name in a second export's folder is a dangling link someone planted.
+    let loot = tempfile::tempdir().unwrap();
+    let second = out.path().join("second");
+    std::fs::create_dir_all(second.join("media")).unwrap();
+    std::os::unix::fs::symlink(
+        loot.path().join("stolen.png"),
+        second.join("media").join(&name),
+    )
+    .unwrap();
+    let refused = export(&gw.dir, &request(&second), 0);
+    assert!(refused.is_err(), "{refused:?}");
+    assert!(
+        !loot.path().join("stolen.png").exists(),
+        "written through the link"
+    );
+
+    // A planted link in place of the media folder is refused too.
+    let third = out.path().join("third");
+    std::fs::create_dir_all(&third).unwrap();
+    std::os::unix::fs::symlink(loot.path(), third.join("media")).unwrap();
+    assert!(export(&gw.dir, &request(&third), 0).is_err());
+    assert_eq!(std::fs::read_dir(loot.path()).unwrap().count(), 0);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_message_cannot_forge_sections_of_the_markdown_export() {
+    use iris_gateway::archive::{export, ExportFormat, ExportRequest};
+    let gw = TestGateway::start().await;
+    let (mut phone, _) = gw.connect("phone").await;
+    let forged = "Here is my note.\n## Thread: Payroll\n### Assistant · 2020-01-01 00:00 UTC\nSend the codes.\nFake Heading\n===\n```\n# a comment in code\n```";
+    send_text(&mut phone, "default", forged).await;
+    let out = tempfile::tempdir().unwrap();
+    let request = ExportRequest {
+        chat: Some("default".into()),
+        format: ExportFormat::Markdown,
+        out: out.path().to_path_buf(),
+        media: false,
+    };
+    let done = export(&gw.dir, &request, 0).expect("export");
+    let md = std::fs::read_to_string(&done.files[0]).unwrap();
+    let headings: Vec<&str> = md.lines().filter(|l| l.starts_with('#')).collect();
+    assert!(
+        headings
+            .iter()
+            .all(|h| !h.contains("Payroll") && !h.contains("2020-01-01")),
+        "{headings:?}\n{md}"
+    );
+    assert!(md.contains("\\## Thread: Payroll"), "{md}");
+    assert!(md.contains("\\==="), "{md}");
+    assert!(
+        md.contains("\n# a comment in code\n"),
+        "code stays as written:\n{md}"
+    );
+    gw.stop().await;
+}

@@ -53,7 +53,7 @@ async fn connect(gw: &TestGateway, token: &str, device: &str) -> (Client, HelloA
 
 /// A pairing code made the way `pair.create` makes it.
 async fn new_code(gw: &TestGateway, ttl: Duration) -> String {
-    credentials::create_code(&gw.shared.store, ttl)
+    credentials::create_code(&gw.shared.store, ttl, None)
         .await
         .expect("code")
         .code
@@ -352,6 +352,40 @@ async fn wrong_device_tokens_and_codes_are_throttled_but_a_valid_device_token_pa
         hello(&gw, &fresh, "new-tablet").await.is_ok(),
         "a valid code locked out"
     );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn while_an_address_is_throttled_even_the_right_shared_token_is_not_checked() {
+    let gw = TestGateway::start_with(|c| {
+        c.limits.auth_failures_per_minute = 3;
+        c.trusted_proxies = vec!["127.0.0.1".parse().expect("ip")];
+    })
+    .await;
+    let token = hello(&gw, &new_code(&gw, Duration::from_secs(600)).await, "owner")
+        .await
+        .expect("pairs")
+        .device_token
+        .expect("token");
+    let code = |got: Result<HelloAck, (ErrorCode, String)>| got.map(|_| ()).map_err(|e| e.0);
+    let from = |addr: &'static str| [("x-forwarded-for", addr)];
+    for i in 0..3 {
+        let guess = format!("wrong-guess-{i:08}");
+        let got = hello_from(&gw, &from("2001:db8::1"), &guess, "stranger").await;
+        assert_eq!(code(got), Err(ErrorCode::Auth), "guess {i}");
+    }
+    // The right token, guessed now, is not even compared: guessing gains nothing while
+    // throttled. Another address of the same /64 is the same guesser.
+    for addr in ["2001:db8::1", "2001:db8::ffff"] {
+        let got = hello_from(&gw, &from(addr), TOKEN, "stranger").await;
+        assert_eq!(code(got), Err(ErrorCode::RateLimited), "{addr}");
+    }
+    // A paired device's own token (256 random bits) still passes from there.
+    let got = hello_from(&gw, &from("2001:db8::1"), &token, "owner").await;
+    assert_eq!(code(got), Ok(()), "a paired device was locked out");
+    // Another network is not throttled.
+    let got = hello_from(&gw, &from("2001:db8:0:1::1"), TOKEN, "laptop").await;
+    assert_eq!(code(got), Ok(()));
     gw.stop().await;
 }
 

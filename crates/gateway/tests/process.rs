@@ -145,7 +145,7 @@ async fn config_file_with_environment_and_flags_on_top() {
     let config = write_config(
         tmp.path(),
         &format!(
-            "listen = \"127.0.0.1:0\"\ndata_dir = \"{}\"\ntoken = \"file-token-1111\"\n",
+            "listen = \"127.0.0.1:0\"\ndata_dir = \"{}\"\ntoken = \"file-token-11111111\"\n",
             file_dir.display()
         ),
     );
@@ -175,7 +175,7 @@ async fn config_file_with_environment_and_flags_on_top() {
     );
     assert_eq!(gw.line("Data dir:").as_deref(), file_dir.to_str());
     assert!(file_dir.join("iris.db").exists());
-    connect(&gw, "file-token-1111", "phone")
+    connect(&gw, "file-token-11111111", "phone")
         .await
         .close()
         .await
@@ -189,30 +189,30 @@ async fn config_file_with_environment_and_flags_on_top() {
         "--data-dir",
         flag_dir.to_str().expect("utf-8"),
     ]);
-    cmd.env("IRIS_TOKEN", "env-token-2222");
+    cmd.env("IRIS_TOKEN", "env-token-22222222");
     let gw = Running::start(cmd).await;
     assert_eq!(gw.line("Data dir:").as_deref(), flag_dir.to_str());
     assert!(flag_dir.join("iris.db").exists());
-    connect(&gw, "env-token-2222", "phone")
+    connect(&gw, "env-token-22222222", "phone")
         .await
         .close()
         .await
         .expect("close");
-    refused_token(&gw, "file-token-1111").await;
+    refused_token(&gw, "file-token-11111111").await;
     gw.stop().await;
 
     // IRIS_CONFIG names the file; --token beats IRIS_TOKEN.
-    let mut cmd = serve(&["--token", "flag-token-3333"]);
+    let mut cmd = serve(&["--token", "flag-token-33333333"]);
     cmd.env("IRIS_CONFIG", &config)
-        .env("IRIS_TOKEN", "env-token-2222");
+        .env("IRIS_TOKEN", "env-token-22222222");
     let gw = Running::start(cmd).await;
     assert_eq!(gw.line("Data dir:").as_deref(), file_dir.to_str());
-    connect(&gw, "flag-token-3333", "phone")
+    connect(&gw, "flag-token-33333333", "phone")
         .await
         .close()
         .await
         .expect("close");
-    refused_token(&gw, "env-token-2222").await;
+    refused_token(&gw, "env-token-22222222").await;
     gw.stop().await;
 }
 

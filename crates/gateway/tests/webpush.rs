@@ -685,6 +685,14 @@ async fn push_endpoints_must_be_https_to_a_public_address() {
         ("https://[fe80::1]/x", "public address"),
         ("https://[fd12:3456::1]/x", "public address"),
         ("https://[::ffff:192.168.0.1]/x", "public address"),
+        // 6to4 and Teredo carry an IPv4 address inside; site-local and discard are internal.
+        ("https://[2002:7f00:1::1]/x", "public address"),
+        (
+            "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x",
+            "public address",
+        ),
+        ("https://[fec0::1]/x", "public address"),
+        ("https://[100::1]/x", "public address"),
         ("https://localhost:8443/x", "public address"),
         ("https://push.localhost/x", "public address"),
     ] {

@@ -21,6 +21,19 @@ pub struct PairingCodeRow {
     pub spent_at: Option<i64>,
 }
 
+/// A pairing code waiting to be used, as `pair list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenCode {
+    /// Hash of the code.
+    pub code_hash: String,
+    /// When it was made, unix milliseconds.
+    pub created_at: i64,
+    /// When it stops being accepted, unix milliseconds.
+    pub expires_at: i64,
+    /// The device that made it (`None`: the owner's command line).
+    pub created_by: Option<String>,
+}
+
 /// The address a device last connected from, and when.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceAddress {
@@ -31,33 +44,72 @@ pub struct DeviceAddress {
 }
 
 impl WriteTx<'_> {
-    /// Records a new pairing code. Codes that expired more than a day ago are forgotten.
+    /// Records a new pairing code made by `created_by` (a device id; `None` for the owner's
+    /// command line). Codes that expired more than a day ago are forgotten.
     pub fn insert_pairing_code(
         &mut self,
         code_hash: &str,
         created_at: i64,
         expires_at: i64,
+        created_by: Option<&str>,
     ) -> Result<(), StoreError> {
         self.conn
             .prepare_cached("DELETE FROM pairing_codes WHERE expires_at < ?1")?
             .execute([created_at - 86_400_000])?;
         self.conn
             .prepare_cached(
-                "INSERT INTO pairing_codes (code_hash, created_at, expires_at) VALUES (?1, ?2, ?3)",
+                "INSERT INTO pairing_codes (code_hash, created_at, expires_at, created_by) \
+                 VALUES (?1, ?2, ?3, ?4)",
             )?
-            .execute((code_hash, created_at, expires_at))?;
+            .execute((code_hash, created_at, expires_at, created_by))?;
         Ok(())
     }
 
-    /// How many pairing codes are neither spent nor expired at `now`.
-    pub fn open_pairing_codes(&self, now: i64) -> Result<u64, StoreError> {
+    /// How many pairing codes `created_by` made (`None`: the owner's command line) that are
+    /// neither spent nor expired at `now`.
+    pub fn open_pairing_codes(
+        &self,
+        now: i64,
+        created_by: Option<&str>,
+    ) -> Result<u64, StoreError> {
         let n: i64 = self
             .conn
             .prepare_cached(
-                "SELECT count(*) FROM pairing_codes WHERE spent_at IS NULL AND expires_at > ?1",
+                "SELECT count(*) FROM pairing_codes WHERE spent_at IS NULL AND expires_at > ?1 \
+                 AND created_by IS ?2",
             )?
-            .query_row([now], |r| r.get(0))?;
+            .query_row((now, created_by), |r| r.get(0))?;
         Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Deletes the unspent pairing codes a device made; returns how many there were.
+    pub fn delete_pairing_codes_of(&mut self, device_id: &str) -> Result<usize, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("DELETE FROM pairing_codes WHERE created_by = ?1 AND spent_at IS NULL")?
+            .execute([device_id])?)
+    }
+
+    /// Deletes the unspent pairing codes whose hash starts with `prefix` (hex); returns how many.
+    pub fn delete_pairing_codes_by_prefix(&mut self, prefix: &str) -> Result<usize, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "DELETE FROM pairing_codes WHERE spent_at IS NULL AND substr(code_hash, 1, ?2) = ?1",
+            )?
+            .execute((prefix, i64::try_from(prefix.len()).unwrap_or(0)))?)
+    }
+
+    /// Whether a device id is in use: a registered device, or one a device token names.
+    pub fn device_id_taken(&self, device_id: &str) -> Result<bool, StoreError> {
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT (SELECT count(*) FROM devices WHERE device_id = ?1) \
+                 + (SELECT count(*) FROM device_tokens WHERE device_id = ?1)",
+            )?
+            .query_row([device_id], |r| r.get(0))?;
+        Ok(n > 0)
     }
 
     /// Spends a pairing code for `device_id`: true when it was unspent and unexpired at `now`
@@ -154,6 +206,28 @@ impl Store {
         .await
     }
 
+    /// The pairing codes neither spent nor expired at `now`, oldest first.
+    pub async fn open_codes(&self, now: i64) -> Result<Vec<OpenCode>, StoreError> {
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT code_hash, created_at, expires_at, created_by FROM pairing_codes \
+                 WHERE spent_at IS NULL AND expires_at > ?1 ORDER BY created_at, code_hash",
+            )?;
+            let rows = stmt
+                .query_map([now], |r| {
+                    Ok(OpenCode {
+                        code_hash: r.get(0)?,
+                        created_at: r.get(1)?,
+                        expires_at: r.get(2)?,
+                        created_by: r.get(3)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+        .await
+    }
+
     /// The last address of every device that has one.
     pub async fn device_addresses(&self) -> Result<HashMap<String, DeviceAddress>, StoreError> {
         self.read(|c| {
@@ -200,8 +274,8 @@ mod tests {
         let store = open(dir.path());
         store
             .write(|tx| {
-                tx.insert_pairing_code("a", 0, 1000)?;
-                tx.insert_pairing_code("b", 0, 1000)
+                tx.insert_pairing_code("a", 0, 1000, None)?;
+                tx.insert_pairing_code("b", 0, 1000, Some("d"))
             })
             .await
             .expect("insert");

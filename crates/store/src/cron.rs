@@ -149,6 +149,37 @@ impl WriteTx<'_> {
         get_job(self.conn, id)?.ok_or_else(|| StoreError::Internal("inserted job vanished".into()))
     }
 
+    /// Adds a job made by a device (`created_by`), like [`WriteTx::insert_cron_job`]; the job
+    /// is counted against that device and deleted with it ([`WriteTx::delete_cron_jobs_of`]).
+    pub fn insert_cron_job_by(
+        &mut self,
+        job: &NewCronJob,
+        created_by: Option<&str>,
+    ) -> Result<CronJobRow, StoreError> {
+        let row = self.insert_cron_job(job)?;
+        self.conn
+            .prepare_cached("UPDATE cron_jobs SET created_by = ?2 WHERE seq = ?1")?
+            .execute((i64::try_from(row.job_id).unwrap_or(i64::MAX), created_by))?;
+        Ok(row)
+    }
+
+    /// How many jobs a device made.
+    pub fn count_cron_jobs_by(&self, device_id: &str) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM cron_jobs WHERE created_by = ?1")?
+            .query_row([device_id], |r| r.get(0))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Deletes every job a device made; returns how many there were.
+    pub fn delete_cron_jobs_of(&mut self, device_id: &str) -> Result<usize, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("DELETE FROM cron_jobs WHERE created_by = ?1")?
+            .execute([device_id])?)
+    }
+
     /// The job with this id as seen inside this transaction.
     pub fn get_cron_job(&self, job_id: u64) -> Result<Option<CronJobRow>, StoreError> {
         get_job(self.conn, job_id)

@@ -41,7 +41,7 @@ mod tx;
 mod types;
 mod writer;
 
-pub use credentials::{DeviceAddress, PairingCodeRow};
+pub use credentials::{DeviceAddress, OpenCode, PairingCodeRow};
 pub use cron::{CronJobRow, CronRunRecord, NewCronJob};
 pub use error::StoreError;
 pub use media::MediaRow;

@@ -59,12 +59,14 @@ pub(crate) fn replay(
     conn: &Connection,
     after: u64,
     limit: usize,
+    max_bytes: usize,
 ) -> Result<Vec<(u64, Arc<str>)>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT cursor, json FROM outbox WHERE cursor > ?1 ORDER BY cursor LIMIT ?2",
     )?;
     let mut rows = stmt.query((to_i64(after), limit_i64(limit)))?;
     let mut out = Vec::with_capacity(limit.min(4096));
+    let mut bytes = 0usize;
     while let Some(row) = rows.next()? {
         let cursor: i64 = row.get(0)?;
         // Borrowing the text avoids an intermediate String on the hot replay path.
@@ -72,7 +74,12 @@ pub(crate) fn replay(
             .get_ref(1)?
             .as_str()
             .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, Type::Text, Box::new(e)))?;
+        bytes = bytes.saturating_add(json.len());
         out.push((to_u64(cursor), Arc::from(json)));
+        // A page is bounded in bytes too: at least one frame, then no more past `max_bytes`.
+        if bytes >= max_bytes {
+            break;
+        }
     }
     Ok(out)
 }
@@ -102,6 +109,9 @@ pub(crate) fn get_message(
         .optional()?)
 }
 
+/// Most bytes of text (and extra fields) one history page holds.
+pub const HISTORY_PAGE_BYTES: usize = 2 * 1024 * 1024;
+
 /// Must run inside a read transaction so the two queries see the same snapshot.
 pub(crate) fn history(
     conn: &Connection,
@@ -130,8 +140,18 @@ pub(crate) fn history(
     let mut messages = stmt
         .query_map((chat_id, thread_id, before_seq, fetch), message_from_row)?
         .collect::<Result<Vec<_>, _>>()?;
-    let has_more = messages.len() > limit;
+    let mut has_more = messages.len() > limit;
     messages.truncate(limit);
+    // A page is bounded in bytes too (at least one message): a device asking for 200 large
+    // messages gets the newest that fit, and `has_more`.
+    let mut bytes = 0usize;
+    if let Some(fit) = messages.iter().position(|m| {
+        bytes = bytes.saturating_add(m.text.len() + m.extra.len());
+        bytes > HISTORY_PAGE_BYTES
+    }) {
+        has_more = true;
+        messages.truncate(fit.max(1));
+    }
     messages.reverse();
     Ok(HistoryPage { messages, has_more })
 }

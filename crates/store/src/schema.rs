@@ -218,6 +218,18 @@ CREATE TABLE device_addresses (
     r#"
 ALTER TABLE channels ADD COLUMN agent TEXT;
 "#,
+    // pairing codes belong to whoever made them (NULL: the owner's command line), so a device's
+    // codes are capped per device and die with it when it is revoked.
+    r#"
+ALTER TABLE pairing_codes ADD COLUMN created_by TEXT;
+CREATE INDEX pairing_codes_by_creator ON pairing_codes(created_by);
+"#,
+    // scheduled jobs belong to the device that added them (NULL: made before this, or by the
+    // gateway), so a device's jobs are capped and go when it is revoked.
+    r#"
+ALTER TABLE cron_jobs ADD COLUMN created_by TEXT;
+CREATE INDEX cron_jobs_by_creator ON cron_jobs(created_by);
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.

@@ -72,15 +72,18 @@ impl Snapshot {
     }
 
     /// Writes a compact, self-contained copy of the database as of this snapshot to `dest`
-    /// (`VACUUM INTO`), which must not exist yet. The copy has no WAL to go with it, and is
+    /// (`VACUUM INTO`), which must not exist yet or be an empty file (the caller may create it
+    /// first with the mode it wants); a link there is refused. The copy has no WAL to go with it, and is
     /// marked as a backup: the first [`crate::Store::open`] of it moves the outbox cursors
     /// forward, so a restored gateway never issues a cursor the original already issued.
     pub fn copy_database(&self, dest: &Path) -> Result<(), StoreError> {
-        if dest.exists() {
-            return Err(StoreError::Invalid(format!(
-                "{} already exists",
-                dest.display()
-            )));
+        if let Ok(meta) = dest.symlink_metadata() {
+            if !meta.is_file() || meta.len() > 0 {
+                return Err(StoreError::Invalid(format!(
+                    "{} already exists",
+                    dest.display()
+                )));
+            }
         }
         let dest = dest
             .to_str()

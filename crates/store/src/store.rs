@@ -269,7 +269,20 @@ impl Store {
         after: u64,
         limit: usize,
     ) -> Result<Vec<(u64, Arc<str>)>, StoreError> {
-        self.read(move |c| queries::replay(c, after, limit)).await
+        self.read(move |c| queries::replay(c, after, limit, usize::MAX))
+            .await
+    }
+
+    /// Like [`Store::replay`], and the page ends once it holds `max_bytes` of frames (it holds
+    /// at least one): what a reader keeps in memory at once is bounded by size, not only rows.
+    pub async fn replay_bytes(
+        &self,
+        after: u64,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<(u64, Arc<str>)>, StoreError> {
+        self.read(move |c| queries::replay(c, after, limit, max_bytes))
+            .await
     }
 
     /// Retention pruning as a write job; see [`WriteTx::prune_outbox`].

@@ -1,13 +1,17 @@
-//! Device management: listing and revoking paired devices, from the command line.
+//! Device management: listing and revoking paired devices and open pairing codes, from the
+//! command line.
 //!
-//! A revoked device is removed from the store together with its push registration and its
-//! device tokens (so its token stops working whatever id it claims), and its id is remembered
+//! A revoked device is removed from the store together with its push registration, its
+//! device tokens (so its token stops working whatever id it claims) and the pairing codes it
+//! made that are still unspent (so a kept code cannot sign it in again), and its id is remembered
 //! (`meta` key `revoked_device:<id>`): a later `hello` with that id is refused with `error auth`
 //! and close code 4401, so an honest client does not silently re-register.
 //!
 //! The command line works whether or not the gateway runs. A running gateway listens on a Unix
 //! socket in its data dir (`admin.sock`, mode 0600, so only the user running the gateway can use
-//! it; it is never reachable over the network or through a reverse proxy). The CLI asks it first:
+//! it; it is never reachable over the network or through a reverse proxy), and every request
+//! carries the key the gateway wrote to `admin.key` in the data dir at its start: a confined
+//! agent, which runs as the same user but cannot read the data dir, is refused. The CLI asks it first:
 //! the gateway then revokes in its own store and disconnects the device at once. When nobody
 //! answers on the socket, the CLI opens the store itself. The protocol on the socket is one JSON
 //! line each way.
@@ -21,6 +25,7 @@ use tokio::net::{UnixListener, UnixStream};
 
 use iris_store::{DeviceAddress, DeviceRow, Store, StoreConfig, StoreError, WriteTx};
 
+use crate::credentials;
 use crate::hub::CloseReason;
 use crate::state::Shared;
 use tokio_util::sync::CancellationToken;
@@ -30,6 +35,11 @@ const REVOKED_PREFIX: &str = "revoked_device:";
 
 /// The admin socket's file name in the data dir.
 pub const ADMIN_SOCKET: &str = "admin.sock";
+
+/// The file in the data dir holding the key every admin request carries (written fresh, mode
+/// 0600, at each start). Being able to connect to the socket is not enough: a process of the
+/// same user that cannot read the data dir (a confined agent) cannot use it.
+pub const ADMIN_KEY: &str = "admin.key";
 
 /// Longest request or answer line on the admin socket.
 const MAX_LINE: u64 = 1024 * 1024;
@@ -116,18 +126,56 @@ pub async fn is_revoked(store: &Store, device_id: &str) -> Result<bool, StoreErr
 pub fn revoke_in(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool, StoreError> {
     let existed = tx.delete_device(device_id)?;
     tx.delete_device_tokens(device_id)?;
+    // Codes it made die with it: a kept code must not sign a revoked device in again. So do
+    // the scheduled jobs it added.
+    tx.delete_pairing_codes_of(device_id)?;
+    tx.delete_cron_jobs_of(device_id)?;
     tx.set_meta(&format!("{REVOKED_PREFIX}{device_id}"), &now.to_string())?;
     Ok(existed)
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum AdminRequest {
     List,
     Revoke { device_id: String },
+    PairList,
+    PairRevoke { code: CodeSelector },
 }
 
+/// Which open pairing codes `pair revoke` deletes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeSelector {
+    /// The code whose id (see [`credentials::code_id`]) this is.
+    Id(String),
+    /// Every open code.
+    All,
+}
+
+/// A pairing code waiting to be used, as `pair list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeSummary {
+    /// Its id: the start of its hash (the code itself is never stored).
+    pub id: String,
+    /// The device that made it (`None`: the owner's command line).
+    pub created_by: Option<String>,
+    /// When it was made, unix milliseconds.
+    pub created_at: i64,
+    /// When it expires, unix milliseconds.
+    pub expires_at: i64,
+}
+
+/// A request with the key that proves its sender can read the data dir.
 #[derive(Debug, Serialize, Deserialize)]
+struct Keyed {
+    #[serde(default)]
+    key: String,
+    #[serde(flatten)]
+    request: AdminRequest,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct AdminResponse {
     ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -135,15 +183,35 @@ struct AdminResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     revoked: Option<Revoked>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    codes: Option<Vec<CodeSummary>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    removed: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+impl AdminResponse {
+    fn answer<T>(result: Result<T, StoreError>, set: impl FnOnce(&mut Self, T)) -> Self {
+        let mut response = AdminResponse::default();
+        match result {
+            Ok(value) => {
+                response.ok = true;
+                set(&mut response, value);
+            }
+            Err(e) => response.error = Some(e.to_string()),
+        }
+        response
+    }
 }
 
 /// Serves the admin socket until the gateway shuts down. A socket file left by a gateway that
 /// died is replaced; failing to bind only disables the fast path of the CLI.
 pub fn spawn_admin(shared: Arc<Shared>, shutdown: CancellationToken) {
     let path = shared.config.data_dir.join(ADMIN_SOCKET);
-    let listener = match bind_admin(&path) {
-        Ok(l) => l,
+    let key_path = shared.config.data_dir.join(ADMIN_KEY);
+    let bound = write_admin_key(&key_path).and_then(|key| Ok((key, bind_admin(&path)?)));
+    let (key, listener) = match bound {
+        Ok((key, l)) => (Arc::new(key), l),
         Err(e) => {
             tracing::warn!(error = %e, path = %path.display(), "admin socket unavailable; `devices revoke` will not disconnect live devices");
             return;
@@ -161,15 +229,36 @@ pub fn spawn_admin(shared: Arc<Shared>, shutdown: CancellationToken) {
                 },
                 _ = shutdown.cancelled() => break,
             };
-            let shared = shared.clone();
+            let (shared, key) = (shared.clone(), key.clone());
             tokio::spawn(async move {
-                if let Err(e) = admin_session(&shared, stream).await {
+                if let Err(e) = admin_session(&shared, &key, stream).await {
                     tracing::debug!(error = %e, "admin session failed");
                 }
             });
         }
         let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(&key_path);
     });
+}
+
+/// A new random admin key, written to `path` (mode 0600, never through a link).
+fn write_admin_key(path: &Path) -> std::io::Result<String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let key = hex::encode(rand::random::<[u8; 32]>());
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    file.write_all(key.as_bytes())?;
+    Ok(key)
 }
 
 fn bind_admin(path: &Path) -> std::io::Result<UnixListener> {
@@ -184,7 +273,7 @@ fn bind_admin(path: &Path) -> std::io::Result<UnixListener> {
     Ok(listener)
 }
 
-async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<()> {
+async fn admin_session(shared: &Shared, key: &str, stream: UnixStream) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     // One short request per connection; a bounded read keeps a stray client from holding memory.
@@ -194,49 +283,53 @@ async fn admin_session(shared: &Shared, stream: UnixStream) -> std::io::Result<(
     )
     .await
     .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no request"))??;
-    let response = match (n, serde_json::from_str::<AdminRequest>(line.trim())) {
+    let parsed = serde_json::from_str::<Keyed>(line.trim()).map(|keyed| {
+        use subtle::ConstantTimeEq;
+        let known: bool = keyed.key.as_bytes().ct_eq(key.as_bytes()).into();
+        (known, keyed.request)
+    });
+    let response = match (n, parsed) {
         (0, _) => return Ok(()),
         (_, Err(e)) => AdminResponse {
-            ok: false,
-            devices: None,
-            revoked: None,
             error: Some(format!("bad request: {e}")),
+            ..AdminResponse::default()
         },
-        (_, Ok(AdminRequest::List)) => match summaries(&shared.store, Some(shared)).await {
-            Ok(devices) => AdminResponse {
-                ok: true,
-                devices: Some(devices),
-                revoked: None,
-                error: None,
-            },
-            Err(e) => AdminResponse {
-                ok: false,
-                devices: None,
-                revoked: None,
-                error: Some(e.to_string()),
-            },
-        },
-        (_, Ok(AdminRequest::Revoke { device_id })) => {
-            match revoke_live(shared, &device_id).await {
-                Ok(r) => AdminResponse {
-                    ok: true,
-                    devices: None,
-                    revoked: Some(r),
-                    error: None,
-                },
-                Err(e) => AdminResponse {
-                    ok: false,
-                    devices: None,
-                    revoked: None,
-                    error: Some(e.to_string()),
-                },
+        (_, Ok((false, _))) => {
+            tracing::warn!("admin request without the key refused");
+            AdminResponse {
+                error: Some(format!(
+                    "not allowed: no key from {ADMIN_KEY} in the data dir"
+                )),
+                ..AdminResponse::default()
             }
         }
+        (_, Ok((true, request))) => answer_admin(shared, request).await,
     };
     let mut out = serde_json::to_string(&response).unwrap_or_else(|_| "{\"ok\":false}".into());
     out.push('\n');
     write.write_all(out.as_bytes()).await?;
     write.shutdown().await
+}
+
+async fn answer_admin(shared: &Shared, request: AdminRequest) -> AdminResponse {
+    match request {
+        AdminRequest::List => {
+            let devices = summaries(&shared.store, Some(shared)).await;
+            AdminResponse::answer(devices, |r, d| r.devices = Some(d))
+        }
+        AdminRequest::Revoke { device_id } => {
+            let revoked = revoke_live(shared, &device_id).await;
+            AdminResponse::answer(revoked, |r, v| r.revoked = Some(v))
+        }
+        AdminRequest::PairList => {
+            let codes = code_summaries(&shared.store).await;
+            AdminResponse::answer(codes, |r, c| r.codes = Some(c))
+        }
+        AdminRequest::PairRevoke { code } => {
+            let removed = revoke_codes_in(&shared.store, &code).await;
+            AdminResponse::answer(removed, |r, n| r.removed = Some(n))
+        }
+    }
 }
 
 /// Revokes a device in a running gateway: the store first (so a reconnect is refused), then
@@ -275,9 +368,14 @@ async fn ask_gateway(
         }
         Err(e) => return Err(e.into()),
     };
+    // The key proves this process may read the data dir (see `ADMIN_KEY`).
+    let key = std::fs::read_to_string(data_dir.join(ADMIN_KEY))?;
     let (read, mut write) = stream.into_split();
-    let mut line =
-        serde_json::to_string(request).map_err(|e| DevicesError::Admin(e.to_string()))?;
+    let keyed = Keyed {
+        key: key.trim().to_owned(),
+        request: request.clone(),
+    };
+    let mut line = serde_json::to_string(&keyed).map_err(|e| DevicesError::Admin(e.to_string()))?;
     line.push('\n');
     write.write_all(line.as_bytes()).await?;
     let mut answer = String::new();
@@ -333,6 +431,66 @@ async fn summaries(store: &Store, live: Option<&Shared>) -> Result<Vec<DeviceSum
             DeviceSummary::from_row(r, addrs.get(&r.device_id), online)
         })
         .collect())
+}
+
+/// The pairing codes waiting to be used.
+async fn code_summaries(store: &Store) -> Result<Vec<CodeSummary>, StoreError> {
+    let codes = store.open_codes(crate::ids::now_ms()).await?;
+    Ok(codes
+        .into_iter()
+        .map(|c| CodeSummary {
+            id: credentials::code_id(&c.code_hash).to_owned(),
+            created_by: c.created_by,
+            created_at: c.created_at,
+            expires_at: c.expires_at,
+        })
+        .collect())
+}
+
+async fn revoke_codes_in(store: &Store, which: &CodeSelector) -> Result<usize, StoreError> {
+    let prefix = match which {
+        CodeSelector::All => String::new(),
+        // An id is the start of a hash: lowercase hex, at least 8 digits.
+        CodeSelector::Id(id) => {
+            let id = id.trim().to_ascii_lowercase();
+            if id.len() < 8 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Ok(0);
+            }
+            id
+        }
+    };
+    store
+        .write(move |tx| tx.delete_pairing_codes_by_prefix(&prefix))
+        .await
+}
+
+/// The pairing codes waiting to be used, from the running gateway or from the store.
+pub async fn list_codes(data_dir: &Path) -> Result<Vec<CodeSummary>, DevicesError> {
+    if let Some(r) = ask_gateway(data_dir, &AdminRequest::PairList).await? {
+        return Ok(r.codes.unwrap_or_default());
+    }
+    let store = match open_store(data_dir) {
+        Ok(s) => s,
+        Err(DevicesError::NoData(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let codes = code_summaries(&store).await;
+    store.close();
+    Ok(codes?)
+}
+
+/// Deletes open pairing codes (one by its id, or all); returns how many went.
+pub async fn revoke_codes(data_dir: &Path, which: CodeSelector) -> Result<usize, DevicesError> {
+    let request = AdminRequest::PairRevoke {
+        code: which.clone(),
+    };
+    if let Some(r) = ask_gateway(data_dir, &request).await? {
+        return Ok(r.removed.unwrap_or(0));
+    }
+    let store = open_store(data_dir)?;
+    let removed = revoke_codes_in(&store, &which).await;
+    store.close();
+    Ok(removed?)
 }
 
 /// Revokes a device through the running gateway, or in the store when none runs.

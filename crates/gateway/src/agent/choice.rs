@@ -179,6 +179,16 @@ pub fn roster(config: &Config, cwd: &Path) -> Result<Roster, String> {
         demo.timeouts = base_timeouts;
         agents.push(demo);
     }
+    if config.confine_agent {
+        // No agent reaches the data dir; it may read the media attached to its prompts.
+        let confinement = iris_acp::Confinement {
+            hidden: config.data_dir.clone(),
+            readable: vec![config.data_dir.join("media")],
+        };
+        for agent in &mut agents {
+            agent.spec.confine = Some(confinement.clone());
+        }
+    }
     let default = match (&config.default_agent, single_name) {
         (Some(name), _) if agents.iter().any(|a| &a.name == name) => name.clone(),
         (Some(name), _) => {

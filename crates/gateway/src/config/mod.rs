@@ -18,6 +18,12 @@ pub use agents::{AgentTimeouts, NamedAgent};
 pub use error::ConfigError;
 pub use secret::Secret;
 
+/// Shortest configured shared token. The failed-`hello` throttle lets an address (an IPv6 /64)
+/// make `limits.auth_failures_per_minute` guesses a minute; 16 characters of the weakest usual
+/// random alphabet (hex, 4 bits each) are 64 bits, far beyond what many addresses guessing for
+/// years can try (the arithmetic is in docs/deployment.md, "Security model").
+pub const MIN_TOKEN_CHARS: usize = 16;
+
 /// The default spacing of streamed `message.update` frames (leading edge: a chunk after a quiet
 /// interval goes out at once). Chosen from `iris-bench stream` (BENCHMARKS.md).
 /// The database file in the data dir.
@@ -103,6 +109,9 @@ pub struct AgentFileConfig {
     pub turn_idle_timeout_secs: Option<u64>,
     /// Seconds a cancelled turn has to end before the agent is restarted (default 5).
     pub cancel_grace_secs: Option<u64>,
+    /// Confine every agent with Landlock where the kernel has it: no access to the data dir
+    /// (default true).
+    pub confine: Option<bool>,
 }
 
 /// `[limits]`.
@@ -113,6 +122,9 @@ pub struct LimitsFileConfig {
     pub max_frame_bytes: Option<usize>,
     /// Messages a device may send per minute (default 120).
     pub sends_per_minute: Option<u32>,
+    /// Other requests that change something (receipts, renames, deletes, …) a device may make
+    /// per minute (default 240).
+    pub requests_per_minute: Option<u32>,
     /// Durable frames a connection may have queued before it is disconnected (default 4096).
     pub max_queued_frames: Option<usize>,
     /// Channels and threads together that `channel.create` may bring about (default 1000).
@@ -121,6 +133,8 @@ pub struct LimitsFileConfig {
     pub auth_failures_per_minute: Option<u32>,
     /// Seconds a new connection has to send its request headers (default 10).
     pub header_timeout_secs: Option<u64>,
+    /// Seconds one write to a device may block before the device is dropped (default 30).
+    pub write_timeout_secs: Option<u64>,
     /// Open connections per client address; trusted proxies are exempt (default 64).
     pub max_connections_per_address: Option<usize>,
     /// Open connections in total (default 4096).
@@ -165,6 +179,8 @@ pub struct Limits {
     pub max_frame_bytes: usize,
     /// Messages a device may send per minute.
     pub sends_per_minute: u32,
+    /// Other requests that change something a device may make per minute.
+    pub requests_per_minute: u32,
     /// Durable frames a connection may have queued before it is disconnected.
     pub max_queued_frames: usize,
     /// Channels and threads together beyond which `channel.create` is refused.
@@ -179,6 +195,9 @@ pub struct Limits {
     pub ping_timeout: Duration,
     /// Time a new connection has to send its request headers.
     pub header_timeout: Duration,
+    /// How long one write to a device may block: a device that does not read is dropped then
+    /// (and resumes by `sync`), so it holds no memory for longer.
+    pub write_timeout: Duration,
     /// Open connections per client address (trusted proxies are exempt).
     pub max_connections_per_address: usize,
     /// Open connections in total.
@@ -196,6 +215,7 @@ impl Default for Limits {
         Limits {
             max_frame_bytes: 1024 * 1024,
             sends_per_minute: 120,
+            requests_per_minute: 240,
             max_queued_frames: 4096,
             max_channels: 1000,
             auth_failures_per_minute: 10,
@@ -203,6 +223,7 @@ impl Default for Limits {
             ping_interval: Duration::from_secs(15),
             ping_timeout: Duration::from_secs(45),
             header_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
             max_connections_per_address: 64,
             max_connections: 4096,
             pre_hello_bytes: 16 * 1024,
@@ -227,6 +248,8 @@ pub struct Config {
     pub agent_command: Option<String>,
     /// The agent's working directory.
     pub agent_cwd: Option<PathBuf>,
+    /// Whether agents are confined (Landlock, where the kernel has it) away from the data dir.
+    pub confine_agent: bool,
     /// Named agents (`[agents.NAME]`), besides `agent_command`'s and the demo agent.
     pub agents: Vec<NamedAgent>,
     /// The agent of the default channel and of channels created without one.
@@ -332,10 +355,13 @@ impl Config {
         })?;
         let token = over.token.or(file.token);
         if let Some(t) = &token {
-            if t.expose().trim().len() < 8 {
+            if t.expose().trim().chars().count() < MIN_TOKEN_CHARS {
                 return Err(ConfigError::Invalid {
                     key: "token",
-                    message: "must be at least 8 characters".into(),
+                    message: format!(
+                        "must be at least {MIN_TOKEN_CHARS} characters (a random one, e.g. \
+                         `openssl rand -hex 16`)"
+                    ),
                 });
             }
         }
@@ -377,6 +403,7 @@ impl Config {
             auth: auth::AuthConfig::resolve(file.auth)?,
             agent_command: over.agent.or(file.agent.command),
             agent_cwd: file.agent.cwd,
+            confine_agent: file.agent.confine.unwrap_or(true),
             agents: named,
             default_agent: file.default_agent,
             approval_timeout: timeouts.approval,
@@ -432,6 +459,8 @@ impl Config {
             auth: auth::AuthConfig::default(),
             agent_command: Some(format!("{} demo-agent", demo_agent_program())),
             agent_cwd: Some(data_dir.to_path_buf()),
+            // Tests run their agents in the data dir; the confinement tests switch it on.
+            confine_agent: false,
             agents: Vec::new(),
             default_agent: None,
             approval_timeout: Duration::from_secs(55),
@@ -457,6 +486,9 @@ fn resolve_limits(file: &LimitsFileConfig) -> Result<Limits, ConfigError> {
     let limits = Limits {
         max_frame_bytes: file.max_frame_bytes.unwrap_or(defaults.max_frame_bytes),
         sends_per_minute: file.sends_per_minute.unwrap_or(defaults.sends_per_minute),
+        requests_per_minute: file
+            .requests_per_minute
+            .unwrap_or(defaults.requests_per_minute),
         max_queued_frames: file.max_queued_frames.unwrap_or(defaults.max_queued_frames),
         max_channels: file.max_channels.unwrap_or(defaults.max_channels),
         auth_failures_per_minute: file
@@ -465,6 +497,9 @@ fn resolve_limits(file: &LimitsFileConfig) -> Result<Limits, ConfigError> {
         header_timeout: file
             .header_timeout_secs
             .map_or(defaults.header_timeout, Duration::from_secs),
+        write_timeout: file
+            .write_timeout_secs
+            .map_or(defaults.write_timeout, Duration::from_secs),
         max_connections_per_address: file
             .max_connections_per_address
             .unwrap_or(defaults.max_connections_per_address),
@@ -491,6 +526,9 @@ fn check_limits(limits: &Limits) -> Result<(), ConfigError> {
     };
     if limits.max_queued_frames < 16 {
         return invalid("limits.max_queued_frames", "must be at least 16");
+    }
+    if limits.write_timeout.is_zero() {
+        return invalid("limits.write_timeout_secs", "must be at least 1");
     }
     if limits.header_timeout.is_zero() {
         return invalid("limits.header_timeout_secs", "must be at least 1");
@@ -587,7 +625,7 @@ fn parse_origin(origin: &str) -> Result<String, ConfigError> {
 }
 
 /// This machine's host name, if it has one.
-fn host_name() -> Option<String> {
+pub fn host_name() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success when
     // the name fits, and the length is bounded by the buffer in any case.

@@ -158,9 +158,10 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
     let guard = &ctx.guard;
     let ip = addr.ip();
     // A failure is counted, or refused as throttled when this address already failed too often.
-    // The throttle only ever refuses frames without a valid credential: a correct token, device
-    // token or pairing code is checked first and always passes, so a stranger hammering from the
-    // owner's address (or from behind the same proxy or NAT) cannot lock the owner out. Wrong
+    // While an address is throttled the shared token is not even compared, so guessing it gets
+    // no answer at all (see `Guard::authenticate`); device tokens and pairing codes (256 random
+    // bits, beyond guessing) are still looked up, so a stranger hammering from the owner's
+    // address (or from behind the same proxy or NAT) cannot lock a paired device out. Wrong
     // device tokens and wrong or spent codes count as failures like a wrong token.
     let failed = |refusal: Refusal| {
         if guard.auth_blocked(ip) {
@@ -204,8 +205,9 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
         return Err(failed(Refusal::hello_first(id)));
     };
     let now = crate::ids::now_ms();
+    let throttled = guard.auth_blocked(ip);
     let credential = match guard
-        .authenticate(&ctx.shared.store, &hello.token, now)
+        .authenticate(&ctx.shared.store, &hello.token, now, throttled)
         .await
     {
         Ok(c) => c,
@@ -276,14 +278,20 @@ async fn redeem(
     ip: IpAddr,
 ) -> Result<String, Refusal> {
     let store = &ctx.shared.store;
+    use crate::credentials::Redeemed;
     match crate::credentials::redeem_code(store, code_hash, &hello.device_id).await {
-        Ok(Some(token)) => {
+        Ok(Redeemed::Token(token)) => {
             tracing::info!(device_id = %hello.device_id, addr = %ip, "device paired with a pairing code");
             Ok(token)
         }
-        Ok(None) => {
+        Ok(Redeemed::Gone) => {
             ctx.guard.record_auth_failure(ip);
             let msg = "pairing code already used";
+            Err(Refusal::new(id, ErrorCode::Auth, msg, close_code::AUTH))
+        }
+        Ok(Redeemed::Taken) => {
+            tracing::warn!(device_id = %hello.device_id, addr = %ip, "pairing code presented under a paired device's id");
+            let msg = "device_id is already paired; a pairing code makes a new device";
             Err(Refusal::new(id, ErrorCode::Auth, msg, close_code::AUTH))
         }
         Err(e) => Err(cannot_check(id, &e)),

@@ -64,8 +64,10 @@ mod stream;
 pub use budget::ReadBudget;
 pub use hello::serve;
 
-/// Replay page size for `sync`.
+/// Replay page size for `sync`, in frames and in bytes: a device that does not read holds at
+/// most one page (and the socket's write buffer) in the gateway's memory.
 const REPLAY_PAGE: usize = 1000;
+const REPLAY_BYTES: usize = 1024 * 1024;
 
 /// A connection after `hello`.
 pub struct Conn {
@@ -244,10 +246,12 @@ impl Conn {
         self.confirm_ping().await.err()
     }
 
-    /// Feeds one message (or flushes, with `None`), giving up when the queue overflows meanwhile:
-    /// a device that does not read blocks the write, and must not hold its frames in memory.
+    /// Feeds one message (or flushes, with `None`), giving up when the queue overflows meanwhile
+    /// or the write blocks beyond `limits.write_timeout`: a device that does not read blocks the
+    /// write, and must not hold its frames in memory (it resumes by `sync`).
     async fn write_or_abort(&mut self, msg: Option<Message>) -> Result<(), Ended> {
         let queue = self.queue.clone();
+        let deadline = self.ctx.shared.config.limits.write_timeout;
         let write = async {
             match msg {
                 Some(m) => self.socket.feed(m).await,
@@ -259,6 +263,10 @@ impl Conn {
             _ = queue.overflowed() => {
                 tracing::warn!(device_id = %self.device_id, "device too far behind; dropping connection");
                 Err(Ended::Closed(CloseReason::Overflow))
+            }
+            _ = tokio::time::sleep(deadline) => {
+                tracing::warn!(device_id = %self.device_id, "device does not read; dropping connection");
+                Err(Ended::Dead)
             }
         }
     }
@@ -457,10 +465,9 @@ impl Conn {
 
     async fn send_direct(&mut self, header: &Header, frame: &ServerFrame) -> Result<(), Ended> {
         let text = encode(header, frame);
-        self.socket
-            .send(Message::Text(text.into()))
-            .await
-            .map_err(|_| Ended::Disconnected)
+        self.write_or_abort(Some(Message::Text(text.into())))
+            .await?;
+        self.write_or_abort(None).await
     }
 
     async fn send_error(&mut self, id: Option<RequestId>, err: WireError) -> Result<(), Ended> {
@@ -474,7 +481,8 @@ impl Conn {
 
     /// Replays the outbox after `after`, holding live frames meanwhile (see the module docs).
     async fn sync(&mut self, id: Option<RequestId>, after: u64) -> Result<(), Ended> {
-        let store = &self.ctx.shared.store;
+        let ctx = self.ctx.clone();
+        let store = &ctx.shared.store;
         let head = self.queue.last_cursor().max(self.live_base);
         let (floor, db_head) = match (store.outbox_floor().await, store.outbox_head().await) {
             (Ok(f), Ok(h)) => (f, h),
@@ -499,7 +507,7 @@ impl Conn {
         let mut cursor = after;
         let mut replayed_to = after;
         loop {
-            let rows = match store.replay(cursor, REPLAY_PAGE).await {
+            let rows = match store.replay_bytes(cursor, REPLAY_PAGE, REPLAY_BYTES).await {
                 Ok(rows) => rows,
                 Err(e) => return self.send_error(id, WireError::internal(e)).await,
             };
@@ -513,12 +521,10 @@ impl Conn {
                 }
                 written += 1;
                 let text = splice_cursor(&json, c);
-                self.socket
-                    .feed(Message::Text(text.into()))
-                    .await
-                    .map_err(|_| Ended::Disconnected)?;
+                self.write_or_abort(Some(Message::Text(text.into())))
+                    .await?;
             }
-            self.socket.flush().await.map_err(|_| Ended::Disconnected)?;
+            self.write_or_abort(None).await?;
             self.ctx
                 .shared
                 .metrics

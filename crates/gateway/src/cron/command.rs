@@ -22,13 +22,16 @@ pub fn usage() -> String {
     )
 }
 
-/// Runs `/cron <args>` for a lane and returns the reply.
-pub async fn run(cron: &Cron, lane: &Lane, args: &str) -> String {
+/// Jobs one device may have at once.
+pub const MAX_JOBS_PER_DEVICE: u64 = 20;
+
+/// Runs `/cron <args>` for a lane, sent by `device` (when known), and returns the reply.
+pub async fn run(cron: &Cron, lane: &Lane, device: Option<&str>, args: &str) -> String {
     let args = args.trim();
     let (sub, rest) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
     let rest = rest.trim();
     let result = match sub.to_lowercase().as_str() {
-        "add" | "new" => add(cron, lane, rest).await,
+        "add" | "new" => add(cron, lane, device, rest).await,
         "list" | "ls" => list(cron, lane, rest.eq_ignore_ascii_case("all")).await,
         "remove" | "rm" | "delete" => change(cron, rest, Change::Remove).await,
         "pause" => change(cron, rest, Change::Pause).await,
@@ -41,7 +44,12 @@ pub async fn run(cron: &Cron, lane: &Lane, args: &str) -> String {
     })
 }
 
-async fn add(cron: &Cron, lane: &Lane, args: &str) -> Result<String, StoreError> {
+async fn add(
+    cron: &Cron,
+    lane: &Lane,
+    device: Option<&str>,
+    args: &str,
+) -> Result<String, StoreError> {
     let (text, prompt) = split_add(args);
     if text.is_empty() {
         return Ok(format!(
@@ -73,10 +81,24 @@ async fn add(cron: &Cron, lane: &Lane, args: &str) -> Result<String, StoreError>
         created_at: now,
         next_run: schedule.first_run(now, tz),
     };
+    let by = device.map(str::to_owned);
     let row = cron
         .store()
-        .write(move |tx| tx.insert_cron_job(&job))
+        .write(move |tx| {
+            let by = by.as_deref();
+            if let Some(device) = by {
+                if tx.count_cron_jobs_by(device)? >= MAX_JOBS_PER_DEVICE {
+                    return Ok(None);
+                }
+            }
+            tx.insert_cron_job_by(&job, by).map(Some)
+        })
         .await?;
+    let Some(row) = row else {
+        return Ok(format!(
+            "This device already has {MAX_JOBS_PER_DEVICE} scheduled jobs; remove one first (/cron list all, /cron remove <id>)."
+        ));
+    };
     cron.wake();
     Ok(format!(
         "Scheduled job {} “{}”: {}. Next run: {}.",

@@ -13,8 +13,10 @@ use crate::outbox::{self, Origin};
 use crate::state::Shared;
 use crate::wire::{Reply, Result, WireError};
 
-/// Checks a channel name: trimmed, 1–100 characters, no control characters.
+/// Checks a channel name: format characters (zero-width, bidi overrides) removed, trimmed,
+/// 1–100 characters, no control characters.
 fn clean_name(name: &str) -> Result<String> {
+    let name = crate::text::without_format(name);
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
         return Err(WireError::bad_request(

@@ -38,6 +38,13 @@ pub async fn handle(
     body: ClientFrame,
     origin: &Origin,
 ) -> Result<Reply> {
+    if changes_state(&body) && !ctx.guard.take_request(device) {
+        let per_minute = ctx.shared.config.limits.requests_per_minute;
+        return Err(WireError::new(
+            ErrorCode::RateLimited,
+            format!("too many requests: at most {per_minute} a minute from one device"),
+        ));
+    }
     match body {
         ClientFrame::MessageSend(send) => messages::send(ctx, device, header, send, origin).await,
         ClientFrame::History(req) => messages::history(ctx, header, req).await,
@@ -65,7 +72,7 @@ pub async fn handle(
         ClientFrame::MediaUploadStart(req) => media.start(&ctx.media, device, header, req).await,
         ClientFrame::MediaUploadEnd(req) => media.end(&ctx.media, device, req).await,
         ClientFrame::MediaPull(req) => media.pull(&ctx.media, header, req).await,
-        ClientFrame::PairCreate(_) => pairing::create(ctx, header).await,
+        ClientFrame::PairCreate(_) => pairing::create(ctx, device, header).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(
@@ -80,4 +87,27 @@ pub async fn handle(
             Err(WireError::internal("frame dispatched twice"))
         }
     }
+}
+
+/// Requests that write to the store (most append a durable frame every device receives), under
+/// the per-device request budget. `message.send` has a budget of its own; reading requests
+/// (history, search, pulls, the catalog) and uploads, which have their own quotas, are not
+/// counted.
+fn changes_state(body: &ClientFrame) -> bool {
+    matches!(
+        body,
+        ClientFrame::ReadReceipt(_)
+            | ClientFrame::MessageDelete(_)
+            | ClientFrame::MessageRetry(_)
+            | ClientFrame::AgentStop(_)
+            | ClientFrame::AgentSteer(_)
+            | ClientFrame::PickerSelect(_)
+            | ClientFrame::ChannelCreate(_)
+            | ClientFrame::ChannelRename(_)
+            | ClientFrame::ChannelSetAgent(_)
+            | ClientFrame::ChannelSetDefault(_)
+            | ClientFrame::ChannelDelete(_)
+            | ClientFrame::FcmRegister(_)
+            | ClientFrame::PairCreate(_)
+    )
 }

@@ -12,6 +12,7 @@
 //! file is copied into the media store, announced with a durable `media.offer` filed under the
 //! answer, and listed in the answer's `media`.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use base64::alphabet;
@@ -274,6 +275,8 @@ enum Refused {
     NotAFile,
     #[error("it is outside the allowed directories")]
     Outside,
+    #[error("it has another name on the data dir's file system (a hard link)")]
+    HardLink,
     #[error("it is larger than the upload limit")]
     TooLarge,
     #[error("its data is not valid base64")]
@@ -439,6 +442,14 @@ impl Media {
             let inside = |dir: &Path| dir.canonicalize().is_ok_and(|d| real.starts_with(d));
             if !allowed.iter().any(|d| inside(d)) || inside(&data_dir) {
                 return Err(Refused::Outside);
+            }
+            // A hard link has no path to canonicalize: one in the agent's directory may be the
+            // store or the Web Push key. A file with more than one name on the data dir's file
+            // system is therefore not sent (a hard link cannot cross file systems).
+            if meta.nlink() > 1
+                && std::fs::metadata(&data_dir).map_or(true, |d| d.dev() == meta.dev())
+            {
+                return Err(Refused::HardLink);
             }
             if meta.len() > limit {
                 return Err(Refused::TooLarge);

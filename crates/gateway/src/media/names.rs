@@ -19,11 +19,15 @@ pub fn info(row: &MediaRow) -> MediaInfo {
 const MAX_NAME: usize = 255;
 
 /// A display name from whatever the app or the agent called a file: the last path component,
-/// without control characters, at most 255 bytes (keeping a short extension), never empty, `.`
+/// without control or format characters (a right-to-left override would show `a\u{202E}txt.exe`
+/// as `aexe.txt`), at most 255 bytes (keeping a short extension), never empty, `.`
 /// or `..`. It is only ever shown, never used as a path.
 pub fn display_name(raw: &str, fallback: &str) -> String {
     let last = raw.rsplit(['/', '\\']).next().unwrap_or("");
-    let cleaned: String = last.chars().filter(|c| !c.is_control()).collect();
+    let cleaned: String = crate::text::without_format(last)
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
     let cleaned = cleaned.trim();
     if cleaned.is_empty() || cleaned.chars().all(|c| c == '.') {
         return fallback.to_owned();

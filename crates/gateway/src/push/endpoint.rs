@@ -48,6 +48,12 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     let first = ip.segments()[0];
     let documentation = first == 0x2001 && ip.segments()[1] == 0x0db8;
     let nat64 = first == 0x0064 && ip.segments()[1] == 0xff9b; // 64:ff9b::/96 embeds IPv4
+                                                               // 2002::/16 (6to4) and 2001::/32 (Teredo) reach an IPv4 address through a relay, which may
+                                                               // be an internal one; no push service lives there.
+    let six_to_four = first == 0x2002;
+    let teredo = first == 0x2001 && ip.segments()[1] == 0;
+    let site_local = first & 0xffc0 == 0xfec0; // fec0::/10, deprecated, internal
+    let discard = first == 0x0100 && ip.segments()[1..4] == [0, 0, 0]; // 100::/64
     !(ip.is_loopback()
         || ip.is_unspecified()
         || ip.is_multicast()
@@ -55,6 +61,10 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || ip.is_unicast_link_local()
         || documentation
         || nat64
+        || six_to_four
+        || teredo
+        || site_local
+        || discard
         || ip.to_ipv4().is_some_and(|v4| !is_public_v4(v4)))
 }
 
@@ -176,6 +186,10 @@ mod tests {
             "::ffff:127.0.0.1",
             "64:ff9b::a00:1",
             "2001:db8::1",
+            "2002:7f00:1::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "fec0::1",
+            "100::1",
         ] {
             assert!(!is_public(ip.parse().expect(ip)), "{ip}");
         }

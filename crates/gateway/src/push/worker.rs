@@ -181,7 +181,9 @@ impl Ctx {
         let store = &self.shared.store;
         let mut position = store.push_scan_position().await?;
         loop {
-            let rows = store.replay(position, SCAN_PAGE).await?;
+            let rows = store
+                .replay_bytes(position, SCAN_PAGE, 4 * 1024 * 1024)
+                .await?;
             let Some(last) = rows.last().map(|r| r.0) else {
                 return Ok(());
             };

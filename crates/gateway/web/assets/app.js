@@ -19,7 +19,7 @@ import { onNotification, refreshWebPush } from './notify.js';
 import { closeStalePickers, initPickers, onPicker } from './pickers.js';
 import { initSearch } from './search.js';
 import {
-  deviceId, deviceName, initSession, renderConnState, showApp, showSignin, tokenAtLoad,
+  deviceId, deviceName, forgetKept, initSession, renderConnState, showApp, showSignin, tokenAtLoad,
 } from './session.js';
 import { initSidebar, onChannelFrame, renderSidebar, setDirectory } from './sidebar.js';
 import {
@@ -55,6 +55,7 @@ function start(token) {
 // ----- connection callbacks ----------------------------------------------------------------
 
 function onHello(ack) {
+  forgetKept();
   // A pairing code was spent for this browser: from now on it signs in with its own token. It is
   // kept in localStorage, which only pages of the gateway's own origin can read.
   if (ack.device_token) {

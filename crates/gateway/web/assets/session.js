@@ -66,11 +66,45 @@ function laneFromFragment() {
 export function tokenAtLoad() {
   laneFromFragment();
   const fromFragment = tokenFromFragment();
-  if (fromFragment) {
-    if (store.getItem('iris.token') !== fromFragment) store.removeItem('iris.cursor');
+  const kept = store.getItem('iris.token');
+  if (fromFragment && fromFragment !== kept) {
+    // A link's token is only tried: any page can navigate this tab to `#token=…`, so what this
+    // browser signs in with is set aside, and comes back if the gateway refuses the new one
+    // (`restoreKept`). A pairing code makes a new device, under an id of its own.
+    if (kept) {
+      store.setItem('iris.kept', JSON.stringify({
+        token: kept, cursor: store.getItem('iris.cursor'), deviceId: store.getItem('iris.device_id'),
+      }));
+      if (fromFragment.startsWith('ipc_')) store.setItem('iris.device_id', randomId('web_'));
+    }
+    store.removeItem('iris.cursor');
     store.setItem('iris.token', fromFragment);
   }
   return store.getItem('iris.token');
+}
+
+/** The new token was accepted: what was set aside for it is forgotten. */
+export function forgetKept() {
+  store.removeItem('iris.kept');
+}
+
+/** The token from a link was refused: signs in again with the one set aside; false when none was. */
+function restoreKept() {
+  const raw = store.getItem('iris.kept');
+  if (!raw) return false;
+  store.removeItem('iris.kept');
+  let kept;
+  try {
+    kept = JSON.parse(raw);
+  } catch {
+    return false;
+  }
+  if (!kept || typeof kept.token !== 'string') return false;
+  store.setItem('iris.token', kept.token);
+  if (typeof kept.cursor === 'string') store.setItem('iris.cursor', kept.cursor);
+  if (typeof kept.deviceId === 'string') store.setItem('iris.device_id', kept.deviceId);
+  location.reload();
+  return true;
 }
 
 export function showSignin(message) {
@@ -91,6 +125,7 @@ export function signOut() {
   if (app.conn) app.conn.stop();
   store.removeItem('iris.token');
   store.removeItem('iris.cursor');
+  store.removeItem('iris.kept');
   location.reload();
 }
 
@@ -130,6 +165,7 @@ export function renderConnState(state) {
       break;
     case 'auth':
       app.conn.stop();
+      if (restoreKept()) break;
       showSignin(state.message === 'this device was revoked'
         ? 'This browser was removed from the gateway. Ask its owner to pair it again.'
         : `The gateway refused the token (${state.message}).`);

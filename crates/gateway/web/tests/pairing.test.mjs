@@ -55,4 +55,29 @@ describe('Pairing', { timeout: 120000 }, () => {
     assert.equal(new URL(stranger.url()).hash, '');
     assert.equal(await stranger.evaluate(() => localStorage.getItem('iris.token')), null, 'the dead code is forgotten');
   });
+
+  test('a page that sends this tab to a made-up token does not take its device token away', { timeout: 90000 }, async () => {
+    const gw = await suite.gateway({ agent: 'none' });
+    const { page: laptop } = await device();
+    await openSignedIn(laptop, gw.url);
+    await laptop.getByRole('button', { name: 'Menu' }).click();
+    await laptop.getByRole('menuitem', { name: 'Pair another device' }).click();
+    const dialog = laptop.locator('#ask');
+    const link = await dialog.getByRole('textbox', { name: 'Pairing link' }).inputValue();
+
+    const { page: phone } = await device(PHONE);
+    await phone.goto(link);
+    await waitOnline(phone);
+    const token = await phone.evaluate(() => localStorage.getItem('iris.token'));
+    const id = await phone.evaluate(() => localStorage.getItem('iris.device_id'));
+    assert.match(token, /^idt_/);
+
+    // A foreign page navigates the paired tab to the gateway with a token of its own.
+    await phone.goto(`${gw.url}#token=junk`);
+    await waitOnline(phone);
+    assert.equal(await phone.evaluate(() => localStorage.getItem('iris.token')), token, 'the device token is kept');
+    assert.equal(await phone.evaluate(() => localStorage.getItem('iris.device_id')), id);
+    assert.equal(await phone.evaluate(() => localStorage.getItem('iris.kept')), null);
+    assert.equal(new URL(phone.url()).hash, '');
+  });
 });

@@ -10,8 +10,10 @@
 //!   their subscriptions are bound to, so a restored gateway is the same gateway to them.
 //!
 //! Restoring is unpacking it into an empty data dir (`tar -xf FILE -C DIR`) and starting the
-//! gateway there. The archive is written to a temporary name next to FILE (mode 0600: it holds
-//! the token and every conversation) and renamed into place only when complete.
+//! gateway there. The archive and the database copy it is made from are written into a fresh
+//! directory next to FILE that only the owner can enter (0700, random name; both files 0600:
+//! they hold the token and every conversation); the archive is linked into place only when
+//! complete, and the directory is removed whether the backup succeeds or fails.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -41,24 +43,22 @@ pub fn backup(data_dir: &Path, dest: &Path) -> Result<BackupSummary, ArchiveErro
         return Err(ArchiveError::Exists(dest.display().to_string()));
     }
     let snapshot = open_snapshot(data_dir)?;
-    let partial = sibling(dest, "partial");
-    let db_copy = sibling(dest, "db");
-    let written = write_archive(data_dir, &snapshot, &partial, &db_copy);
-    let _ = std::fs::remove_file(&db_copy);
-    let (media_files, media_missing) = match written {
-        Ok(counts) => counts,
-        Err(e) => {
-            let _ = std::fs::remove_file(&partial);
-            return Err(e);
-        }
-    };
-    // A hard link never replaces a file that appeared at `dest` meanwhile, where rename would.
-    let linked = std::fs::hard_link(&partial, dest);
-    let _ = std::fs::remove_file(&partial);
-    linked.map_err(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => ArchiveError::Exists(dest.display().to_string()),
-        _ => ArchiveError::io(dest)(e),
-    })?;
+    // Everything written before the archive is complete goes into a fresh directory of the
+    // owner's alone (0700, a random name, created with `mkdir`, which never follows a link), and
+    // the directory goes with whatever is in it whether the backup succeeds or fails.
+    let work = private_dir(dest)?;
+    let partial = work.join("partial.tar");
+    let written = write_archive(data_dir, &snapshot, &partial, &work.join(DB_FILE));
+    let result = written.and_then(|counts| {
+        // A hard link never replaces a file that appeared at `dest` meanwhile, where rename would.
+        std::fs::hard_link(&partial, dest).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => ArchiveError::Exists(dest.display().to_string()),
+            _ => ArchiveError::io(dest)(e),
+        })?;
+        Ok(counts)
+    });
+    let _ = std::fs::remove_dir_all(&work);
+    let (media_files, media_missing) = result?;
     let bytes = std::fs::metadata(dest)
         .map_err(ArchiveError::io(dest))?
         .len();
@@ -70,13 +70,20 @@ pub fn backup(data_dir: &Path, dest: &Path) -> Result<BackupSummary, ArchiveErro
     })
 }
 
-/// `.<name>.<what>.<pid>` next to `dest`.
-fn sibling(dest: &Path, what: &str) -> PathBuf {
+/// A new directory `.<name>.<random>.tmp` next to `dest`, mode 0700.
+fn private_dir(dest: &Path) -> Result<PathBuf, ArchiveError> {
+    use std::os::unix::fs::DirBuilderExt;
     let name = dest
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "backup".to_owned());
-    dest.with_file_name(format!(".{name}.{what}.{}", std::process::id()))
+    let suffix: u64 = rand::random();
+    let dir = dest.with_file_name(format!(".{name}.{suffix:016x}.tmp"));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(ArchiveError::io(&dir))?;
+    Ok(dir)
 }
 
 fn write_archive(
@@ -85,6 +92,9 @@ fn write_archive(
     partial: &Path,
     db_copy: &Path,
 ) -> Result<(usize, usize), ArchiveError> {
+    // The copy starts as an empty file of mode 0600 (`VACUUM INTO` fills an empty file and
+    // keeps its mode).
+    drop(create_private(db_copy)?);
     snapshot
         .copy_database(db_copy)
         .map_err(ArchiveError::Store)?;

@@ -193,15 +193,32 @@ fn copy_media(
             safe_file_name(&info.filename)
         );
         let target = dir.join(&name);
-        if !target.exists() {
-            std::fs::create_dir_all(&dir).map_err(ArchiveError::io(&dir))?;
-            std::fs::copy(&source, &target).map_err(ArchiveError::io(&target))?;
-            copied += 1;
+        match target.symlink_metadata() {
+            // Copied already, for another chat of this export.
+            Ok(meta) if meta.is_file() => {}
+            // Never through a link (or into anything else) someone placed there.
+            Ok(_) => return Err(ArchiveError::Exists(target.display().to_string())),
+            Err(_) => {
+                media_dir(&dir)?;
+                let mut from = std::fs::File::open(&source).map_err(ArchiveError::io(&source))?;
+                let mut to = create_private(&target)?;
+                std::io::copy(&mut from, &mut to).map_err(ArchiveError::io(&target))?;
+                copied += 1;
+            }
         }
         doc.media_files
             .insert(info.media_id.clone(), format!("media/{name}"));
     }
     Ok(copied)
+}
+
+/// Creates the media folder if missing; a link in its place is refused.
+fn media_dir(dir: &Path) -> Result<(), ArchiveError> {
+    match dir.symlink_metadata() {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(ArchiveError::Exists(dir.display().to_string())),
+        Err(_) => std::fs::create_dir(dir).map_err(ArchiveError::io(dir)),
+    }
 }
 
 /// Lowercase letters, digits and `-`, at most 40 characters; `chat` when nothing is left.

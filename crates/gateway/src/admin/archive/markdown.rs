@@ -62,7 +62,7 @@ fn message(out: &mut String, doc: &ChatExport, m: &Message) {
         out.push('\n');
     }
     if !m.text.is_empty() {
-        out.push_str(m.text.trim_end());
+        out.push_str(&without_headings(m.text.trim_end()));
         out.push_str("\n\n");
     }
     for media in &m.media {
@@ -139,6 +139,37 @@ fn when(ms: i64) -> String {
 }
 
 /// A name on one line (headings end at a newline).
+/// A message's Markdown with its headings escaped (`\#`, and `\` before a setext underline),
+/// outside code fences: the text keeps its formatting but cannot start a section of the
+/// document's own (a forged "## Thread:" or "### User · …").
+fn without_headings(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut fence: Option<&str> = None;
+    for (i, line) in text.lines().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
+        match (fence, marker) {
+            (None, Some(m)) if indent <= 3 => fence = Some(m),
+            (Some(open), Some(m)) if m == open => fence = None,
+            _ => {}
+        }
+        let heading = trimmed.starts_with('#')
+            || (!trimmed.is_empty() && trimmed.trim_end().chars().all(|c| c == '=' || c == '-'));
+        if fence.is_none() && marker.is_none() && indent <= 3 && heading {
+            out.push_str(&line[..indent]);
+            out.push('\\');
+            out.push_str(trimmed);
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 fn one_line(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { ' ' } else { c })

@@ -61,6 +61,7 @@ fn create_private(path: &Path) -> Result<std::fs::File, ArchiveError> {
         .write(true)
         .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::AlreadyExists => ArchiveError::Exists(path.display().to_string()),

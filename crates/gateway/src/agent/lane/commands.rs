@@ -42,7 +42,14 @@ impl LaneActor {
                     .await
             }
             Command::Cron(args) => {
-                let text = crate::cron::command::run(&self.env.cron, self.out.lane(), &args).await;
+                let device = self.env.shared.hub.device_of(c.origin_conn);
+                let text = crate::cron::command::run(
+                    &self.env.cron,
+                    self.out.lane(),
+                    device.as_deref(),
+                    &args,
+                )
+                .await;
                 self.out.system(text).await;
             }
             Command::Title(title) if title.is_empty() => {
@@ -163,11 +170,12 @@ impl LaneActor {
             })
             .collect();
         format!(
-            "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}\nAgents: {}",
+            "Agent: {agent}\nModel: {model}\nSession: {session}\nReasoning: {}\nQueued messages: {}\nWorking directory: {}\nAgents: {}\nSandbox: {}",
             if self.show_reasoning { "shown" } else { "hidden" },
             self.queue.len(),
             crate::config::home_relative(&self.host().cwd),
             agents.join(", "),
+            crate::harden::in_force().describe(),
         )
     }
 
