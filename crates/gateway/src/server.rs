@@ -101,7 +101,7 @@ impl Gateway {
             landlock_abi: iris_acp::confine::landlock_abi(),
             confine_off: !config.confine_agent,
         };
-        tracing::info!(protection = %protection.describe(), "protection from the agent");
+        tracing::debug!(protection = %protection.describe(), "protection from the agent");
         crate::harden::record(protection);
         let (token, token_source) = match &config.token {
             Some(t) => (t.clone(), TokenSource::Configured),

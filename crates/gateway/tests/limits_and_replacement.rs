@@ -138,9 +138,8 @@ async fn device_names_that_look_like_paths_or_are_long_are_accepted() {
         .collect();
     entries.sort();
     assert!(
-        entries
-            .iter()
-            .all(|e| e.starts_with("iris.db") || e == "token" || e == "media" || e == "admin.sock"),
+        entries.iter().all(|e| e.starts_with("iris.db")
+            || ["token", "media", "admin.sock", "admin.key"].contains(&e.as_str())),
         "{entries:?}"
     );
     gw.stop().await;
