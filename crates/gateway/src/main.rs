@@ -401,7 +401,7 @@ fn pair(args: PairArgs) -> ExitCode {
 /// `pair list` and `pair revoke`.
 fn pair_codes(command: PairCommand) -> ExitCode {
     use iris_gateway::credentials::printable;
-    use iris_gateway::devices::{self, CodeSelector};
+    use iris_gateway::admin::devices::{self, CodeSelector};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -95,7 +95,7 @@ async fn a_device_has_few_cron_jobs_and_they_go_when_it_is_revoked() {
     assert_eq!(jobs.len() as u64, cap + 1);
 
     mole.close().await.expect("close");
-    iris_gateway::devices::revoke(&gw.dir, "mole")
+    iris_gateway::admin::devices::revoke(&gw.dir, "mole")
         .await
         .expect("revoke");
     let jobs = gw.shared.store.list_cron_jobs().await.expect("jobs");

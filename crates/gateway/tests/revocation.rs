@@ -82,7 +82,7 @@ async fn the_codes_a_revoked_device_kept_no_longer_sign_anyone_in() {
     for _ in 0..3 {
         kept.push(pair_create(&mut mole).await.expect("pair.create"));
     }
-    let revoked = iris_gateway::devices::revoke(&gw.dir, "mole")
+    let revoked = iris_gateway::admin::devices::revoke(&gw.dir, "mole")
         .await
         .expect("revoke");
     assert!(revoked.existed && revoked.disconnected, "{revoked:?}");

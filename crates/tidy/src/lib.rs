@@ -91,7 +91,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 6] = [
+    pub const ALL: [Rule; 7] = [
         Rule::Layers,
         Rule::Circles,
         Rule::FileSize,
