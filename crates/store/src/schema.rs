@@ -218,6 +218,21 @@ CREATE TABLE device_addresses (
     r#"
 ALTER TABLE channels ADD COLUMN agent TEXT;
 "#,
+    // 8: where a user message stands with the agent (NULL for other messages), and the requests
+    // a device named with its own id (`client_id`), so that the same id is never taken twice.
+    r#"
+ALTER TABLE messages ADD COLUMN state TEXT;
+CREATE INDEX messages_state ON messages(state, seq) WHERE state IS NOT NULL;
+CREATE TABLE client_requests (
+    device_id  TEXT NOT NULL,
+    client_id  TEXT NOT NULL,
+    digest     TEXT NOT NULL,
+    message_id TEXT,
+    cursor     INTEGER,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (device_id, client_id)
+) WITHOUT ROWID;
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.

@@ -1,10 +1,14 @@
 //! Control of the agent's turns: stop, steer, retry, answering pickers, and the command catalog.
 
-use iris_protocol::{Ack, Header, MessageRetry, PickerSelect, Role, ServerFrame};
+use iris_protocol::{
+    Ack, AgentSteer, ErrorCode, Header, MessageRetry, MessageState, PickerSelect, Role, ServerFrame,
+};
 use tokio::sync::oneshot;
 
+use super::client_ids;
 use super::context::{resolve_lane, Context};
 use crate::agent::lane::{LaneCmd, PromptJob};
+use crate::agent::receipts;
 use crate::command::Command;
 use crate::outbox::{from_stored, Origin};
 use crate::wire::{Reply, Result, WireError};
@@ -22,20 +26,39 @@ pub(super) async fn stop(ctx: &Context, header: &Header) -> Result<Reply> {
     }
 }
 
-pub(super) async fn steer(ctx: &Context, header: &Header, text: String) -> Result<Reply> {
+pub(super) async fn steer(
+    ctx: &Context,
+    device: &str,
+    header: &Header,
+    req: AgentSteer,
+) -> Result<Reply> {
+    let text = req.text;
     if text.len() > MAX_TEXT {
         return Err(WireError::bad_request(format!(
             "text longer than {MAX_TEXT} bytes"
         )));
     }
+    let client_id = client_ids::check(req.client_id.as_deref())?;
     let lane = resolve_lane(ctx, header).await?;
-    let (tx, rx) = oneshot::channel();
-    ctx.agents.send(&lane, LaneCmd::Steer(text, tx))?;
-    match rx.await {
-        Ok(Ok(())) => Ok(Reply::ack(header)),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(WireError::internal("lane ended while steering")),
+    let digest = client_ids::digest("agent.steer", &[lane.row_id(), &text]);
+    if let Some(reply) = client_ids::answer_prior(ctx, device, header, client_id, &digest).await? {
+        return Ok(reply);
     }
+    let taken = client_ids::take(ctx, device, client_id, digest).await?;
+    let (tx, rx) = oneshot::channel();
+    let result = match ctx.agents.send(&lane, LaneCmd::Steer(text, tx)) {
+        Err(e) => Err(e),
+        Ok(()) => match rx.await {
+            Ok(Ok(())) => Ok(Reply::ack(header)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(WireError::internal("lane ended while steering")),
+        },
+    };
+    if result.is_err() {
+        // Refused: the same id may be sent again.
+        client_ids::release(ctx, device, taken).await?;
+    }
+    result
 }
 
 pub(super) async fn picker_select(ctx: &Context, device: &str, req: PickerSelect) -> Result<Reply> {
@@ -53,10 +76,7 @@ pub(super) async fn picker_select(ctx: &Context, device: &str, req: PickerSelect
         },
     )?;
     match rx.await {
-        Ok(Ok(())) => Ok(Reply::Direct(
-            ServerFrame::Ack(Ack { ok: true }),
-            lane.header(),
-        )),
+        Ok(Ok(())) => Ok(Reply::Direct(ServerFrame::Ack(Ack::ok()), lane.header())),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(WireError::not_found("picker unknown or expired")),
     }
@@ -70,9 +90,15 @@ pub(super) async fn retry(
     ctx: &Context,
     header: &Header,
     req: MessageRetry,
+    device: &str,
     origin: &Origin,
 ) -> Result<Reply> {
+    let client_id = client_ids::check(req.client_id.as_deref())?;
     let lane = resolve_lane(ctx, header).await?;
+    let digest = client_ids::digest("message.retry", &[lane.row_id(), &req.message_id]);
+    if let Some(reply) = client_ids::answer_prior(ctx, device, header, client_id, &digest).await? {
+        return Ok(reply);
+    }
     let row = ctx
         .shared
         .store
@@ -95,7 +121,26 @@ pub(super) async fn retry(
             attachments.push(row);
         }
     }
-    let slot = Some(ctx.agents.reserve(&lane)?);
+    let slot = ctx.agents.reserve(&lane)?;
+    if !slot.first() && !ctx.agents.names().is_empty() {
+        return Err(WireError::new(
+            ErrorCode::RateLimited,
+            "a turn is running in this chat; retry when it has ended",
+        ));
+    }
+    let slot = Some(slot);
+    // The message waits for its turn again; its receipt says so from here.
+    let (id, was) = (message.message_id.clone(), message.state);
+    let queued = lane.clone();
+    let taken = client_ids::take_with(
+        ctx,
+        device,
+        client_id,
+        digest,
+        Some(id.clone()),
+        move |tx| receipts::set(tx, &queued, &id, MessageState::Queued).map(|_| ()),
+    )
+    .await?;
     let (tx, rx) = oneshot::channel();
     let job = PromptJob {
         text: message.text,
@@ -106,12 +151,28 @@ pub(super) async fn retry(
         retry: Some(tx),
         busy_stored: false,
     };
-    ctx.agents.send(&lane, LaneCmd::Prompt(job))?;
-    match rx.await {
-        Ok(Ok(())) => Ok(Reply::ack(header)),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(WireError::not_found("no agent runs in this chat")),
+    let result = match ctx.agents.send(&lane, LaneCmd::Prompt(job)) {
+        Err(e) => Err(e),
+        Ok(()) => match rx.await {
+            Ok(Ok(())) => Ok(Reply::ack(header)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(WireError::not_found("no agent runs in this chat")),
+        },
+    };
+    if result.is_err() {
+        // Refused: the receipt goes back to what it was, and the same id may be sent again.
+        let id = row.message_id.clone();
+        let back = lane.clone();
+        ctx.shared
+            .store
+            .write(move |tx| match was {
+                Some(state) => receipts::set(tx, &back, &id, state).map(|_| ()),
+                None => Ok(()),
+            })
+            .await?;
+        client_ids::release(ctx, device, taken).await?;
     }
+    result
 }
 
 /// `commands.catalog`: the gateway's commands and those of the agent of the lane the request

@@ -3,17 +3,18 @@
 
 use iris_protocol::{
     DurableFrame, ErrorCode, Header, History, HistoryRequest, Message, MessageDeleted, MessageSend,
-    ReadReceipt, Role, ServerFrame,
+    MessageState, ReadReceipt, Role, ServerFrame,
 };
-use iris_store::{ChannelRow, StoreError};
+use iris_store::{ChannelRow, ClientRequest, StoreError, StoredMessage, WriteTx};
 
 use super::channels::create_channel_tx;
+use super::client_ids;
 use super::context::{resolve_lane, Context};
 use crate::agent::lane::{CommandJob, LaneCmd, PromptJob};
 use crate::agent::recovery;
 use crate::command::Command;
 use crate::ids::{new_id, now_ms};
-use crate::outbox::{self, from_stored, to_stored, Origin};
+use crate::outbox::{self, from_stored, to_stored, Lane, Origin};
 use crate::text::instant_title;
 use crate::wire::{Reply, Result, WireError};
 
@@ -35,7 +36,14 @@ pub(super) async fn send(
             "text longer than {MAX_TEXT} bytes"
         )));
     }
+    let client_id = client_ids::check(send.client_id.as_deref())?.map(str::to_owned);
     let mut lane = resolve_lane(ctx, header).await?;
+    let digest = send_digest(&lane, &send);
+    if let Some(reply) =
+        client_ids::answer_prior(ctx, device_id, header, client_id.as_deref(), &digest).await?
+    {
+        return Ok(reply);
+    }
     if !ctx.guard.take_send(device_id) {
         return Err(WireError::new(
             ErrorCode::RateLimited,
@@ -47,16 +55,7 @@ pub(super) async fn send(
     let is_agent_command = command.is_none() && is_agent_command(ctx, &send.text);
     let thread =
         (send.auto_thread && lane.thread_id.is_none() && command.is_none() && !is_agent_command)
-            .then(|| ChannelRow {
-                chat_id: new_id("t_"),
-                name: instant_title(&send.text),
-                kind: "thread".into(),
-                parent_chat_id: Some(lane.chat_id.clone()),
-                is_default: false,
-                name_set_by_user: false,
-                created_at: now_ms(),
-                agent: None,
-            });
+            .then(|| new_thread(&send.text, &lane.chat_id));
     if let Some(t) = &thread {
         lane.thread_id = Some(t.chat_id.clone());
     }
@@ -73,36 +72,37 @@ pub(super) async fn send(
         reply_to: send.reply_to,
         ts: now_ms(),
         media: attachments.iter().map(crate::media::info).collect(),
+        client_id: client_id.clone(),
+        // A prompt waits for its turn (it runs at once in an idle lane: `agent.busy` below).
+        // Without an agent (`--agent none`) no turn runs at all.
+        state: (command.is_none() && !ctx.agents.names().is_empty())
+            .then_some(MessageState::Queued),
         ..Message::default()
     };
     let message_id = message.message_id.clone();
     let media_ids: Vec<String> = attachments.iter().map(|m| m.media_id.clone()).collect();
     let stored = to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
-    let lane_header = lane.header();
-    let tx_origin = origin.clone();
-    let busy_stored = ctx
+    let write = SendWrite {
+        device: device_id.to_owned(),
+        client_id,
+        digest,
+        thread,
+        stored,
+        message,
+        media_ids,
+        busy_first,
+        lane: busy_lane,
+        origin: origin.clone(),
+    };
+    let taken = ctx
         .shared
         .store
-        .write(move |tx| {
-            if let Some(t) = thread {
-                create_channel_tx(tx, t, true, &Origin::none())?;
-            }
-            tx.upsert_message(&stored)?;
-            tx.attach_media(&stored.message_id, &media_ids)?;
-            let frame = DurableFrame::Message(message);
-            outbox::append(
-                tx,
-                &lane_header,
-                frame,
-                Some(&stored.message_id),
-                &tx_origin,
-            )?;
-            match busy_first {
-                true => recovery::busy_with_message(tx, &busy_lane, &Origin::none()),
-                false => Ok(false),
-            }
-        })
+        .write(move |tx| store_send(tx, write))
         .await?;
+    let busy_stored = match taken {
+        Ok(busy) => busy,
+        Err(prior) => return client_ids::answer(ctx, header, prior, send.client_id).await,
+    };
     let cmd = match command {
         Some(command) => LaneCmd::Command(CommandJob {
             command,
@@ -135,6 +135,102 @@ pub(super) async fn send(
         return Err(e);
     }
     Ok(Reply::ViaOutbox)
+}
+
+/// The thread `auto_thread` mints for a message in a channel.
+fn new_thread(text: &str, chat_id: &str) -> ChannelRow {
+    ChannelRow {
+        chat_id: new_id("t_"),
+        name: instant_title(text),
+        kind: "thread".into(),
+        parent_chat_id: Some(chat_id.to_owned()),
+        is_default: false,
+        name_set_by_user: false,
+        created_at: now_ms(),
+        agent: None,
+    }
+}
+
+/// What `message.send` stores, in one transaction.
+struct SendWrite {
+    device: String,
+    client_id: Option<String>,
+    digest: String,
+    thread: Option<ChannelRow>,
+    stored: StoredMessage,
+    message: Message,
+    media_ids: Vec<String>,
+    /// The lane looked idle: the message's `agent.busy` goes with it.
+    busy_first: bool,
+    lane: Lane,
+    origin: Origin,
+}
+
+/// Stores a sent message with its echo (and its thread, its `client_id`, and the lane's
+/// `agent.busy` when it runs at once). Returns whether `agent.busy` was stored, or the prior
+/// request of its `client_id` (then nothing was written).
+fn store_send(
+    tx: &mut WriteTx<'_>,
+    w: SendWrite,
+) -> std::result::Result<std::result::Result<bool, client_ids::Prior>, StoreError> {
+    let SendWrite {
+        device,
+        client_id,
+        digest,
+        thread,
+        mut stored,
+        mut message,
+        media_ids,
+        busy_first,
+        lane,
+        origin,
+    } = w;
+    if let Some(cid) = &client_id {
+        // Checked again here: two connections may race with the same id.
+        if let Some(prior) = client_ids::prior(tx, &device, cid, &digest)? {
+            return Ok(Err(prior));
+        }
+    }
+    if let Some(t) = thread {
+        create_channel_tx(tx, t, true, &Origin::none())?;
+    }
+    // A prompt for an idle lane runs at once: its receipt says so from the echo on.
+    if message.state.is_some() && busy_first && !recovery::lane_open(tx, &lane)? {
+        message.state = Some(MessageState::Running);
+        stored.state = Some(MessageState::Running.as_str().to_owned());
+    }
+    tx.upsert_message(&stored)?;
+    tx.attach_media(&stored.message_id, &media_ids)?;
+    let frame = DurableFrame::Message(message);
+    let id = Some(stored.message_id.as_str());
+    let cursor = outbox::append(tx, &lane.header(), frame, id, &origin)?;
+    if let Some(cid) = &client_id {
+        let request = ClientRequest {
+            digest,
+            message_id: Some(stored.message_id.clone()),
+            cursor: Some(cursor),
+        };
+        tx.insert_client_request(&device, cid, &request)?;
+    }
+    match busy_first {
+        true => recovery::busy_with_message(tx, &lane, &Origin::none()).map(Ok),
+        false => Ok(Ok(false)),
+    }
+}
+
+/// The content a `client_id` stands for: lane, text, reply, attachments, thread wish.
+fn send_digest(lane: &Lane, send: &MessageSend) -> String {
+    let refs = send.media_refs.join("\n");
+    client_ids::digest(
+        "message.send",
+        &[
+            lane.row_id(),
+            &send.text,
+            send.reply_to.as_deref().unwrap_or(""),
+            &refs,
+            if send.auto_thread { "thread" } else { "" },
+        ],
+    )
 }
 
 /// Whether the text starts with a command the agent advertised (forwarded to it as a prompt).
