@@ -12,7 +12,9 @@
 
 use std::sync::Arc;
 
-use iris_protocol::{encode, ChannelInfo, DurableFrame, Header, Message, Role, ServerFrame};
+use iris_protocol::{
+    encode, ChannelInfo, DurableFrame, Header, Message, MessageState, Role, ServerFrame,
+};
 use iris_store::{ChannelRow, FrameMeta, NewFrame, StoreError, StoredMessage, WriteTx};
 
 use crate::ids::{new_id, now_ms};
@@ -170,16 +172,19 @@ pub fn to_stored(chat_id: &str, thread_id: Option<&str>, m: &Message) -> StoredM
         text: m.text.clone(),
         ts: m.ts,
         extra: m.extra_json(),
+        state: m.state.map(|s| s.as_str().to_owned()),
     }
 }
 
 /// A store row as a protocol message.
 pub fn from_stored(row: &StoredMessage) -> Message {
-    Message::from_stored(
+    let mut m = Message::from_stored(
         row.message_id.clone(),
         &row.role,
         row.text.clone(),
         row.ts,
         &row.extra,
-    )
+    );
+    m.state = row.state.as_deref().and_then(MessageState::parse);
+    m
 }

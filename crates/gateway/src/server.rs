@@ -152,6 +152,7 @@ impl Gateway {
         let head = store.outbox_head().await?;
         hub.set_head(head);
         let cut_off = crate::agent::recovery::recover(&store).await?;
+        crate::agent::requeue::restarted(&store).await?;
         if !roster.agents.is_empty() {
             let known: Vec<String> = roster.agents.iter().map(|a| a.name.clone()).collect();
             let default = roster.default.clone();
@@ -189,6 +190,14 @@ impl Gateway {
             cron.clone(),
         );
         agents.take_due_runs(due);
+        // Messages that waited when the previous run went down run now, before any device sends.
+        let requeued = crate::agent::requeue::resume(&agents, &media, &shared.store).await?;
+        if requeued > 0 {
+            tracing::info!(
+                messages = requeued,
+                "queued messages handed to their lanes again"
+            );
+        }
         let ctx = Arc::new(Context {
             shared,
             guard,

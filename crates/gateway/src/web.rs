@@ -72,6 +72,7 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/", "menu.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "pairing.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "notify.js", "text/javascript; charset=utf-8"),
+    asset!("assets/", "outbox.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "pickers.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "search.js", "text/javascript; charset=utf-8"),
     asset!("assets/", "session.js", "text/javascript; charset=utf-8"),

@@ -30,7 +30,7 @@ impl Reply {
     /// `ack` for a request with an id; nothing for one without.
     pub fn ack(header: &Header) -> Reply {
         match header.id {
-            Some(_) => Reply::Direct(ResponseFrame::Ack(Ack { ok: true }), Header::default()),
+            Some(_) => Reply::Direct(ResponseFrame::Ack(Ack::ok()), Header::default()),
             None => Reply::Nothing,
         }
     }

@@ -282,6 +282,7 @@ async fn steering_without_agent_support_restarts_the_turn_with_the_new_text() {
         .unwrap();
     let steer = ClientFrame::AgentSteer(AgentSteer {
         text: "focus on errors".into(),
+        ..Default::default()
     });
     assert_eq!(
         a.request(default_lane(), steer).await.unwrap().frame_type(),

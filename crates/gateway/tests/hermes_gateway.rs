@@ -374,7 +374,10 @@ async fn stop_steer_and_the_cancel_wedge() {
         // answer is intact, and the steering text runs as the next turn.
         send(&mut a, default_lane(), "write an essay", false).await;
         until(&mut a, |e| e.frame_type() == "message.update").await;
-        let steer = ClientFrame::AgentSteer(AgentSteer { text: STEER.into() });
+        let steer = ClientFrame::AgentSteer(AgentSteer {
+            text: STEER.into(),
+            ..Default::default()
+        });
         assert_eq!(a.request(default_lane(), steer).await.unwrap().frame_type(), "ack");
         let first = until_idle(&mut a).await;
         let second = until_idle(&mut a).await;
@@ -649,7 +652,10 @@ async fn in_turn_steering_and_models_named_provider_slash_model() {
 
         send(&mut a, default_lane(), "build it now", false).await;
         until(&mut a, |e| e.frame_type() == "tool.start").await;
-        let steer = ClientFrame::AgentSteer(AgentSteer { text: STEER.into() });
+        let steer = ClientFrame::AgentSteer(AgentSteer {
+            text: STEER.into(),
+            ..Default::default()
+        });
         assert_eq!(
             a.request(default_lane(), steer).await.unwrap().frame_type(),
             "ack"

@@ -137,6 +137,39 @@ async fn session(
     log
 }
 
+/// Waits until no turn runs and no message waits for one (the restarted gateway runs the
+/// messages that waited when it was killed).
+async fn settle(url: &str) {
+    let (mut watcher, _) = Client::connect(ConnectOptions::new(url, TOKEN, "watcher"))
+        .await
+        .unwrap();
+    loop {
+        let reply = watcher
+            .request(
+                Header::lane("default", None),
+                ClientFrame::History(iris_protocol::HistoryRequest {
+                    limit: Some(200),
+                    ..Default::default()
+                }),
+            )
+            .await
+            .unwrap();
+        let ServerFrame::History(h) = reply.body else {
+            panic!("expected history");
+        };
+        let open = h
+            .messages
+            .iter()
+            .any(|m| m.state.is_some_and(|s| s.is_open()));
+        if !open {
+            return;
+        }
+        let _ = watcher
+            .wait_for_timeout(|e| e.frame_type() == "agent.idle", Duration::from_secs(2))
+            .await;
+    }
+}
+
 #[tokio::test]
 async fn devices_hold_every_frame_exactly_once_across_random_kills() {
     let seed: u64 = std::env::var("IRIS_KILL_SEED")
@@ -190,8 +223,10 @@ async fn devices_hold_every_frame_exactly_once_across_random_kills() {
         }
     }
 
-    // A last, undisturbed run: everyone catches up, then a new device replays everything.
+    // A last, undisturbed run: the messages still waiting run, everyone catches up, then a new
+    // device replays everything.
     let gw = start(dir.path()).await;
+    settle(&gw.url).await;
     let (mut fresh, ack) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "auditor"))
         .await
         .unwrap();
@@ -335,17 +370,22 @@ async fn a_turn_cut_off_by_a_kill_is_closed_at_the_next_start() {
     let types: Vec<&str> = replay.frames.iter().map(|e| e.frame_type()).collect();
     assert_eq!(
         types,
-        ["message.stop", "message", "agent.idle"],
+        ["message.stop", "message.state", "message", "agent.idle"],
         "{types:?}"
     );
     assert_eq!(
         replay.frames[0].json()["payload"]["message_id"],
         bubble.as_str()
     );
-    assert!(replay.frames[1].json()["payload"]["text"]
+    assert_eq!(
+        replay.frames[1].json()["payload"]["state"],
+        "interrupted",
+        "the question's receipt"
+    );
+    assert!(replay.frames[2].json()["payload"]["text"]
         .as_str()
         .unwrap()
-        .contains("cut off"));
+        .contains("working on “slow story”; that answer was cut off"));
     // The lane works again.
     let frame = ClientFrame::MessageSend(MessageSend {
         text: "hello again".into(),

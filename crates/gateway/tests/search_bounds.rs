@@ -32,6 +32,7 @@ async fn seed(gw: &TestGateway) {
                 text: text.join(" "),
                 ts: 1_700_000_000_000 + i as i64,
                 extra: "{}".into(),
+                state: None,
             }
         })
         .collect();

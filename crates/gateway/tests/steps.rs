@@ -129,6 +129,7 @@ async fn history_carries_every_step_and_the_steering_after_restart_and_pruning()
         .unwrap();
     let steer = ClientFrame::AgentSteer(AgentSteer {
         text: "focus on errors".into(),
+        ..Default::default()
     });
     phone.request(default_lane(), steer).await.unwrap();
     let first = until_idle(&mut phone).await;
@@ -214,6 +215,7 @@ async fn expired_and_cancelled_pickers_are_closed_everywhere_and_kept_as_steps()
 async fn retry(client: &mut Client, id: &str) -> Result<Event, iris_client::ClientError> {
     let frame = ClientFrame::MessageRetry(iris_protocol::MessageRetry {
         message_id: id.into(),
+        ..Default::default()
     });
     client.request(default_lane(), frame).await
 }

@@ -83,6 +83,7 @@ async fn steering_is_a_user_message_before_the_answer_it_changed() {
         .unwrap();
     let steer = ClientFrame::AgentSteer(AgentSteer {
         text: "focus on errors".into(),
+        ..Default::default()
     });
     a.request(default_lane(), steer).await.unwrap();
     // The demo agent has no steer command: the turn stops and the text runs as the next one.

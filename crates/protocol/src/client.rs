@@ -166,6 +166,11 @@ pub struct MessageSend {
     /// Ask the gateway to mint a thread for this message.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub auto_thread: bool,
+    /// The device's own id for this request (at most [`crate::MAX_CLIENT_ID`] characters): the
+    /// same id again is answered with the original message, never stored or run twice. An Iris
+    /// extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
 }
 
 /// `media.upload.start`.
@@ -299,6 +304,9 @@ pub struct MessageDelete {
 pub struct MessageRetry {
     /// The user message to run again.
     pub message_id: String,
+    /// The device's own id for this request, as for `message.send`. An Iris extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
 }
 
 /// `commands.complete` request.
@@ -313,6 +321,9 @@ pub struct CommandsCompleteRequest {
 pub struct AgentSteer {
     /// The steering text.
     pub text: String,
+    /// The device's own id for this request, as for `message.send`. An Iris extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
 }
 
 /// `sync`.

@@ -56,6 +56,8 @@ pub enum DurableFrame {
     AgentBusy(AgentBusy),
     /// The lane's agent is idle.
     AgentIdle,
+    /// Where a user message stands with the agent.
+    MessageState(crate::MessageStateChanged),
     /// Agent-produced media is available.
     MediaOffer(MediaInfo),
     /// Another device read a message: a `read.receipt` that carries `device_id`.
@@ -160,6 +162,7 @@ impl From<DurableFrame> for ServerFrame {
             D::ChannelDeleted(p) => ServerFrame::ChannelDeleted(p),
             D::AgentBusy(p) => ServerFrame::AgentBusy(p),
             D::AgentIdle => ServerFrame::AgentIdle(Empty {}),
+            D::MessageState(p) => ServerFrame::MessageState(p),
             D::MediaOffer(p) => ServerFrame::MediaOffer(p),
             D::ReadBy {
                 message_id,
@@ -214,6 +217,7 @@ impl DurableFrame {
             D::ChannelDeleted(_) => "channel.deleted",
             D::AgentBusy(_) => "agent.busy",
             D::AgentIdle => "agent.idle",
+            D::MessageState(_) => "message.state",
             D::MediaOffer(_) => "media.offer",
             D::ReadBy { .. } => "read.receipt",
         }
@@ -248,6 +252,7 @@ mod tests {
             D::ChannelDeleted(ChannelDeleted::default()),
             D::AgentBusy(AgentBusy::default()),
             D::AgentIdle,
+            D::MessageState(crate::MessageStateChanged::default()),
             D::MediaOffer(MediaInfo::default()),
             D::ReadBy {
                 message_id: "m".into(),

@@ -66,6 +66,8 @@ frame_enum! {
         AgentBusy(AgentBusy) = "agent.busy",
         /// The lane's agent is idle.
         AgentIdle(Empty) = "agent.idle",
+        /// Where a user message stands with the agent. An Iris extension.
+        MessageState(crate::MessageStateChanged) = "message.state",
         /// Search hits.
         SearchResults(SearchResults) = "search.results",
         /// Agent-produced media is available.
@@ -125,6 +127,7 @@ impl ServerFrame {
                 | "channel.deleted"
                 | "agent.busy"
                 | "agent.idle"
+                | "message.state"
                 | "media.offer"
                 | "read.receipt"
         ) || frame_type.starts_with("picker.")
@@ -203,6 +206,10 @@ pub struct HelloAck {
     /// `token` from now on. An Iris extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_token: Option<String>,
+    /// The lanes whose agent is working now, each with its answer so far: a device that joins
+    /// mid-answer shows it (with Stop) at once. An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running: Vec<crate::RunningTurn>,
 }
 
 /// Who wrote a message.
@@ -317,6 +324,13 @@ pub struct Message {
     /// The turn's steps in order (final assistant and cron messages; additive).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::Step>,
+    /// The sending device's own id of this user message (`message.send`'s `client_id`; an Iris
+    /// extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Where a user message stands with the agent (an Iris extension; see `message.state`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::MessageState>,
 }
 
 /// `message.start`.
@@ -326,6 +340,9 @@ pub struct MessageStart {
     pub message_id: String,
     /// Author.
     pub role: Role,
+    /// The user message this answer answers (additive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
 }
 
 /// `message.update`.
@@ -708,4 +725,27 @@ pub struct SyncDone {
 pub struct Ack {
     /// Always true; failures are `error` frames.
     pub ok: bool,
+    /// The request repeated a `client_id` the gateway already took: nothing was done again, and
+    /// `message_id`, `cursor` and `message` say what the first request made. An Iris extension.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
+    /// The message the first request made (or ran again, for `message.retry`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// The cursor of the durable frame that answered the first request, when it made one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<u64>,
+    /// That message as it is now, when it still exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+}
+
+impl Ack {
+    /// A plain `ack {ok:true}`.
+    pub fn ok() -> Self {
+        Ack {
+            ok: true,
+            ..Ack::default()
+        }
+    }
 }

@@ -29,6 +29,8 @@ struct MessageExtra {
     steering: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     steps: Vec<Step>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_id: Option<String>,
 }
 
 impl Message {
@@ -44,12 +46,14 @@ impl Message {
             ended: self.ended,
             steering: self.steering,
             steps: self.steps.clone(),
+            client_id: self.client_id.clone(),
         };
         serde_json::to_string(&extra).unwrap_or_else(|_| "{}".into())
     }
 
     /// A message from its stored columns. Unreadable `extra` text leaves those fields empty, and
-    /// an unknown role reads as `system`: a stored row always comes back as a message.
+    /// an unknown role reads as `system`: a stored row always comes back as a message. The
+    /// `state` of a user message is kept in a column of its own (set by the caller).
     pub fn from_stored(message_id: String, role: &str, text: String, ts: i64, extra: &str) -> Self {
         let extra: MessageExtra = serde_json::from_str(extra).unwrap_or_default();
         Message {
@@ -66,6 +70,8 @@ impl Message {
             ended: extra.ended,
             steering: extra.steering,
             steps: extra.steps,
+            client_id: extra.client_id,
+            state: None,
         }
     }
 }

@@ -84,9 +84,10 @@ pub(crate) fn replay(
     Ok(out)
 }
 
-const MESSAGE_COLUMNS: &str = "message_id, chat_id, thread_id, role, text, ts, extra";
+pub(crate) const MESSAGE_COLUMNS: &str =
+    "message_id, chat_id, thread_id, role, text, ts, extra, state";
 
-fn message_from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
+pub(crate) fn message_from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
     Ok(StoredMessage {
         message_id: row.get(0)?,
         chat_id: row.get(1)?,
@@ -95,6 +96,7 @@ fn message_from_row(row: &Row<'_>) -> rusqlite::Result<StoredMessage> {
         text: row.get(4)?,
         ts: row.get(5)?,
         extra: row.get(6)?,
+        state: row.get(7)?,
     })
 }
 

@@ -218,17 +218,32 @@ CREATE TABLE device_addresses (
     r#"
 ALTER TABLE channels ADD COLUMN agent TEXT;
 "#,
-    // pairing codes belong to whoever made them (NULL: the owner's command line), so a device's
+    // 8: pairing codes belong to whoever made them (NULL: the owner's command line), so a device's
     // codes are capped per device and die with it when it is revoked.
     r#"
 ALTER TABLE pairing_codes ADD COLUMN created_by TEXT;
 CREATE INDEX pairing_codes_by_creator ON pairing_codes(created_by);
 "#,
-    // scheduled jobs belong to the device that added them (NULL: made before this, or by the
+    // 9: scheduled jobs belong to the device that added them (NULL: made before this, or by the
     // gateway), so a device's jobs are capped and go when it is revoked.
     r#"
 ALTER TABLE cron_jobs ADD COLUMN created_by TEXT;
 CREATE INDEX cron_jobs_by_creator ON cron_jobs(created_by);
+"#,
+    // 10: where a user message stands with the agent (NULL for other messages), and the requests
+    // a device named with its own id (`client_id`), so that the same id is never taken twice.
+    r#"
+ALTER TABLE messages ADD COLUMN state TEXT;
+CREATE INDEX messages_state ON messages(state, seq) WHERE state IS NOT NULL;
+CREATE TABLE client_requests (
+    device_id  TEXT NOT NULL,
+    client_id  TEXT NOT NULL,
+    digest     TEXT NOT NULL,
+    message_id TEXT,
+    cursor     INTEGER,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (device_id, client_id)
+) WITHOUT ROWID;
 "#,
 ];
 

@@ -109,7 +109,8 @@ impl<'a> WriteTx<'a> {
     }
 
     /// Inserts a message, or updates role, text, ts and extra of an existing one
-    /// (its position in the lane is kept). A message cannot move to another lane.
+    /// (its position in the lane is kept; its state only when `m.state` is set). A message
+    /// cannot move to another lane.
     pub fn upsert_message(&mut self, m: &StoredMessage) -> Result<(), StoreError> {
         if m.message_id.is_empty() || m.chat_id.is_empty() {
             return Err(StoreError::Invalid(
@@ -124,13 +125,23 @@ impl<'a> WriteTx<'a> {
         let changed = self
             .conn
             .prepare_cached(
-                "INSERT INTO messages (message_id, chat_id, thread_id, role, text, ts, extra) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                "INSERT INTO messages (message_id, chat_id, thread_id, role, text, ts, extra, state) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
                  ON CONFLICT (message_id) DO UPDATE SET \
-                     role = excluded.role, text = excluded.text, ts = excluded.ts, extra = excluded.extra \
+                     role = excluded.role, text = excluded.text, ts = excluded.ts, extra = excluded.extra, \
+                     state = COALESCE(excluded.state, state) \
                  WHERE chat_id = excluded.chat_id AND thread_id IS excluded.thread_id",
             )?
-            .execute((&m.message_id, &m.chat_id, &m.thread_id, &m.role, &m.text, m.ts, extra))?;
+            .execute((
+                &m.message_id,
+                &m.chat_id,
+                &m.thread_id,
+                &m.role,
+                &m.text,
+                m.ts,
+                extra,
+                &m.state,
+            ))?;
         if changed == 0 {
             return Err(StoreError::Invalid(format!(
                 "message {} already exists in another lane",

@@ -69,6 +69,8 @@ pub struct StoredMessage {
     pub text: String,
     pub ts: i64,
     pub extra: String,
+    /// Where a user message stands with the agent, opaque to the store (`None` for others).
+    pub state: Option<String>,
 }
 
 /// One page of a lane's history.

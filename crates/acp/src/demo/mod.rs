@@ -52,6 +52,9 @@
 //! `DEMO_RESUME=1` also `resume` (`session/resume` reopens a session without replaying it), and a
 //! capability of a newer ACP version (`futureCapability`) that clients must ignore.
 //!
+//! With `DEMO_PROMPT_LOG=<file>` in its environment the demo appends the text of every prompt it
+//! starts a turn for to that file, one JSON string per line, so that tests count real runs.
+//!
 //! With `DEMO_EXTRA_COMMAND=<name>` in its environment the demo advertises one more slash command,
 //! `/<name>`, so that two demo agents behind one gateway can be told apart by their catalogs.
 //!

@@ -104,6 +104,25 @@ impl State {
     }
 }
 
+/// With `DEMO_PROMPT_LOG=<file>` in the environment, every prompt the demo starts a turn for is
+/// appended to that file as one JSON string per line (so that tests count the turns an agent
+/// really ran). Written before the turn plays, with `O_APPEND`, one write per line.
+fn record_prompt(text: &str) {
+    let Some(path) = std::env::var_os("DEMO_PROMPT_LOG") else {
+        return;
+    };
+    let mut line = serde_json::to_string(text).unwrap_or_default();
+    line.push('\n');
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("demo agent: could not record a prompt: {e}");
+    }
+}
+
 /// Capabilities besides `loadSession` and prompts: `sessionCapabilities.close` always, `resume`
 /// with `DEMO_RESUME=1` in the environment, and one from a future ACP version that clients must
 /// ignore.
@@ -423,6 +442,7 @@ impl Demo {
         responder: Responder,
     ) {
         let session_id = request.session_id.clone();
+        record_prompt(&prompt_text(&request.prompt));
         let (model_id, cwd) = self
             .with_session(&session_id, |s| (s.model_id.clone(), s.cwd.clone()))
             .unwrap_or_default();

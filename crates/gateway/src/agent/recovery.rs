@@ -14,11 +14,12 @@ use std::collections::BTreeMap;
 
 use iris_protocol::{
     AgentBusy, BusyReason, DurableFrame, Message, MessageStop, PickerClosed, PickerOutcome, Role,
-    Step, TurnEnd,
+    RunningTurn, Step, TurnEnd,
 };
 use iris_store::{Store, StoreError, WriteTx};
 use serde::{Deserialize, Serialize};
 
+use super::receipts;
 use crate::ids::now_ms;
 use crate::outbox::{self, Lane, Origin};
 
@@ -33,6 +34,9 @@ struct OpenTurn {
     /// The turn's final answer was written; only `agent.idle` may be missing.
     #[serde(default)]
     answered: bool,
+    /// The user message the turn runs (`running` in its receipt), until its answer is written.
+    #[serde(default)]
+    prompt: Option<String>,
 }
 
 fn lane_key(lane: &Lane) -> String {
@@ -117,6 +121,11 @@ pub fn busy_with_message(
     Ok(true)
 }
 
+/// Whether the lane has a turn open (then a message sent to it waits).
+pub fn lane_open(tx: &WriteTx<'_>, lane: &Lane) -> Result<bool, StoreError> {
+    Ok(load(tx)?.contains_key(&lane_key(lane)))
+}
+
 /// `agent.idle` for a lane whose busy state was stored with a message that then could not be
 /// handed to the lane (see [`busy_with_message`]).
 pub fn idle_without_turn(tx: &mut WriteTx<'_>, lane: &Lane) -> Result<(), StoreError> {
@@ -125,7 +134,8 @@ pub fn idle_without_turn(tx: &mut WriteTx<'_>, lane: &Lane) -> Result<(), StoreE
     outbox::append(tx, &lane.header(), frame, None, &Origin::none()).map(|_| ())
 }
 
-/// Keeps the lane's marker in step with frames being appended in this transaction.
+/// Keeps the lane's marker in step with frames being appended in this transaction, and the
+/// receipts of the user messages its turns run ([`receipts`]).
 pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[DurableFrame]) -> Result<(), StoreError> {
     let relevant = frames.iter().any(|f| {
         matches!(
@@ -144,17 +154,28 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[DurableFrame]) -> Resu
     let mut closed = Vec::new();
     for f in frames {
         match f {
-            DurableFrame::AgentBusy(_) => {
-                turns.entry(key.clone()).or_insert_with(|| OpenTurn {
+            DurableFrame::AgentBusy(busy) if !turns.contains_key(&key) => {
+                // A turn begins; a scheduled run answers no user message.
+                let prompt = match busy.reason {
+                    BusyReason::Cron => None,
+                    _ => receipts::turn_begins(tx, lane)?,
+                };
+                let turn = OpenTurn {
                     chat_id: lane.chat_id.clone(),
                     thread_id: lane.thread_id.clone(),
                     message_id: None,
                     answered: false,
-                });
+                    prompt,
+                };
+                turns.insert(key.clone(), turn);
             }
             DurableFrame::MessageStart(m) => {
                 if let Some(t) = turns.get_mut(&key) {
                     t.message_id = Some(m.message_id.clone());
+                    if let Some(reply_to) = &m.reply_to {
+                        t.prompt =
+                            receipts::answer_begins(tx, lane, reply_to, t.prompt.as_deref())?;
+                    }
                 }
             }
             DurableFrame::MessageStop(m) => {
@@ -163,16 +184,27 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[DurableFrame]) -> Resu
                     .filter(|t| t.message_id.as_ref() == Some(&m.message_id))
                 {
                     t.answered = true;
+                    receipts::answered(tx, lane, &m.message_id, m.ended, t.prompt.as_deref())?;
+                    t.prompt = None;
                     closed.push(t.clone());
                 }
             }
             DurableFrame::Message(m) if matches!(m.role, Role::Assistant | Role::Cron) => {
                 if let Some(t) = turns.get_mut(&key) {
                     t.answered = true;
+                    receipts::answered(tx, lane, &m.message_id, m.ended, t.prompt.as_deref())?;
+                    t.prompt = None;
                     closed.push(t.clone());
                 }
             }
-            DurableFrame::AgentIdle => closed.extend(turns.remove(&key)),
+            DurableFrame::AgentIdle => {
+                if let Some(t) = turns.remove(&key) {
+                    if let Some(p) = &t.prompt {
+                        receipts::turn_ends(tx, lane, p)?;
+                    }
+                    closed.push(t);
+                }
+            }
             _ => {}
         }
     }
@@ -180,6 +212,31 @@ pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[DurableFrame]) -> Resu
         drop_text(tx, Some(t))?;
     }
     save(tx, &turns)
+}
+
+/// The turns running now, each with its answer's text as far as it was stored, for
+/// `hello.ack.running`.
+pub async fn running(store: &Store) -> Result<Vec<RunningTurn>, StoreError> {
+    let turns: BTreeMap<String, OpenTurn> = store
+        .get_meta(KEY)
+        .await?
+        .and_then(|v| serde_json::from_str(&v).ok())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for t in turns.into_values().filter(|t| !t.answered) {
+        let text = match &t.message_id {
+            Some(id) => store.get_meta(&text_key(id)).await?.unwrap_or_default(),
+            None => String::new(),
+        };
+        out.push(RunningTurn {
+            chat_id: t.chat_id,
+            thread_id: t.thread_id,
+            message_id: t.message_id,
+            reply_to: t.prompt,
+            text,
+        });
+    }
+    Ok(out)
 }
 
 /// Closes every turn a previous run of the gateway left open. Returns how many.
@@ -240,6 +297,7 @@ fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
                 ts: now_ms(),
                 ended: Some(TurnEnd::CutOff),
                 steps: steps.clone(),
+                reply_to: turn.prompt.clone(),
                 ..Message::default()
             };
             tx.upsert_message(&outbox::to_stored(
@@ -256,9 +314,18 @@ fn close(tx: &mut WriteTx<'_>, turn: &OpenTurn) -> Result<(), StoreError> {
             });
             outbox::append(tx, &header, stop, Some(id), &Origin::none())?;
         }
-        let note = outbox::system_message(
-            "The gateway restarted while the agent was working; that answer was cut off.",
-        );
+        let asked = match &turn.prompt {
+            Some(p) => {
+                receipts::set(tx, &lane, p, iris_protocol::MessageState::Interrupted)?;
+                tx.get_message(p)?
+                    .map(|m| format!(" on “{}”", crate::text::head(m.text.trim(), 40)))
+                    .unwrap_or_default()
+            }
+            None => String::new(),
+        };
+        let note = outbox::system_message(format!(
+            "The gateway restarted while the agent was working{asked}; that answer was cut off."
+        ));
         outbox::post(tx, &lane, note, &Origin::none())?;
     }
     // When the answer was written, only this closing agent.idle was lost.

@@ -440,6 +440,7 @@ impl TurnMapper {
             out.push(Out::Durable(DurableFrame::MessageStart(MessageStart {
                 message_id: self.cfg.message_id.clone(),
                 role: self.cfg.role,
+                reply_to: self.reply_to.clone(),
             })));
         }
         // Hermes opens the text after a tool with blank lines; a bubble never starts with them.

@@ -47,6 +47,12 @@ pub struct BusyMarker {
 }
 
 impl BusyMarker {
+    /// Whether the message is a prompt for a lane that held nothing else when its place was
+    /// taken (its `agent.busy` is stored with it unless a turn is open in the store).
+    pub fn wanted(&self) -> bool {
+        self.wanted
+    }
+
     /// Appends `agent.busy` (and opens the lane's running-turn marker) in the caller's
     /// transaction, when the message starts a turn in an idle lane; nothing otherwise.
     pub fn write(&self, tx: &mut WriteTx<'_>) -> Result<(), StoreError> {

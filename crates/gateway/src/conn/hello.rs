@@ -392,6 +392,10 @@ async fn attach(
         head_cursor: head,
         device_id: Some(hello.device_id.clone()),
         device_token,
+        // Read after the connection was attached: what follows reaches it live.
+        running: crate::agent::recovery::running(&shared.store)
+            .await
+            .unwrap_or_default(),
     };
     let mut frames = vec![encode(
         &Header::default().with_id(hello_id),

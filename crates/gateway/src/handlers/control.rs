@@ -1,8 +1,10 @@
 //! Control of the agent's turns: stop, steer, retry, answering pickers, and the command catalog.
 
-use iris_protocol::{Ack, Header, MessageRetry, PickerSelect, ResponseFrame, Role};
+use iris_protocol::{Ack, AgentSteer, Header, MessageRetry, MessageState, PickerSelect, ResponseFrame, Role};
 
+use super::client_ids;
 use super::context::{resolve_lane, Context};
+use crate::agent::receipts;
 use crate::command::Command;
 use crate::outbox::{from_stored, Origin};
 use crate::wire::{Reply, Result, WireError};
@@ -16,15 +18,34 @@ pub(super) async fn stop(ctx: &Context, header: &Header) -> Result<Reply> {
     Ok(Reply::ack(header))
 }
 
-pub(super) async fn steer(ctx: &Context, header: &Header, text: String) -> Result<Reply> {
+pub(super) async fn steer(
+    ctx: &Context,
+    device: &str,
+    header: &Header,
+    req: AgentSteer,
+) -> Result<Reply> {
+    let text = req.text;
     if text.len() > MAX_TEXT {
         return Err(WireError::bad_request(format!(
             "text longer than {MAX_TEXT} bytes"
         )));
     }
+    let client_id = client_ids::check(req.client_id.as_deref())?;
     let lane = resolve_lane(ctx, header).await?;
-    ctx.agents.steer(&lane, text).await?;
-    Ok(Reply::ack(header))
+    let digest = client_ids::digest("agent.steer", &[lane.row_id(), &text]);
+    if let Some(reply) = client_ids::answer_prior(ctx, device, header, client_id, &digest).await? {
+        return Ok(reply);
+    }
+    let taken = client_ids::take(ctx, device, client_id, digest).await?;
+    let result = match ctx.agents.steer(&lane, text).await {
+        Ok(()) => Ok(Reply::ack(header)),
+        Err(e) => Err(WireError::from(e)),
+    };
+    if result.is_err() {
+        // Refused: the same id may be sent again.
+        client_ids::release(ctx, device, taken).await?;
+    }
+    result
 }
 
 pub(super) async fn picker_select(ctx: &Context, device: &str, req: PickerSelect) -> Result<Reply> {
@@ -32,10 +53,7 @@ pub(super) async fn picker_select(ctx: &Context, device: &str, req: PickerSelect
         .agents
         .answer_picker(req.picker_id, req.value, Some(device.to_owned()))
         .await?;
-    Ok(Reply::Direct(
-        ResponseFrame::Ack(Ack { ok: true }),
-        lane.header(),
-    ))
+    Ok(Reply::Direct(ResponseFrame::Ack(Ack::ok()), lane.header()))
 }
 
 /// `message.retry`: the lane's user message runs again as a new turn, with its attachments
@@ -46,9 +64,15 @@ pub(super) async fn retry(
     ctx: &Context,
     header: &Header,
     req: MessageRetry,
+    device: &str,
     origin: &Origin,
 ) -> Result<Reply> {
+    let client_id = client_ids::check(req.client_id.as_deref())?;
     let lane = resolve_lane(ctx, header).await?;
+    let digest = client_ids::digest("message.retry", &[lane.row_id(), &req.message_id]);
+    if let Some(reply) = client_ids::answer_prior(ctx, device, header, client_id, &digest).await? {
+        return Ok(reply);
+    }
     let row = ctx
         .shared
         .store
@@ -71,11 +95,41 @@ pub(super) async fn retry(
             attachments.push(row);
         }
     }
+    // The message waits for its turn again; its receipt says so from here.
+    let (id, was) = (message.message_id.clone(), message.state);
+    let queued = lane.clone();
+    let taken = client_ids::take_with(
+        ctx,
+        device,
+        client_id,
+        digest,
+        Some(id.clone()),
+        move |tx| receipts::set(tx, &queued, &id, MessageState::Queued).map(|_| ()),
+    )
+    .await?;
     let blocks = ctx.media.prompt_links(&attachments);
-    ctx.agents
+    let result = match ctx
+        .agents
         .retry(&lane, message.message_id, message.text, blocks, origin.conn)
-        .await?;
-    Ok(Reply::ack(header))
+        .await
+    {
+        Ok(()) => Ok(Reply::ack(header)),
+        Err(e) => Err(WireError::from(e)),
+    };
+    if result.is_err() {
+        // Refused: the receipt goes back to what it was, and the same id may be sent again.
+        let id = row.message_id.clone();
+        let back = lane.clone();
+        ctx.shared
+            .store
+            .write(move |tx| match was {
+                Some(state) => receipts::set(tx, &back, &id, state).map(|_| ()),
+                None => Ok(()),
+            })
+            .await?;
+        client_ids::release(ctx, device, taken).await?;
+    }
+    result
 }
 
 /// `commands.catalog`: the gateway's commands and those of the agent of the lane the request

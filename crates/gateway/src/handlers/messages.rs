@@ -3,16 +3,17 @@
 
 use iris_protocol::{
     DurableFrame, ErrorCode, Header, History, HistoryRequest, Message, MessageDeleted, MessageSend,
-    ReadReceipt, ResponseFrame, Role,
+    MessageState, ReadReceipt, ResponseFrame, Role,
 };
-use iris_store::{ChannelRow, StoreError};
+use iris_store::{ChannelRow, ClientRequest, StoreError, StoredMessage, WriteTx};
 
 use super::channels::create_channel_tx;
+use super::client_ids;
 use super::context::{resolve_lane, Context};
-use crate::agent::{Submission, Work};
+use crate::agent::{recovery, BusyMarker, Submission, Work};
 use crate::command::Command;
 use crate::ids::{new_id, now_ms};
-use crate::outbox::{self, from_stored, to_stored, Origin};
+use crate::outbox::{self, from_stored, to_stored, Lane, Origin};
 use crate::text::instant_title;
 use crate::wire::{Reply, Result, WireError};
 
@@ -34,7 +35,14 @@ pub(super) async fn send(
             "text longer than {MAX_TEXT} bytes"
         )));
     }
+    let client_id = client_ids::check(send.client_id.as_deref())?.map(str::to_owned);
     let mut lane = resolve_lane(ctx, header).await?;
+    let digest = send_digest(&lane, &send);
+    if let Some(reply) =
+        client_ids::answer_prior(ctx, device_id, header, client_id.as_deref(), &digest).await?
+    {
+        return Ok(reply);
+    }
     if !ctx.guard.take_send(device_id) {
         return Err(WireError::new(
             ErrorCode::RateLimited,
@@ -46,23 +54,12 @@ pub(super) async fn send(
     let is_agent_command = command.is_none() && is_agent_command(ctx, &send.text);
     let thread =
         (send.auto_thread && lane.thread_id.is_none() && command.is_none() && !is_agent_command)
-            .then(|| ChannelRow {
-                chat_id: new_id("t_"),
-                name: instant_title(&send.text),
-                kind: "thread".into(),
-                parent_chat_id: Some(lane.chat_id.clone()),
-                is_default: false,
-                name_set_by_user: false,
-                created_at: now_ms(),
-                agent: None,
-            });
+            .then(|| new_thread(&send.text, &lane.chat_id));
     if let Some(t) = &thread {
         lane.thread_id = Some(t.chat_id.clone());
     }
     // A lane that cannot take another turn refuses the message before it is stored.
     let ticket = ctx.agents.reserve(&lane, command.is_none())?;
-    // A prompt for an idle lane: its `agent.busy` goes out with the message.
-    let busy = ticket.marker();
     let message = Message {
         message_id: new_id("m_"),
         role: Role::User,
@@ -70,32 +67,36 @@ pub(super) async fn send(
         reply_to: send.reply_to,
         ts: now_ms(),
         media: attachments.iter().map(crate::media::info).collect(),
+        client_id: client_id.clone(),
+        // A prompt waits for its turn (it runs at once in an idle lane: `agent.busy` below).
+        // Without an agent (`--agent none`) no turn runs at all.
+        state: (command.is_none() && !ctx.agents.names().is_empty())
+            .then_some(MessageState::Queued),
         ..Message::default()
     };
     let message_id = message.message_id.clone();
     let media_ids: Vec<String> = attachments.iter().map(|m| m.media_id.clone()).collect();
     let stored = to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
-    let lane_header = lane.header();
-    let tx_origin = origin.clone();
-    ctx.shared
+    let write = SendWrite {
+        device: device_id.to_owned(),
+        client_id,
+        digest,
+        thread,
+        stored,
+        message,
+        media_ids,
+        busy: ticket.marker(),
+        lane: lane.clone(),
+        origin: origin.clone(),
+    };
+    let taken = ctx
+        .shared
         .store
-        .write(move |tx| {
-            if let Some(t) = thread {
-                create_channel_tx(tx, t, true, &Origin::none())?;
-            }
-            tx.upsert_message(&stored)?;
-            tx.attach_media(&stored.message_id, &media_ids)?;
-            let frame = DurableFrame::Message(message);
-            outbox::append(
-                tx,
-                &lane_header,
-                frame,
-                Some(&stored.message_id),
-                &tx_origin,
-            )?;
-            busy.write(tx)
-        })
+        .write(move |tx| store_send(tx, write))
         .await?;
+    if let Err(prior) = taken {
+        return client_ids::answer(ctx, header, prior, send.client_id).await;
+    }
     let work = match command {
         Some(command) => Work::Command(command),
         None => Work::Prompt {
@@ -110,6 +111,100 @@ pub(super) async fn send(
     };
     ctx.agents.submit(ticket, submission).await?;
     Ok(Reply::ViaOutbox)
+}
+
+/// The thread `auto_thread` mints for a message in a channel.
+fn new_thread(text: &str, chat_id: &str) -> ChannelRow {
+    ChannelRow {
+        chat_id: new_id("t_"),
+        name: instant_title(text),
+        kind: "thread".into(),
+        parent_chat_id: Some(chat_id.to_owned()),
+        is_default: false,
+        name_set_by_user: false,
+        created_at: now_ms(),
+        agent: None,
+    }
+}
+
+/// What `message.send` stores, in one transaction.
+struct SendWrite {
+    device: String,
+    client_id: Option<String>,
+    digest: String,
+    thread: Option<ChannelRow>,
+    stored: StoredMessage,
+    message: Message,
+    media_ids: Vec<String>,
+    /// The lane's `agent.busy`, stored with the message when it runs at once.
+    busy: BusyMarker,
+    lane: Lane,
+    origin: Origin,
+}
+
+/// Stores a sent message with its echo (and its thread, its `client_id`, and the lane's
+/// `agent.busy` when it runs at once). Returns the prior request of its `client_id` instead
+/// when there is one (then nothing was written).
+fn store_send(
+    tx: &mut WriteTx<'_>,
+    w: SendWrite,
+) -> std::result::Result<std::result::Result<(), client_ids::Prior>, StoreError> {
+    let SendWrite {
+        device,
+        client_id,
+        digest,
+        thread,
+        mut stored,
+        mut message,
+        media_ids,
+        busy,
+        lane,
+        origin,
+    } = w;
+    if let Some(cid) = &client_id {
+        // Checked again here: two connections may race with the same id.
+        if let Some(prior) = client_ids::prior(tx, &device, cid, &digest)? {
+            return Ok(Err(prior));
+        }
+    }
+    if let Some(t) = thread {
+        create_channel_tx(tx, t, true, &Origin::none())?;
+    }
+    // A prompt for an idle lane runs at once: its receipt says so from the echo on.
+    if message.state.is_some() && busy.wanted() && !recovery::lane_open(tx, &lane)? {
+        message.state = Some(MessageState::Running);
+        stored.state = Some(MessageState::Running.as_str().to_owned());
+    }
+    tx.upsert_message(&stored)?;
+    tx.attach_media(&stored.message_id, &media_ids)?;
+    let frame = DurableFrame::Message(message);
+    let id = Some(stored.message_id.as_str());
+    let cursor = outbox::append(tx, &lane.header(), frame, id, &origin)?;
+    if let Some(cid) = &client_id {
+        let request = ClientRequest {
+            digest,
+            message_id: Some(stored.message_id.clone()),
+            cursor: Some(cursor),
+        };
+        tx.insert_client_request(&device, cid, &request)?;
+    }
+    busy.write(tx)?;
+    Ok(Ok(()))
+}
+
+/// The content a `client_id` stands for: lane, text, reply, attachments, thread wish.
+fn send_digest(lane: &Lane, send: &MessageSend) -> String {
+    let refs = send.media_refs.join("\n");
+    client_ids::digest(
+        "message.send",
+        &[
+            lane.row_id(),
+            &send.text,
+            send.reply_to.as_deref().unwrap_or(""),
+            &refs,
+            if send.auto_thread { "thread" } else { "" },
+        ],
+    )
 }
 
 /// Whether the text starts with a command the agent advertised (forwarded to it as a prompt).

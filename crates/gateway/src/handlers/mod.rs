@@ -16,6 +16,7 @@ use crate::outbox::Origin;
 use crate::wire::{Reply, Result, WireError};
 
 mod channels;
+mod client_ids;
 mod context;
 mod control;
 mod messages;
@@ -55,9 +56,9 @@ pub async fn handle(
         ClientFrame::ReadReceipt(req) => {
             messages::read_receipt(ctx, device, header, req, origin).await
         }
-        ClientFrame::MessageRetry(req) => control::retry(ctx, header, req, origin).await,
+        ClientFrame::MessageRetry(req) => control::retry(ctx, header, req, device, origin).await,
         ClientFrame::AgentStop(_) => control::stop(ctx, header).await,
-        ClientFrame::AgentSteer(req) => control::steer(ctx, header, req.text).await,
+        ClientFrame::AgentSteer(req) => control::steer(ctx, device, header, req).await,
         ClientFrame::PickerSelect(req) => control::picker_select(ctx, device, req).await,
         ClientFrame::CommandsCatalog(_) => control::catalog(ctx, header).await,
         ClientFrame::CommandsComplete(req) => control::complete(ctx, header, &req.prefix).await,

@@ -14,6 +14,7 @@ import { trackTool, watchTicks } from './activity.js';
 import { initComposer, loadCatalog, updateComposer } from './composer.js';
 import { Connection } from './conn.js';
 import { Media } from './media.js';
+import { onEcho, resendAll } from './outbox.js';
 import { initMenu } from './menu.js';
 import { onNotification, refreshWebPush } from './notify.js';
 import { closeStalePickers, initPickers, onPicker } from './pickers.js';
@@ -26,8 +27,8 @@ import {
   $, app, currentLane, defaultChannel, laneOf, resetLane, store,
 } from './state.js';
 import {
-  initTranscript, loadHistory, onBusy, onCommentary, onDeleted, onStatus, onStreamFrame, onTool, renderBusy, sendReceipt,
-  sendReceipts, showLane, upsertMessage,
+  initTranscript, joinRunning, loadHistory, onBusy, onCommentary, onDeleted, onMessageState, onStatus, onStreamFrame, onTool,
+  renderBusy, sendReceipt, sendReceipts, showLane, upsertMessage,
 } from './transcript.js';
 import { fillIcons } from './icons.js';
 import { toast } from './ui.js';
@@ -69,10 +70,14 @@ function onHello(ack) {
   app.toastBudget = 3;
   app.webpushKey = (ack.server_caps && ack.server_caps.webpush_key) || null;
   app.agents = (ack.server_caps && ack.server_caps.agents) || [];
+  // Answers streaming now, whose start this page may never see (its cursor is past it).
+  joinRunning(ack.running || []);
   renderSidebar();
 }
 
 function onSynced(done) {
+  // Messages kept while the connection was away go out now, each under its client_id.
+  resendAll((e) => toast(`Not sent: ${e.message}`, 'error'));
   loadCatalog();
   refreshWebPush();
   const lane = currentLane();
@@ -92,6 +97,7 @@ function onState(state) {
 
 function onMessage(frame) {
   const lane = laneOf(frame);
+  onEcho(frame.payload);
   upsertMessage(lane, frame.payload, frame);
   // Model and choice pickers are answered with a system message in their lane.
   if (frame.payload.role === 'system') closeStalePickers(lane, ['picker.model', 'picker.choice']);
@@ -137,6 +143,9 @@ function route(frame) {
       break;
     case 'message.deleted':
       onDeleted(frame);
+      break;
+    case 'message.state':
+      onMessageState(frame);
       break;
     case 'commentary':
       onCommentary(frame);

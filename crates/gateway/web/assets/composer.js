@@ -5,6 +5,7 @@
 // state and pending uploads; the transcript and the connection state call it.
 
 import { icon } from './icons.js';
+import { keep, newClientId, trySend } from './outbox.js';
 import { $, app, currentLane } from './state.js';
 import { showLane } from './transcript.js';
 import { popupMenu, request, toast } from './ui.js';
@@ -120,7 +121,7 @@ async function sendMessage() {
   if (app.attachments.some((a) => !a.ref && !a.error)) return;
   const lane = currentLane();
   const auto = $('auto-thread').getAttribute('aria-pressed') === 'true';
-  const payload = { text };
+  const payload = { text, client_id: newClientId() };
   if (ready.length) payload.media_refs = ready.map((a) => a.ref);
   if (auto && !lane.thread_id && text && !text.startsWith('/')) payload.auto_thread = true;
   input.value = '';
@@ -129,9 +130,12 @@ async function sendMessage() {
   const sentAttachments = app.attachments;
   app.attachments = [];
   renderTray();
+  // Kept (and shown as sending) until its echo: sent again with its client_id when the
+  // connection is back, however the first try ended.
+  const entry = keep(lane, payload);
   try {
-    const echo = await app.conn.request('message.send', payload, lane);
-    if (payload.auto_thread) {
+    const echo = await trySend(entry);
+    if (echo && payload.auto_thread) {
       $('auto-thread').setAttribute('aria-pressed', 'false');
       if (echo.thread_id) showLane(echo.chat_id, echo.thread_id);
     }
@@ -140,7 +144,7 @@ async function sendMessage() {
     autosize();
     app.attachments = sentAttachments;
     renderTray();
-    toast(e.code === 'disconnected' ? 'Not connected: your message was kept. Send it again when the connection is back.' : `Not sent: ${e.message}`, 'error');
+    toast(`Not sent: ${e.message}`, 'error');
   }
 }
 

@@ -14,7 +14,7 @@ import { initDropzone } from './dropzone.js';
 import { icon } from './icons.js';
 import { initLightbox, openLightbox } from './lightbox.js';
 import { markdown } from './markdown.js';
-import { $, app, currentLane, findMessage, laneOf, laneTitle, store } from './state.js';
+import { $, app, currentLane, findMessage, getLane, laneOf, laneTitle, store } from './state.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
@@ -197,7 +197,12 @@ function fillMessage(el, lane, m, opts = {}) {
   if (m.role === 'assistant' && m.runtime && app.settings.footer) meta.append(h('button', { type: 'button', class: 'runtime', 'aria-expanded': 'false', title: 'Show all' }, runtimeFooter(m.runtime)));
   if (m.steering) meta.prepend(h('span', { class: 'steering' }, '↪ Steering'));
   if (ENDINGS[m.ended]) meta.append(h('span', { class: `ended ended-${m.ended}` }, ENDINGS[m.ended]));
-  if (m.role === 'user') meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
+  if (m.role === 'user') {
+    const state = m.state || el.dataset.state;
+    if (state) el.dataset.state = state;
+    meta.append(receiptEl(state));
+    meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
+  }
   if (!opts.streaming) {
     meta.append(h('button', { type: 'button', class: 'icon msg-more', 'aria-label': 'Message actions', onclick: (ev) => messageMenu(ev, lane, el) }, icon('ellipsis')));
   }
@@ -207,6 +212,66 @@ function fillMessage(el, lane, m, opts = {}) {
   if (m.ts) el.dataset.ts = String(m.ts);
   if (m.ended) el.dataset.ended = m.ended;
   if (m.reply_to) el.dataset.replyTo = m.reply_to;
+}
+
+/**
+ * Where a user message stands with the agent (`state`, `message.state`), drawn the same on every
+ * device: a clock while it waits, then ticks; the words on hover.
+ */
+const RECEIPTS = {
+  queued: ['🕓', 'Waiting for the agent'],
+  running: ['✓', 'The agent is working on it'],
+  answered: ['✓', 'Answered'],
+  stopped: ['■', 'Stopped'],
+  failed: ['⚠', 'The agent could not answer it'],
+  interrupted: ['✂', 'Interrupted by a restart of the gateway'],
+};
+
+function receiptEl(state) {
+  const [glyph, words] = RECEIPTS[state] || ['', ''];
+  return h('span', { class: `receipt receipt-${state || 'none'}`, title: words, 'aria-label': words, hidden: !glyph }, glyph);
+}
+
+/** `message.state`: a user message's receipt changed. */
+export function onMessageState(frame) {
+  const { message_id: id, state } = frame.payload;
+  const el = findMessage(id);
+  if (!el) return;
+  el.dataset.state = state;
+  const old = el.querySelector('.meta .receipt');
+  if (old) old.replaceWith(receiptEl(state));
+}
+
+/**
+ * The turns running when this page connected (`hello.ack.running`): each lane is busy, and its
+ * answer so far is shown as streaming, with Stop, as if the page had seen it start.
+ */
+export function joinRunning(running) {
+  for (const r of running) {
+    const lane = getLane(r.chat_id, r.thread_id || null);
+    if (!lane.busy) {
+      lane.turn++;
+      lane.turnOpen = true;
+      lane.busy = 'processing';
+    }
+    if (r.message_id) {
+      const el = streamingBubble(lane, r.message_id, null);
+      if (r.text) drawStreaming(el, lane, r.message_id, r.text);
+    }
+    if (lane === currentLane()) renderBusy();
+  }
+}
+
+/** The streaming bubble of an answer, made (at the end of its lane) when it is not shown yet. */
+function streamingBubble(lane, id, frame) {
+  const shown = lane.items.get(id);
+  if (shown) return shown;
+  lane.stream = id;
+  const el = messageEl(lane, { message_id: id, role: 'assistant', text: '', ts: Date.now() }, { streaming: true });
+  lane.el.append(el);
+  lane.items.set(id, el);
+  noteActivity(lane, frame, el);
+  return el;
 }
 
 /** A complete message: replaces the bubble with its id (in any lane) or adds one. */
@@ -253,16 +318,14 @@ export function onStreamFrame(frame) {
   switch (frame.type) {
     case 'message.start': {
       if (lane.items.has(p.message_id)) break;
-      lane.stream = p.message_id;
-      const el = messageEl(lane, { message_id: p.message_id, role: p.role || 'assistant', text: '', ts: Date.now() }, { streaming: true });
-      lane.el.append(el);
-      lane.items.set(p.message_id, el);
-      noteActivity(lane, frame, el);
+      streamingBubble(lane, p.message_id, frame);
       break;
     }
     case 'message.update': {
-      const el = lane.items.get(p.message_id);
-      if (!el || !el.classList.contains('streaming')) break;
+      // An update of a bubble not seen yet (its start is below this page's cursor): shown from
+      // here on (protocol §7, rule 4), unless the answer already ended.
+      const el = lane.items.get(p.message_id) || findMessage(p.message_id) || streamingBubble(lane, p.message_id, frame);
+      if (!el.classList.contains('streaming')) break;
       // Each update carries the whole text so far (conn.js rebuilds it from appends): replace.
       drawStreaming(el, lane, p.message_id, p.text);
       break;

@@ -86,6 +86,7 @@ pub fn msg(id: &str, chat: &str, thread: Option<&str>, text: &str) -> StoredMess
         text: text.into(),
         ts: 1_700_000_000_000,
         extra: "{}".into(),
+        state: None,
     }
 }
 
