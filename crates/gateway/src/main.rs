@@ -400,8 +400,8 @@ fn pair(args: PairArgs) -> ExitCode {
 
 /// `pair list` and `pair revoke`.
 fn pair_codes(command: PairCommand) -> ExitCode {
-    use iris_gateway::credentials::printable;
     use iris_gateway::admin::devices::{self, CodeSelector};
+    use iris_gateway::credentials::printable;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -151,24 +151,7 @@ impl Gateway {
         )?;
         let head = store.outbox_head().await?;
         hub.set_head(head);
-        let cut_off = crate::agent::recovery::recover(&store).await?;
-        crate::agent::requeue::restarted(&store).await?;
-        if !roster.agents.is_empty() {
-            let known: Vec<String> = roster.agents.iter().map(|a| a.name.clone()).collect();
-            let default = roster.default.clone();
-            let moved = store
-                .write(move |tx| tx.settle_channel_agents(&known, &default))
-                .await?;
-            if !moved.is_empty() {
-                tracing::info!(channels = moved.len(), agent = %roster.default, "channels without a configured agent use the default agent");
-            }
-        }
-        if cut_off > 0 {
-            tracing::warn!(
-                turns = cut_off,
-                "closed turns cut off by the previous shutdown"
-            );
-        }
+        recover_previous_run(&store, &roster).await?;
         let mut config = config;
         // Links made by `pair.create` name the port really bound (`listen` may ask for port 0).
         config.listen = addr;
@@ -528,4 +511,32 @@ pub fn load_or_create_token(dir: &Path) -> std::io::Result<(String, TokenSource)
     file.write_all(token.as_bytes())?;
     file.sync_all()?;
     Ok((token, TokenSource::Generated(path)))
+}
+
+/// What the previous run left open: turns cut off (closed `cut_off`), user messages that were
+/// running (`interrupted`) or waiting (handed over again later), and channels whose agent is no
+/// longer configured.
+async fn recover_previous_run(
+    store: &Store,
+    roster: &crate::agent::Roster,
+) -> Result<(), StartError> {
+    let cut_off = crate::agent::recovery::recover(store).await?;
+    crate::agent::requeue::restarted(store).await?;
+    if !roster.agents.is_empty() {
+        let known: Vec<String> = roster.agents.iter().map(|a| a.name.clone()).collect();
+        let default = roster.default.clone();
+        let moved = store
+            .write(move |tx| tx.settle_channel_agents(&known, &default))
+            .await?;
+        if !moved.is_empty() {
+            tracing::info!(channels = moved.len(), agent = %roster.default, "channels without a configured agent use the default agent");
+        }
+    }
+    if cut_off > 0 {
+        tracing::warn!(
+            turns = cut_off,
+            "closed turns cut off by the previous shutdown"
+        );
+    }
+    Ok(())
 }

@@ -269,10 +269,11 @@ async fn a_backup_never_writes_through_a_planted_link_and_leaves_nothing_behind(
     }
     let archive = out.path().join("iris.tar");
     let (dir, dest) = (gw.dir.clone(), archive.clone());
-    let summary = tokio::task::spawn_blocking(move || iris_gateway::admin::archive::backup(&dir, &dest))
-        .await
-        .unwrap()
-        .expect("backup");
+    let summary =
+        tokio::task::spawn_blocking(move || iris_gateway::admin::archive::backup(&dir, &dest))
+            .await
+            .unwrap()
+            .expect("backup");
     assert_eq!(summary.path, archive);
     let stolen: Vec<_> = std::fs::read_dir(loot.path()).unwrap().collect();
     assert!(
@@ -293,9 +294,10 @@ async fn a_backup_never_writes_through_a_planted_link_and_leaves_nothing_behind(
     let taken = out.path().join("taken.tar");
     std::os::unix::fs::symlink(loot.path().join("x"), &taken).unwrap();
     let (dir, dest) = (gw.dir.clone(), taken.clone());
-    let failed = tokio::task::spawn_blocking(move || iris_gateway::admin::archive::backup(&dir, &dest))
-        .await
-        .unwrap();
+    let failed =
+        tokio::task::spawn_blocking(move || iris_gateway::admin::archive::backup(&dir, &dest))
+            .await
+            .unwrap();
     assert!(
         failed.is_err(),
         "a link at the destination is never written through"

@@ -7,7 +7,7 @@
 //! `ack {duplicate:true}` naming the first request's message (and the cursor of its echo),
 //! and nothing runs again; with other content it is `bad_request` and nothing changes.
 
-use iris_protocol::{Ack, ErrorCode, Header, ServerFrame, MAX_CLIENT_ID};
+use iris_protocol::{Ack, ErrorCode, Header, ResponseFrame, MAX_CLIENT_ID};
 use iris_store::{ClientRequest, StoreError, WriteTx};
 use sha2::{Digest, Sha256};
 
@@ -103,7 +103,7 @@ pub(super) async fn duplicate(
         cursor: first.cursor,
         message,
     };
-    Ok(Reply::Direct(ServerFrame::Ack(ack), header.clone()))
+    Ok(Reply::Direct(ResponseFrame::Ack(ack), header.clone()))
 }
 
 /// Answers from a prior request when there is one (read outside a transaction, so that a

@@ -1,6 +1,8 @@
 //! Control of the agent's turns: stop, steer, retry, answering pickers, and the command catalog.
 
-use iris_protocol::{Ack, AgentSteer, Header, MessageRetry, MessageState, PickerSelect, ResponseFrame, Role};
+use iris_protocol::{
+    Ack, AgentSteer, Header, MessageRetry, MessageState, PickerSelect, ResponseFrame, Role,
+};
 
 use super::client_ids;
 use super::context::{resolve_lane, Context};
