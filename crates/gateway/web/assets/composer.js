@@ -48,7 +48,7 @@ export function updateComposer() {
   const busy = lane && lane.busy;
   const send = $('send');
   send.textContent = busy ? 'Queue' : 'Send';
-  send.setAttribute('aria-label', busy ? 'Send after the current answer' : 'Send');
+  send.setAttribute('aria-label', busy ? 'Queue: send after the current answer' : 'Send');
   const uploading = app.attachments.some((a) => !a.ref && !a.error);
   send.disabled = uploading;
 }
