@@ -182,7 +182,8 @@ async fn the_same_client_id_is_taken_once_on_any_connection_and_after_a_restart(
 /// Sends `slow` (a turn of about a second) and two messages that wait behind it.
 async fn busy_lane_with_two_waiting(phone: &mut Client) -> String {
     let slow = send_with_id(phone, "slow", "s-1").await;
-    until(phone, |e| e.frame_type() == "message.start").await;
+    // Its first text: the agent has taken the prompt (and recorded it).
+    until(phone, |e| e.frame_type() == "message.update").await;
     for (text, id) in [("first waiting", "w-1"), ("second waiting", "w-2")] {
         let echo = send_with_id(phone, text, id).await;
         let ServerFrame::Message(m) = &echo.body else {
@@ -274,7 +275,6 @@ async fn messages_waiting_at_a_graceful_stop_run_after_the_restart_in_order_once
 
 /// The gateway binary with a recording demo agent, on `dir`; returns it and its URL.
 async fn spawn_gateway(dir: &Path, log: &Path) -> (tokio::process::Child, String) {
-    use tokio::io::AsyncBufReadExt;
     let bin = env!("CARGO_BIN_EXE_iris-gateway");
     let mut child = tokio::process::Command::new(bin)
         .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
@@ -289,25 +289,17 @@ async fn spawn_gateway(dir: &Path, log: &Path) -> (tokio::process::Child, String
         .kill_on_drop(true)
         .spawn()
         .expect("spawn gateway");
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.trim().strip_prefix("WebSocket: ") {
-                return url.to_owned();
-            }
-        }
-        panic!("gateway exited before printing its URL");
-    })
-    .await
-    .expect("gateway started");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let url = banner::ws_url(&mut child).await;
     (child, url)
 }
 
 #[tokio::test]
 async fn messages_waiting_at_a_kill_run_after_the_restart_in_order_once() {
     let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("prompts.log");
+    // Beside the data dir, not in its parent: the confined agent creates no file there.
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let log = logs.join("prompts.log");
     let data = tmp.path().join("data");
     let (mut child, url) = spawn_gateway(&data, &log).await;
     let opts = iris_client::ConnectOptions::new(url, TOKEN, "phone");

@@ -3,12 +3,14 @@
 //! (the store's fault hook, as a disk with slow fsyncs), leaves the gateway's memory bounded,
 //! and every device still gets the answer cut at the bound of a turn.
 
+#[path = "common/banner.rs"]
+mod banner;
+
 use std::process::Stdio;
 use std::time::Duration;
 
 use iris_client::{Client, ConnectOptions};
 use iris_protocol::{ClientFrame, Header, MessageSend, ServerFrame, TurnEnd, MAX_TURN_TEXT};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
@@ -66,18 +68,7 @@ async fn fifty_mebibytes_from_a_deaf_agent_on_a_slow_store_keep_the_gateway_smal
         .spawn()
         .expect("spawn gateway");
     let pid = child.id().expect("pid");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let url = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.expect("stdout") {
-            if let Some(url) = line.trim().strip_prefix("WebSocket: ") {
-                return url.to_owned();
-            }
-        }
-        panic!("gateway exited before printing its URL");
-    })
-    .await
-    .expect("gateway started");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let url = banner::ws_url(&mut child).await;
 
     let connect =
         |device: &'static str| Client::connect(ConnectOptions::new(url.clone(), TOKEN, device));

@@ -7,6 +7,9 @@
 //! The randomness comes from a seed printed at the start; `IRIS_KILL_SEED` replays a run and
 //! `IRIS_KILLS` sets the number of kills (20 by default; the long run in BENCHMARKS.md uses 500).
 
+#[path = "common/banner.rs"]
+mod banner;
+
 use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::time::Duration;
@@ -14,7 +17,6 @@ use std::time::Duration;
 use iris_client::{Client, ConnectOptions};
 use iris_protocol::{ClientFrame, Header, MessageSend, ServerFrame};
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
@@ -43,19 +45,7 @@ async fn start(dir: &std::path::Path) -> Gateway {
         .stderr(Stdio::null())
         .kill_on_drop(true);
     let mut child = cmd.spawn().expect("spawn gateway");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.trim().strip_prefix("WebSocket: ") {
-                return url.to_owned();
-            }
-        }
-        panic!("gateway exited before printing its URL");
-    })
-    .await
-    .expect("gateway started");
-    // Keep reading stdout so the process never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let url = banner::ws_url(&mut child).await;
     Gateway { child, url }
 }
 

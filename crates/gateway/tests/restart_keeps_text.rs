@@ -6,12 +6,10 @@
 mod common;
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use common::*;
 use iris_client::{Client, ConnectOptions};
 use iris_protocol::{Role, ServerFrame, TurnEnd};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
@@ -34,18 +32,7 @@ async fn spawn(dir: &std::path::Path) -> (Child, String) {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn gateway");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let url = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = lines.next_line().await.expect("read stdout") {
-            if let Some(url) = line.trim().strip_prefix("WebSocket: ") {
-                return url.to_owned();
-            }
-        }
-        panic!("gateway exited before printing its URL");
-    })
-    .await
-    .expect("gateway started");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let url = banner::ws_url(&mut child).await;
     (child, url)
 }
 

@@ -138,7 +138,6 @@ mod killed {
 
     use iris_client::{Client, ConnectOptions};
     use iris_protocol::{ClientFrame, Header, MessageSend, ServerFrame, Step, TurnEnd};
-    use tokio::io::{AsyncBufReadExt, BufReader};
     use tokio::process::{Child, Command};
 
     const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
@@ -159,18 +158,7 @@ mod killed {
             .stderr(Stdio::null())
             .kill_on_drop(true);
         let mut child = cmd.spawn().expect("spawn gateway");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let url = tokio::time::timeout(Duration::from_secs(20), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(url) = line.trim().strip_prefix("WebSocket: ") {
-                    return url.to_owned();
-                }
-            }
-            panic!("gateway exited before printing its URL");
-        })
-        .await
-        .expect("gateway started");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let url = super::common::banner::ws_url(&mut child).await;
         (child, url)
     }
 

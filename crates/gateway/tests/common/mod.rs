@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub mod bad;
+pub mod banner;
 pub mod fake_push;
 pub mod media;
 pub mod schedule;
