@@ -93,6 +93,7 @@ pub enum EphemeralFrame {
 /// The answer to one request, written to the connection that sent it: never stored, never
 /// broadcast. Only types that are not durable are here, so an answer cannot bypass the outbox.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per request, moved once: boxing would only allocate
 pub enum ResponseFrame {
     /// `ack` of a request that changes state.
     Ack(Ack),
