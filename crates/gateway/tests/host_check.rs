@@ -7,9 +7,9 @@ mod common;
 
 use std::net::SocketAddr;
 
-use common::tcp::{server_addr, ANSWER};
+use common::tcp::server_addr;
 use common::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 /// The status of `GET path` sent with this `Host` (and, for `/ws`, an upgrade with `Origin`
@@ -26,21 +26,7 @@ async fn status_for(server: SocketAddr, path: &str, host: &str) -> u16 {
     };
     let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{upgrade}\r\n");
     tcp.write_all(request.as_bytes()).await.expect("write");
-    let mut got = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = tokio::time::timeout(ANSWER, tcp.read(&mut buf))
-            .await
-            .expect("an answer in time")
-            .expect("read");
-        assert!(n > 0, "closed without an answer");
-        got.extend_from_slice(&buf[..n]);
-    }
-    let head = String::from_utf8_lossy(&got);
-    head.split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {head}"))
+    common::tcp::response_status(&mut tcp).await
 }
 
 #[tokio::test]

@@ -9,10 +9,7 @@ use std::time::Duration;
 use common::*;
 use iris_client::{ClientError, RawConnection};
 use iris_protocol::ErrorCode;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// How long any single answer may take.
-const ANSWER: Duration = Duration::from_secs(5);
+use tokio::io::AsyncWriteExt;
 
 /// A `hello` over a fresh raw connection (with these request headers); the error code when it
 /// was refused, `None` when it was accepted.
@@ -131,21 +128,7 @@ async fn upgrade_status(gw: &TestGateway, origin: Option<&str>) -> u16 {
          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{origin}\r\n"
     );
     tcp.write_all(request.as_bytes()).await.expect("write");
-    let mut buf = vec![0u8; 1024];
-    let mut got = Vec::new();
-    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = tokio::time::timeout(ANSWER, tcp.read(&mut buf))
-            .await
-            .expect("an answer in time")
-            .expect("read");
-        assert!(n > 0, "connection closed without an answer");
-        got.extend_from_slice(&buf[..n]);
-    }
-    let head = String::from_utf8_lossy(&got);
-    head.split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {head}"))
+    common::tcp::response_status(&mut tcp).await
 }
 
 #[tokio::test]

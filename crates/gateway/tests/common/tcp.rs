@@ -172,3 +172,22 @@ pub fn hello_frame(token: &str, device: &str) -> Vec<u8> {
     );
     text_frame(hello.as_bytes())
 }
+
+/// Reads an HTTP response's head from `tcp` and returns its status code.
+pub async fn response_status(tcp: &mut TcpStream) -> u16 {
+    let mut buf = [0u8; 1024];
+    let mut got = Vec::new();
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(ANSWER, tcp.read(&mut buf))
+            .await
+            .expect("an answer in time")
+            .expect("read");
+        assert!(n > 0, "closed without an answer");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let head = String::from_utf8_lossy(&got);
+    head.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head}"))
+}
