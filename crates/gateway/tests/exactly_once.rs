@@ -273,10 +273,16 @@ async fn messages_waiting_at_a_graceful_stop_run_after_the_restart_in_order_once
     gw.stop().await;
 }
 
-/// The gateway binary with a recording demo agent, on `dir`; returns it and its URL.
-async fn spawn_gateway(dir: &Path, log: &Path) -> (tokio::process::Child, String) {
+/// The gateway binary with a recording demo agent, on `dir`, with `env` set; returns it and its
+/// URL.
+async fn spawn_gateway(
+    dir: &Path,
+    log: &Path,
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, String) {
     let bin = env!("CARGO_BIN_EXE_iris-gateway");
     let mut child = tokio::process::Command::new(bin)
+        .envs(env.iter().copied())
         .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
         .arg("--data-dir")
         .arg(dir)
@@ -301,7 +307,7 @@ async fn messages_waiting_at_a_kill_run_after_the_restart_in_order_once() {
     std::fs::create_dir_all(&logs).unwrap();
     let log = logs.join("prompts.log");
     let data = tmp.path().join("data");
-    let (mut child, url) = spawn_gateway(&data, &log).await;
+    let (mut child, url) = spawn_gateway(&data, &log, &[]).await;
     let opts = iris_client::ConnectOptions::new(url, TOKEN, "phone");
     let (mut phone, _) = Client::connect(opts).await.expect("connect");
     let slow = busy_lane_with_two_waiting(&mut phone).await;
@@ -318,6 +324,60 @@ async fn messages_waiting_at_a_kill_run_after_the_restart_in_order_once() {
         .expect("the interrupted answer");
     assert_eq!(cut.ended, Some(iris_protocol::TurnEnd::CutOff));
     waiting_messages_ran_once(&gw, &log, MessageState::Interrupted).await;
+    gw.stop().await;
+}
+
+/// The prompts the agent ran once `log` holds `text` (the agent took it).
+async fn once_the_agent_took(log: &Path, text: &str) -> Vec<String> {
+    for _ in 0..3000 {
+        let run = prompts_run(log);
+        if run.iter().any(|p| p == text) {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the agent never got {text:?}: {:?}", prompts_run(log));
+}
+
+#[tokio::test]
+async fn a_waiting_message_leaves_the_queue_before_the_agent_gets_it() {
+    // Every commit takes 100 ms, as on a slow disk: the window between handing a waiting
+    // message to the agent and storing that its turn began is wide open, if there is one.
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let log = logs.join("prompts.log");
+    let data = tmp.path().join("data");
+    let slow_disk = [(iris_store::COMMIT_DELAY_VAR, "100")];
+    let (mut child, url) = spawn_gateway(&data, &log, &slow_disk).await;
+    let opts = iris_client::ConnectOptions::new(url, TOKEN, "phone");
+    let (mut phone, _) = Client::connect(opts).await.expect("connect");
+    send_with_id(&mut phone, "slow", "s-1").await;
+    let echo = send_with_id(&mut phone, "waiting", "w-1").await;
+    let waiting = message_id(&echo);
+    // Killed the moment the agent has the waiting prompt.
+    let before = once_the_agent_took(&log, "waiting").await;
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    drop(phone);
+    assert_eq!(before, ["slow", "waiting"]);
+
+    let gw = TestGateway::start_in(&data, |c| c.agent_command = Some(recording_agent(&log))).await;
+    let (mut peek, _) = gw.connect("peek").await;
+    let state = user_states(&mut peek)
+        .await
+        .into_iter()
+        .find(|(_, _, id)| id.as_deref() == Some("w-1"))
+        .and_then(|(_, state, _)| state);
+    assert_eq!(
+        state,
+        Some(MessageState::Interrupted),
+        "{waiting}: the agent had it, so it is not handed over again"
+    );
+    // A message sent now runs: had the waiting one been handed over again, it would run first.
+    send_with_id(&mut peek, "after", "a-1").await;
+    once_the_agent_took(&log, "after").await;
+    assert_eq!(prompts_run(&log), ["slow", "waiting", "after"], "each ran once");
     gw.stop().await;
 }
 

@@ -8,7 +8,8 @@
 //! Each lane that had such messages gets one system note saying what became of them.
 //!
 //! Exactly once: a message leaves `queued` in the transaction of the `agent.busy` that starts its
-//! turn, so a message is handed over again only when no turn of it began.
+//! turn, and the lane gives the agent the prompt only after that commit, so a message is handed
+//! over again only when the agent never got it.
 
 use std::collections::BTreeMap;
 

@@ -160,14 +160,10 @@ impl Output {
             .await;
     }
 
+    /// `agent.busy`, stored; returns once committed.
     pub(crate) async fn busy(&self, reason: BusyReason) {
-        self.queue_busy(reason).await
-    }
-
-    /// `agent.busy`, queued to the store; the future waits for its commit.
-    pub(crate) fn queue_busy(&self, reason: BusyReason) -> impl Future<Output = ()> + 'static {
         let frames = vec![DurableFrame::AgentBusy(AgentBusy { reason })];
-        self.queue_durable(frames, None, None)
+        self.queue_durable(frames, None, None).await
     }
 
     pub(crate) async fn idle(&self) {

@@ -42,10 +42,12 @@ impl LaneActor {
             .unwrap_or_default();
         self.out.read_receipt(job.origin_conn, &job.message_id);
         let turn_started = Instant::now();
-        // Queued, not awaited: the prompt goes out while it commits, and the turn's own frames
-        // are stored after it (the store runs its jobs in order).
+        // Committed before the prompt goes out: this `agent.busy` takes the message out of the
+        // durable queue (`queued` → `running`), so a crash after the agent got the prompt never
+        // hands it over again (exactly once, `super::super::requeue`). A message sent to an idle
+        // lane had it stored with it already.
         if !job.busy_stored {
-            tokio::spawn(self.out.queue_busy(BusyReason::Processing));
+            self.out.busy(BusyReason::Processing).await;
         }
         let mut mapper = TurnMapper::new(TurnConfig {
             message_id: new_id("m_"),
