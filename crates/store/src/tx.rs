@@ -74,8 +74,14 @@ impl<'a> WriteTx<'a> {
     /// Retention: deletes the outbox prefix up to the newest frame older than
     /// `older_than_ms` and raises the floor to that cursor. Frames with a newer
     /// timestamp but a lower cursor (clock steps) go too, so what remains above the
-    /// floor is always a gap-free suffix of the log. Returns the number of rows deleted.
+    /// floor is always a gap-free suffix of the log. The `client_id`s of requests older than
+    /// the cutoff are forgotten too. Returns the number of outbox rows deleted.
     pub fn prune_outbox(&mut self, older_than_ms: i64) -> Result<usize, StoreError> {
+        // The requests devices named with their own ids are remembered as long as the frames
+        // that answered them.
+        self.conn
+            .prepare_cached("DELETE FROM client_requests WHERE created_at < ?1")?
+            .execute([older_than_ms])?;
         let max: Option<i64> = self
             .conn
             .prepare_cached("SELECT max(cursor) FROM outbox WHERE ts < ?1")?
@@ -533,8 +539,12 @@ impl<'a> WriteTx<'a> {
         Ok(())
     }
 
-    /// Removes a device; returns whether it existed.
+    /// Removes a device, with the requests it named with its own ids; returns whether it
+    /// existed.
     pub fn delete_device(&mut self, device_id: &str) -> Result<bool, StoreError> {
+        self.conn
+            .prepare_cached("DELETE FROM client_requests WHERE device_id = ?1")?
+            .execute([device_id])?;
         let n = self
             .conn
             .prepare_cached("DELETE FROM devices WHERE device_id = ?1")?

@@ -88,3 +88,36 @@ async fn messages_keep_their_state_and_are_found_by_it_oldest_first() {
     assert_eq!(m1.state.as_deref(), Some("running"));
     assert_eq!(store.get_message("a1").await.unwrap().unwrap().state, None);
 }
+
+#[tokio::test]
+async fn client_ids_are_forgotten_with_retention_and_with_their_device() {
+    let (_dir, store, _) = open_temp();
+    let request = ClientRequest {
+        digest: "d".into(),
+        message_id: None,
+        cursor: None,
+    };
+    for (device, id) in [("phone", "old"), ("phone", "new"), ("laptop", "new")] {
+        let r = request.clone();
+        store
+            .write(move |tx| tx.insert_client_request(device, id, &r))
+            .await
+            .unwrap();
+    }
+    let conn = rusqlite::Connection::open(store.path()).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    conn.execute("UPDATE client_requests SET created_at = 1000 WHERE client_id = 'old'", [])
+        .unwrap();
+    drop(conn);
+    // Nothing in the outbox is that old: the request goes all the same.
+    store.prune_outbox(2000).await.unwrap();
+    assert_eq!(store.client_request("phone", "old").await.unwrap(), None);
+    assert!(store.client_request("phone", "new").await.unwrap().is_some());
+    store
+        .write(|tx| tx.delete_device("laptop").map(|_| ()))
+        .await
+        .unwrap();
+    assert_eq!(store.client_request("laptop", "new").await.unwrap(), None);
+    assert!(store.client_request("phone", "new").await.unwrap().is_some());
+}
