@@ -20,8 +20,6 @@ use crate::metrics::Metrics;
 
 mod watermarks;
 
-pub use watermarks::spawn_writer as spawn_watermark_writer;
-
 /// Why a connection must close, decided outside its own task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CloseReason {
@@ -265,7 +263,7 @@ pub struct Hub {
     next_conn: AtomicU64,
     watermarks: broadcast::Sender<(String, u64)>,
     /// Watermarks confirmed by devices, waiting for the writer task.
-    watermarks_pending: watermarks::Watermarks,
+    watermarks_pending: Arc<watermarks::Watermarks>,
 }
 
 impl Hub {
@@ -276,7 +274,7 @@ impl Hub {
             metrics: Arc::default(),
             next_conn: AtomicU64::new(1),
             watermarks: broadcast::channel(256).0,
-            watermarks_pending: watermarks::Watermarks::default(),
+            watermarks_pending: Arc::default(),
         };
         hub.state.lock().expect("hub lock").head = head;
         Arc::new(hub)
@@ -288,7 +286,7 @@ impl Hub {
     }
 
     /// Records a delivery watermark a device proved (its Pong); the writer task
-    /// ([`spawn_watermark_writer`]) stores it soon, together with the others.
+    /// ([`Self::spawn_watermark_writer`]) stores it soon, together with the others.
     pub fn confirm_watermark(&self, device_id: &str, cursor: u64) {
         self.watermarks_pending.confirm(device_id, cursor);
     }
@@ -298,9 +296,20 @@ impl Hub {
         self.watermarks_pending.unstored(device_id)
     }
 
-    /// Announces a device's stored delivery watermark to observers.
-    pub fn watermark_stored(&self, device_id: &str, cursor: u64) {
-        let _ = self.watermarks.send((device_id.to_owned(), cursor));
+    /// Starts the task that stores the watermarks devices confirm and announces each stored one
+    /// ([`Self::watermarks`]) until `stop` is cancelled. Await the handle before closing the
+    /// store.
+    pub fn spawn_watermark_writer(
+        &self,
+        store: iris_store::Store,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
+        watermarks::spawn_writer(
+            self.watermarks_pending.clone(),
+            self.watermarks.clone(),
+            store,
+            stop,
+        )
     }
 
     /// Every delivery watermark stored from now on, as `(device_id, cursor)`.

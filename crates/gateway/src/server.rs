@@ -252,11 +252,9 @@ impl Gateway {
             .push
             .spawn(shared.clone(), ctx.agents.label().to_owned());
         let watermarks_done = CancellationToken::new();
-        let watermarks = crate::hub::spawn_watermark_writer(
-            shared.hub.clone(),
-            shared.store.clone(),
-            watermarks_done.clone(),
-        );
+        let watermarks = shared
+            .hub
+            .spawn_watermark_writer(shared.store.clone(), watermarks_done.clone());
         let tasks = TaskTracker::new();
         let app = app(Routes {
             ctx: ctx.clone(),

@@ -377,7 +377,11 @@ async fn a_waiting_message_leaves_the_queue_before_the_agent_gets_it() {
     // A message sent now runs: had the waiting one been handed over again, it would run first.
     send_with_id(&mut peek, "after", "a-1").await;
     once_the_agent_took(&log, "after").await;
-    assert_eq!(prompts_run(&log), ["slow", "waiting", "after"], "each ran once");
+    assert_eq!(
+        prompts_run(&log),
+        ["slow", "waiting", "after"],
+        "each ran once"
+    );
     gw.stop().await;
 }
 

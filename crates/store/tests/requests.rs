@@ -107,17 +107,28 @@ async fn client_ids_are_forgotten_with_retention_and_with_their_device() {
     let conn = rusqlite::Connection::open(store.path()).unwrap();
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .unwrap();
-    conn.execute("UPDATE client_requests SET created_at = 1000 WHERE client_id = 'old'", [])
-        .unwrap();
+    conn.execute(
+        "UPDATE client_requests SET created_at = 1000 WHERE client_id = 'old'",
+        [],
+    )
+    .unwrap();
     drop(conn);
     // Nothing in the outbox is that old: the request goes all the same.
     store.prune_outbox(2000).await.unwrap();
     assert_eq!(store.client_request("phone", "old").await.unwrap(), None);
-    assert!(store.client_request("phone", "new").await.unwrap().is_some());
+    assert!(store
+        .client_request("phone", "new")
+        .await
+        .unwrap()
+        .is_some());
     store
         .write(|tx| tx.delete_device("laptop").map(|_| ()))
         .await
         .unwrap();
     assert_eq!(store.client_request("laptop", "new").await.unwrap(), None);
-    assert!(store.client_request("phone", "new").await.unwrap().is_some());
+    assert!(store
+        .client_request("phone", "new")
+        .await
+        .unwrap()
+        .is_some());
 }

@@ -11,7 +11,7 @@ pub const MAX_FILE_LINES: usize = 800;
 /// Rule 4: the longest a function may be, from its first line to its closing brace.
 pub const MAX_FN_LINES: usize = 120;
 /// Rule 2: the most files an import circle may have.
-pub const MAX_CIRCLE: usize = 3;
+pub const MAX_CIRCLE: usize = 1;
 
 fn violation(rule: Rule, path: &str, line: usize, message: String, hint: &str) -> Violation {
     Violation {
@@ -398,7 +398,7 @@ mod tests {
     }
 
     #[test]
-    fn circles_over_three_files() {
+    fn every_circle_is_reported() {
         let files = fixture(&[
             ("lib.rs", "mod a; mod b; mod c; mod d; mod e;"),
             ("a.rs", "use crate::b::X;"),
@@ -417,12 +417,28 @@ mod tests {
             "5 files import each other in a circle: a.rs, b.rs, c.rs, d/inner.rs, d/mod.rs"
         );
         assert_eq!(got[0].details[0], "src/a.rs:1 uses b.rs (`crate::b::X`)");
-        let small = fixture(&[
+        let two = fixture(&[
             ("lib.rs", ""),
             ("a.rs", "use crate::b::X;"),
             ("b.rs", "use crate::a::X;"),
         ]);
-        assert!(circles("src", &small, &Resolver::new(&small, None)).is_empty());
+        let got = circles("src", &two, &Resolver::new(&two, None));
+        assert_eq!(
+            got[0].message,
+            "2 files import each other in a circle: a.rs, b.rs"
+        );
+        let parent_and_child = fixture(&[
+            ("lib.rs", "mod a; mod b;"),
+            ("a/mod.rs", "mod inner; pub use inner::go;"),
+            ("a/inner.rs", "use crate::b::X;"),
+            ("b.rs", "pub struct X;"),
+        ]);
+        let got = circles(
+            "src",
+            &parent_and_child,
+            &Resolver::new(&parent_and_child, None),
+        );
+        assert!(got.is_empty(), "{got:?}");
     }
 
     #[test]

@@ -6,7 +6,29 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{AgentFileConfig, ConfigError, Secret};
+use super::error::ConfigError;
+use super::secret::Secret;
+
+/// `[agent]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFileConfig {
+    /// The agent's command line, e.g. `"hermes acp"` or `"demo"`.
+    pub command: Option<String>,
+    /// The agent's working directory (default: the user's home).
+    pub cwd: Option<PathBuf>,
+    /// Seconds a pending approval waits for an answer before it is cancelled (default 55,
+    /// below Hermes' own 60 s).
+    pub approval_timeout_secs: Option<u64>,
+    /// Seconds a turn may go without any output from the agent before it is cancelled
+    /// (default 600).
+    pub turn_idle_timeout_secs: Option<u64>,
+    /// Seconds a cancelled turn has to end before the agent is restarted (default 5).
+    pub cancel_grace_secs: Option<u64>,
+    /// Confine every agent with Landlock where the kernel has it: no access to the data dir
+    /// (default true).
+    pub confine: Option<bool>,
+}
 
 /// `[agents.NAME]` in the file.
 #[derive(Debug, Clone, Default, Deserialize)]

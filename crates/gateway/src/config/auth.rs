@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// The default lifetime of a pairing code.
 pub const DEFAULT_CODE_TTL: Duration = Duration::from_secs(10 * 60);

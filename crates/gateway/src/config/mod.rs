@@ -14,7 +14,7 @@ mod error;
 pub mod push;
 mod secret;
 
-pub use agents::{AgentTimeouts, NamedAgent};
+pub use agents::{AgentFileConfig, AgentTimeouts, NamedAgent};
 pub use error::ConfigError;
 pub use secret::Secret;
 
@@ -91,27 +91,6 @@ pub struct CronFileConfig {
     pub timezone: Option<String>,
     /// Run jobs missed while the gateway was down once at startup (default true).
     pub catch_up: Option<bool>,
-}
-
-/// `[agent]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentFileConfig {
-    /// The agent's command line, e.g. `"hermes acp"` or `"demo"`.
-    pub command: Option<String>,
-    /// The agent's working directory (default: the user's home).
-    pub cwd: Option<PathBuf>,
-    /// Seconds a pending approval waits for an answer before it is cancelled (default 55,
-    /// below Hermes' own 60 s).
-    pub approval_timeout_secs: Option<u64>,
-    /// Seconds a turn may go without any output from the agent before it is cancelled
-    /// (default 600).
-    pub turn_idle_timeout_secs: Option<u64>,
-    /// Seconds a cancelled turn has to end before the agent is restarted (default 5).
-    pub cancel_grace_secs: Option<u64>,
-    /// Confine every agent with Landlock where the kernel has it: no access to the data dir
-    /// (default true).
-    pub confine: Option<bool>,
 }
 
 /// `[limits]`.

@@ -1,10 +1,8 @@
 //! The start of a connection: waiting for a valid `hello` (anything else is answered with an
 //! error and a close), then registering the device and answering `hello.ack` and `status`.
 
-use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use iris_protocol::{
@@ -13,7 +11,9 @@ use iris_protocol::{
 };
 use tokio::time::{timeout_at, Instant as TokioInstant};
 
-use super::{close_code, ws_error_close, Conn, ReadBudget};
+use super::budget::ReadBudget;
+use super::close::{close_code, ws_error_close};
+use super::live::Conn;
 use crate::guard::{AuthFailure, Credential};
 use crate::handlers::{self, Context};
 use crate::hub::{CloseReason, ConnQueue};
@@ -87,7 +87,7 @@ pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr, b
     let reason = conn.run().await;
     // An upload still open when the device went away leaves nothing behind.
     conn.media.close().await;
-    ctx.shared.hub.detach(&conn.queue);
+    ctx.shared.hub.detach(conn.queue());
     // `devices list` shows when a device was last seen: its connect or, here, its disconnect.
     let (device, now) = (conn.device_id.clone(), crate::ids::now_ms());
     let _ = ctx
@@ -413,21 +413,13 @@ async fn attach(
             return Err(iris_store::StoreError::Closed);
         }
     }
-    Ok(Conn {
-        ctx: ctx.clone(),
+    Ok(Conn::attached(
+        ctx.clone(),
         conn_id,
-        device_id: hello.device_id,
+        hello.device_id,
         socket,
         queue,
-        live_base: head,
-        live_last: head,
-        written: device.confirmed_cursor,
-        gap_before_live: device.confirmed_cursor < head,
-        pings: VecDeque::new(),
-        ping_seq: 0,
-        last_pong: Instant::now(),
-        media: crate::media::ConnMedia::default(),
-        appends: appends.then(super::stream::Appends::default),
-        waiting: VecDeque::new(),
-    })
+        (head, device.confirmed_cursor),
+        appends,
+    ))
 }

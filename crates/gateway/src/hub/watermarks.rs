@@ -14,11 +14,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use iris_store::Store;
-use tokio::sync::Notify;
+use tokio::sync::{broadcast, Notify};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-use super::Hub;
 
 /// Watermarks confirmed by devices and not yet stored.
 #[derive(Debug, Default)]
@@ -70,18 +68,24 @@ impl Watermarks {
     }
 }
 
-/// The task that stores the hub's watermarks until `stop` is cancelled, then stores what is
-/// left and ends. Await the handle before closing the store.
-pub fn spawn_writer(hub: Arc<Hub>, store: Store, stop: CancellationToken) -> JoinHandle<()> {
+/// The task that stores the watermarks confirmed in `pending` until `stop` is cancelled, then
+/// stores what is left and ends, announcing each stored one on `stored`. Await the handle before
+/// closing the store.
+pub fn spawn_writer(
+    pending: Arc<Watermarks>,
+    stored: broadcast::Sender<(String, u64)>,
+    store: Store,
+    stop: CancellationToken,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let stopping = tokio::select! {
                 biased;
-                _ = hub.watermarks_pending.ready.notified() => false,
+                _ = pending.ready.notified() => false,
                 _ = stop.cancelled() => true,
             };
             // The last batch is stored at once: nothing else will be written to ride along with.
-            store_batch(&hub, &store, !stopping).await;
+            store_batch(&pending, &stored, &store, !stopping).await;
             if stopping {
                 return;
             }
@@ -89,8 +93,12 @@ pub fn spawn_writer(hub: Arc<Hub>, store: Store, stop: CancellationToken) -> Joi
     })
 }
 
-async fn store_batch(hub: &Hub, store: &Store, lazy: bool) {
-    let pending = &hub.watermarks_pending;
+async fn store_batch(
+    pending: &Watermarks,
+    announce: &broadcast::Sender<(String, u64)>,
+    store: &Store,
+    lazy: bool,
+) {
     let batch = pending.take();
     if batch.is_empty() {
         return;
@@ -104,7 +112,7 @@ async fn store_batch(hub: &Hub, store: &Store, lazy: bool) {
     match stored {
         Ok(stored) => {
             for (device, cursor) in stored {
-                hub.watermark_stored(&device, cursor);
+                let _ = announce.send((device, cursor));
             }
         }
         Err(e) => tracing::warn!(error = %e, "could not store delivery watermarks"),

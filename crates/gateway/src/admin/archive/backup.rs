@@ -18,7 +18,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::{create_private, open_snapshot, ArchiveError};
+use super::access::{create_private, open_snapshot, ArchiveError};
 use crate::config::{DB_FILE, TOKEN_FILE};
 use crate::media::files::is_sha256;
 use crate::media::MediaFiles;

@@ -13,7 +13,8 @@ use iris_store::{ChannelRow, Snapshot};
 
 pub use iris_protocol::EXPORT_VERSION;
 
-use super::{create_private, markdown, open_snapshot, ArchiveError};
+use super::access::{create_private, open_snapshot, ArchiveError};
+use super::markdown;
 use crate::media::files::is_sha256;
 use crate::media::MediaFiles;
 use crate::outbox::from_stored;
