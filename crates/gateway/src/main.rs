@@ -520,6 +520,17 @@ fn devices(command: DevicesCommand) -> ExitCode {
                         "{what} {}{live}.",
                         iris_gateway::credentials::printable(&device_id)
                     );
+                    if !r.also.is_empty() {
+                        let names: Vec<String> = r
+                            .also
+                            .iter()
+                            .map(|d| iris_gateway::credentials::printable(d))
+                            .collect();
+                        println!(
+                            "Also revoked, paired through a code it made: {}.",
+                            names.join(", ")
+                        );
+                    }
                 }
                 Err(e) => {
                     eprintln!("iris-gateway: {e}");

@@ -226,3 +226,59 @@ async fn a_code_cannot_take_over_a_paired_device_id() {
     assert!(ack.device_token.is_some());
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn revoking_a_device_revokes_the_devices_paired_through_its_codes() {
+    let gw = TestGateway::start().await;
+    let mut mole = paired(&gw, "mole").await;
+    // Whoever holds the mole pairs a spare for later, and the spare another.
+    let code = pair_create(&mut mole).await.expect("pair.create");
+    let spare_token = hello(&gw, &code, "spare")
+        .await
+        .expect("pairs")
+        .device_token
+        .expect("token");
+    let (mut spare, _) =
+        Client::connect(ConnectOptions::new(gw.url.clone(), &spare_token, "spare"))
+            .await
+            .expect("connect");
+    spare.next_event().await.expect("status");
+    let code = pair_create(&mut spare).await.expect("pair.create");
+    let second_token = hello(&gw, &code, "spare-2")
+        .await
+        .expect("pairs")
+        .device_token
+        .expect("token");
+    // The owner's own laptop, paired from the command line.
+    let mut laptop = paired(&gw, "laptop").await;
+
+    let (ok, out, err) = run(vec![
+        "devices".into(),
+        "revoke".into(),
+        "mole".into(),
+        "--data-dir".into(),
+        data_dir(&gw),
+    ])
+    .await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("Also revoked, paired through a code it made:")
+            && out.contains("spare")
+            && out.contains("spare-2"),
+        "{out}"
+    );
+    // The spare's socket is closed, and no token of the line signs in again.
+    while spare.next_event().await.is_ok() {}
+    for (token, device) in [(&spare_token, "spare"), (&second_token, "spare-2")] {
+        assert!(
+            matches!(hello(&gw, token, device).await, Err((ErrorCode::Auth, _))),
+            "{device} is revoked"
+        );
+    }
+    // The owner's other device is untouched.
+    laptop
+        .request(Header::default(), ClientFrame::Ping(Ping::default()))
+        .await
+        .expect("the laptop still works");
+    gw.stop().await;
+}

@@ -45,7 +45,8 @@ pub struct DeviceAddress {
 
 impl WriteTx<'_> {
     /// Records a new pairing code made by `created_by` (a device id; `None` for the owner's
-    /// command line). Codes that expired more than a day ago are forgotten.
+    /// command line). Unspent codes that expired more than a day ago are forgotten; a spent
+    /// one is kept, as the record of which device paired which ([`Self::devices_paired_by`]).
     pub fn insert_pairing_code(
         &mut self,
         code_hash: &str,
@@ -54,7 +55,7 @@ impl WriteTx<'_> {
         created_by: Option<&str>,
     ) -> Result<(), StoreError> {
         self.conn
-            .prepare_cached("DELETE FROM pairing_codes WHERE expires_at < ?1")?
+            .prepare_cached("DELETE FROM pairing_codes WHERE expires_at < ?1 AND spent_at IS NULL")?
             .execute([created_at - 86_400_000])?;
         self.conn
             .prepare_cached(
@@ -82,12 +83,29 @@ impl WriteTx<'_> {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    /// Deletes the unspent pairing codes a device made; returns how many there were.
+    /// Deletes every pairing code a device made (spent or not) and the one it was paired
+    /// with; returns how many unspent codes it had.
     pub fn delete_pairing_codes_of(&mut self, device_id: &str) -> Result<usize, StoreError> {
-        Ok(self
+        let open = self
             .conn
             .prepare_cached("DELETE FROM pairing_codes WHERE created_by = ?1 AND spent_at IS NULL")?
-            .execute([device_id])?)
+            .execute([device_id])?;
+        self.conn
+            .prepare_cached("DELETE FROM pairing_codes WHERE created_by = ?1 OR spent_by = ?1")?
+            .execute([device_id])?;
+        Ok(open)
+    }
+
+    /// The devices paired with a code `device_id` made.
+    pub fn devices_paired_by(&self, device_id: &str) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT spent_by FROM pairing_codes \
+             WHERE created_by = ?1 AND spent_by IS NOT NULL ORDER BY spent_at",
+        )?;
+        let rows = stmt
+            .query_map([device_id], |r| r.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(rows)
     }
 
     /// Deletes the unspent pairing codes whose hash starts with `prefix` (hex); returns how many.
@@ -316,5 +334,33 @@ mod tests {
             .expect("delete");
         assert_eq!(n, 1);
         assert_eq!(store.device_of_token("h").await.expect("read"), None);
+    }
+
+    #[tokio::test]
+    async fn a_spent_code_keeps_who_paired_whom_until_its_maker_goes() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = open(dir.path());
+        store
+            .write(|tx| {
+                tx.insert_pairing_code("a", 0, 1000, Some("phone"))?;
+                tx.insert_pairing_code("b", 0, 1000, Some("phone"))?;
+                tx.spend_pairing_code("a", 10, "spare")?;
+                // Days later: the unspent code is forgotten, the spent one kept.
+                tx.insert_pairing_code("c", 10 * 86_400_000, 10 * 86_400_000 + 1000, None)?;
+                assert_eq!(tx.devices_paired_by("phone")?, ["spare"]);
+                Ok(())
+            })
+            .await
+            .expect("write");
+        assert!(store.pairing_code("b").await.expect("read").is_none(), "expired long ago");
+        assert!(store.pairing_code("a").await.expect("read").is_some(), "spent: kept");
+        store
+            .write(|tx| {
+                tx.delete_pairing_codes_of("phone")?;
+                assert!(tx.devices_paired_by("phone")?.is_empty());
+                Ok(())
+            })
+            .await
+            .expect("revoked");
     }
 }

@@ -86,10 +86,13 @@ impl DeviceSummary {
 }
 
 /// What a revocation did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Revoked {
     /// The device was registered (false: only its id was blocked).
     pub existed: bool,
+    /// The devices paired through a code it made (and so on), revoked with it.
+    #[serde(default)]
+    pub also: Vec<String>,
     /// A live connection of it was closed.
     pub disconnected: bool,
     /// Whether a running gateway did it (false: the store was changed directly).
@@ -121,9 +124,33 @@ pub async fn is_revoked(store: &Store, device_id: &str) -> Result<bool, StoreErr
         .is_some())
 }
 
-/// Revokes a device inside a write transaction: removes its row (and with it the push
-/// registration) and remembers the id. Returns whether the device was registered.
-pub fn revoke_in(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool, StoreError> {
+/// Revokes a device inside a write transaction, with every device paired through a code it made
+/// (and theirs, and so on: whoever held a revoked device could have paired another for later).
+/// Returns whether the device was registered, and the ids of the others revoked with it.
+pub fn revoke_in(
+    tx: &mut WriteTx<'_>,
+    device_id: &str,
+    now: i64,
+) -> Result<(bool, Vec<String>), StoreError> {
+    let mut also: Vec<String> = Vec::new();
+    let mut next = tx.devices_paired_by(device_id)?;
+    while let Some(id) = next.pop() {
+        if id == device_id || also.contains(&id) {
+            continue;
+        }
+        next.extend(tx.devices_paired_by(&id)?);
+        also.push(id);
+    }
+    let existed = revoke_one(tx, device_id, now)?;
+    for id in &also {
+        revoke_one(tx, id, now)?;
+    }
+    Ok((existed, also))
+}
+
+/// Revokes one device: removes its row (and with it the push registration) and remembers the
+/// id. Returns whether the device was registered.
+fn revoke_one(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool, StoreError> {
     let existed = tx.delete_device(device_id)?;
     tx.delete_device_tokens(device_id)?;
     // Codes it made die with it: a kept code must not sign a revoked device in again. So do
@@ -337,14 +364,18 @@ async fn answer_admin(shared: &Shared, request: AdminRequest) -> AdminResponse {
 pub async fn revoke_live(shared: &Shared, device_id: &str) -> Result<Revoked, StoreError> {
     let id = device_id.to_owned();
     let now = crate::ids::now_ms();
-    let existed = shared
+    let (existed, also) = shared
         .store
         .write(move |tx| revoke_in(tx, &id, now))
         .await?;
     let disconnected = shared.hub.kick(device_id, CloseReason::GoingAway);
-    tracing::info!(device_id = %device_id, existed, disconnected, "device revoked");
+    for other in &also {
+        shared.hub.kick(other, CloseReason::GoingAway);
+    }
+    tracing::info!(device_id = %device_id, existed, disconnected, also = ?also, "device revoked");
     Ok(Revoked {
         existed,
+        also,
         disconnected,
         by_gateway: true,
     })
@@ -506,10 +537,12 @@ pub async fn revoke(data_dir: &Path, device_id: &str) -> Result<Revoked, Devices
     let store = open_store(data_dir)?;
     let id = device_id.to_owned();
     let now = crate::ids::now_ms();
-    let existed = store.write(move |tx| revoke_in(tx, &id, now)).await;
+    let revoked = store.write(move |tx| revoke_in(tx, &id, now)).await;
     store.close();
+    let (existed, also) = revoked?;
     Ok(Revoked {
-        existed: existed?,
+        existed,
+        also,
         disconnected: false,
         by_gateway: false,
     })
