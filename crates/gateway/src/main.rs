@@ -89,6 +89,41 @@ struct ServeArgs {
     /// Agent command line (`demo` for the built-in demo agent, `none` for no agent).
     #[arg(long, env = "IRIS_AGENT")]
     agent: Option<String>,
+    /// How the log on stderr is written: `text` (coloured only on a terminal) or `json` (one
+    /// object per line, for log collectors).
+    #[arg(long, env = "IRIS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// The log's shape on stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Starts the log on stderr: the level from `IRIS_LOG` (info by default); colours only when
+/// stderr is a terminal and `NO_COLOR` is unset, so journald and files get plain lines.
+fn start_log(format: LogFormat) {
+    use std::io::IsTerminal;
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    let mut first = false;
+    STARTED.call_once(|| first = true);
+    if !first {
+        return;
+    }
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("IRIS_LOG").unwrap_or_else(|_| "info".into());
+    let log = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => log.json().init(),
+        LogFormat::Text => {
+            let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            log.with_ansi(colour).init();
+        }
+    }
 }
 
 /// The settings every subcommand reads: where the data dir and token are, and the addresses.
@@ -174,15 +209,24 @@ enum DevicesCommand {
     },
 }
 
+/// Said whenever a token was given with `--token`.
+const TOKEN_ON_COMMAND_LINE: &str = "--token on the command line is visible to every user of \
+    this machine (ps, /proc); prefer IRIS_TOKEN, `token` in the config file, or the token file in \
+    the data dir";
+
 fn main() -> ExitCode {
-    if std::env::args().any(|a| a == "--token" || a.starts_with("--token=")) {
-        eprintln!(
-            "iris-gateway: warning: --token on the command line is visible to every user of this \
-             machine (ps, /proc); prefer IRIS_TOKEN, `token` in the config file, or the token file \
-             in the data dir"
-        );
-    }
+    let token_on_command_line =
+        std::env::args().any(|a| a == "--token" || a.starts_with("--token="));
     let cli = Cli::parse();
+    if token_on_command_line {
+        if let Command::Serve(args) = &cli.command {
+            // Into the log, whose format (JSON) a collector may depend on.
+            start_log(args.log_format);
+            tracing::warn!("{TOKEN_ON_COMMAND_LINE}");
+        } else {
+            eprintln!("iris-gateway: warning: {TOKEN_ON_COMMAND_LINE}");
+        }
+    }
     // Read now (clap took it): the value must not stay readable in /proc/<pid>/environ.
     iris_gateway::harden::scrub_env("IRIS_TOKEN");
     match cli.command {
@@ -275,13 +319,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("IRIS_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    start_log(args.log_format);
     raise_nofile_limit();
     let config = match args.config.resolve_with(args.agent) {
         Ok(c) => c,

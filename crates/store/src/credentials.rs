@@ -352,8 +352,14 @@ mod tests {
             })
             .await
             .expect("write");
-        assert!(store.pairing_code("b").await.expect("read").is_none(), "expired long ago");
-        assert!(store.pairing_code("a").await.expect("read").is_some(), "spent: kept");
+        assert!(
+            store.pairing_code("b").await.expect("read").is_none(),
+            "expired long ago"
+        );
+        assert!(
+            store.pairing_code("a").await.expect("read").is_some(),
+            "spent: kept"
+        );
         store
             .write(|tx| {
                 tx.delete_pairing_codes_of("phone")?;

@@ -9,6 +9,7 @@
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -266,6 +267,9 @@ pub struct WebPush {
     subject: String,
     ttl: Duration,
     allow_private: bool,
+    /// Whether the owner was told that Safari needs a real contact (said once, and only when a
+    /// push is actually going to Apple).
+    told_contact: AtomicBool,
 }
 
 impl fmt::Debug for WebPush {
@@ -288,19 +292,13 @@ impl WebPush {
         if created {
             tracing::info!(path = %data_dir.join(VAPID_FILE).display(), "generated the Web Push (VAPID) key pair");
         }
-        if cfg.subject.to_ascii_lowercase().contains("localhost") {
-            // Apple's push service refuses such a contact (403 BadJwtToken); others accept it.
-            tracing::warn!(
-                subject = %cfg.subject,
-                "Web Push to Safari needs a real contact: set [push.webpush] subject to a mailto: or https: address"
-            );
-        }
         Ok(WebPush {
             http,
             key,
             subject: cfg.subject.clone(),
             ttl: cfg.ttl,
             allow_private: cfg.allow_private_endpoints,
+            told_contact: AtomicBool::new(false),
         })
     }
 
@@ -318,6 +316,13 @@ impl WebPush {
         if let Err(reason) = check_sending(&url, self.allow_private) {
             tracing::warn!(%reason, "dropping a Web Push subscription that may not be sent to");
             return Outcome::Unregistered;
+        }
+        if refuses_contact(&url, &self.subject) && !self.told_contact.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(
+                subject = %self.subject,
+                "a Safari device subscribed to Web Push, and Apple refuses this contact: set [push.webpush] subject to a mailto: or https: address"
+            );
         }
         let (Ok(audience), Ok(public), Ok(auth)) = (
             origin(&url),
@@ -367,6 +372,15 @@ impl WebPush {
             Err(e) => transport_error(&RULES, e),
         }
     }
+}
+
+/// Whether the push service behind `url` refuses the VAPID contact `subject`: Apple's answers
+/// a `localhost` contact with 403 BadJwtToken; the others accept it.
+fn refuses_contact(url: &Url, subject: &str) -> bool {
+    let apple = url
+        .host_str()
+        .is_some_and(|h| h == "push.apple.com" || h.ends_with(".push.apple.com"));
+    apple && subject.to_ascii_lowercase().contains("localhost")
 }
 
 /// The decrypted payload the service worker reads: what to show, and where it leads.
@@ -496,6 +510,17 @@ mod tests {
         assert_eq!(origin(&url).as_deref(), Ok("https://push.example.com:8443"));
         let url = Url::parse("https://fcm.googleapis.com/fcm/send/abc").expect("url");
         assert_eq!(origin(&url).as_deref(), Ok("https://fcm.googleapis.com"));
+    }
+
+    #[test]
+    fn only_apple_is_said_to_refuse_a_localhost_contact() {
+        let apple = Url::parse("https://web.push.apple.com/QGxyz").unwrap();
+        let mozilla = Url::parse("https://updates.push.services.mozilla.com/wpush/v2/x").unwrap();
+        let lookalike = Url::parse("https://push.apple.com.example/x").unwrap();
+        assert!(refuses_contact(&apple, "mailto:admin@localhost"));
+        assert!(!refuses_contact(&apple, "mailto:owner@example.org"));
+        assert!(!refuses_contact(&mozilla, "mailto:admin@localhost"));
+        assert!(!refuses_contact(&lookalike, "mailto:admin@localhost"));
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub fn serve(args: &[&str]) -> Command {
         "IRIS_TOKEN",
         "IRIS_CONFIG",
         "IRIS_LOG",
+        "IRIS_LOG_FORMAT",
     ] {
         cmd.env_remove(var);
     }
