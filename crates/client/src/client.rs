@@ -41,6 +41,9 @@ pub struct ConnectOptions {
     /// Ask for append-form `message.update` (`hello.caps.append_updates`); either way
     /// [`Client::stream_text`] holds each bubble's whole text.
     pub append_updates: bool,
+    /// Opt in to focus with these lanes (`hello.caps.focus`): streaming updates of other lanes
+    /// stay away until [`Client::focus`] names them. `None`: every lane's updates.
+    pub focus: Option<Vec<iris_protocol::LaneRef>>,
 }
 
 impl ConnectOptions {
@@ -59,6 +62,7 @@ impl ConnectOptions {
             ntfy_topic: None,
             webpush: None,
             append_updates: false,
+            focus: None,
         }
     }
 
@@ -82,6 +86,7 @@ impl ConnectOptions {
                 media: Some(true),
                 push,
                 append_updates: self.append_updates.then_some(true),
+                focus: self.focus.clone(),
             }),
             fcm_token: self.fcm_token.clone(),
             ntfy_topic: self.ntfy_topic.clone(),
@@ -315,6 +320,13 @@ impl Client {
     ) -> Result<Event, ClientError> {
         let timeout = self.timeout;
         self.request_timeout(header, frame, timeout).await
+    }
+
+    /// Says which lanes this device shows (`focus.set`); returns once the gateway took it.
+    /// Streaming updates of the lanes named that are answering now follow at once.
+    pub async fn focus(&mut self, lanes: Vec<iris_protocol::LaneRef>) -> Result<(), ClientError> {
+        let frame = ClientFrame::FocusSet(iris_protocol::FocusSet { lanes });
+        self.request(Header::default(), frame).await.map(|_| ())
     }
 
     /// [`Client::request`] with an explicit timeout.

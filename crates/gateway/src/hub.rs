@@ -11,7 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use iris_protocol::{encode, EphemeralFrame, Header, MessageUpdate, ServerFrame};
+use iris_protocol::{encode, EphemeralFrame, Header, LaneRef, MessageUpdate, ServerFrame};
 use iris_store::Committed;
 use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
@@ -115,6 +115,8 @@ struct QueueState {
     coalesced: u64,
     /// The highest cursor ever queued here (the hub head at attach time before that).
     last_cursor: u64,
+    /// The lanes the device shows, once it opted in to focus (`None`: every lane).
+    focus: Option<Vec<LaneRef>>,
 }
 
 /// A connection's bounded outbound queue. `message.update` and `tool.progress` frames carry a
@@ -201,6 +203,29 @@ impl ConnQueue {
         st.items.push_back((key, item));
         drop(st);
         self.notify.notify_one();
+    }
+
+    /// The lanes this connection shows from now on (`hello.caps.focus`, `focus.set`); returns
+    /// those it did not show before.
+    pub fn set_focus(&self, lanes: Vec<LaneRef>) -> Vec<LaneRef> {
+        let mut st = self.state.lock().expect("queue lock");
+        let new = match &st.focus {
+            Some(old) => lanes.iter().filter(|l| !old.contains(l)).cloned().collect(),
+            None => Vec::new(),
+        };
+        st.focus = Some(lanes);
+        new
+    }
+
+    /// Whether the device shows the lane of `header` (always, without focus).
+    pub fn shows(&self, header: &Header) -> bool {
+        let st = self.state.lock().expect("queue lock");
+        st.focus.as_ref().is_none_or(|lanes| {
+            lanes.iter().any(|l| {
+                header.chat_id.as_deref() == Some(l.chat_id.as_str())
+                    && header.thread_id == l.thread_id
+            })
+        })
     }
 
     /// Asks the connection to close after flushing what is queued (or at once on overflow).
@@ -349,7 +374,11 @@ impl Hub {
         };
         let st = self.state.lock().expect("hub lock");
         for q in st.conns.values() {
-            q.push_live(key.clone(), item.clone());
+            // A keyed frame is streaming progress (`message.update`, `tool.progress`): only for
+            // devices that show its lane. Durable frames go to all.
+            if key.is_none() || q.shows(header) {
+                q.push_live(key.clone(), item.clone());
+            }
         }
     }
 

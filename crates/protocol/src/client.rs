@@ -55,6 +55,9 @@ frame_enum! {
         Ping(Ping) = "ping",
         /// Ask for a one-time pairing code for another device. An Iris extension.
         PairCreate(Empty) = "pair.create",
+        /// Say which lanes this connection shows: streaming updates of the others stay away. An
+        /// Iris extension.
+        FocusSet(FocusSet) = "focus.set",
     }
 }
 
@@ -132,6 +135,50 @@ pub struct ClientCaps {
     /// extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub append_updates: Option<bool>,
+    /// The lanes this connection shows (at most [`MAX_FOCUS`]); present, even empty, it opts in
+    /// to focus: `message.update` and `tool.progress` of other lanes are not sent to it. Changed
+    /// later with `focus.set`. An Iris extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<Vec<LaneRef>>,
+}
+
+/// Lanes one connection may focus on at once.
+pub const MAX_FOCUS: usize = 16;
+
+/// A lane named in a frame's payload: a channel, or a thread inside it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LaneRef {
+    /// The channel.
+    pub chat_id: String,
+    /// The thread inside it, if the lane is a thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+}
+
+impl LaneRef {
+    /// Why a set of focused lanes is refused (too many, an empty or over-long id), if it is.
+    pub fn focus_error(lanes: &[LaneRef]) -> Option<String> {
+        if lanes.len() > MAX_FOCUS {
+            return Some(format!(
+                "focus names {} lanes; at most {MAX_FOCUS}",
+                lanes.len()
+            ));
+        }
+        let bad = |id: &str| id.is_empty() || id.len() > 128;
+        lanes
+            .iter()
+            .any(|l| bad(&l.chat_id) || l.thread_id.as_deref().is_some_and(bad))
+            .then(|| "a focused lane's chat_id and thread_id are 1-128 bytes".to_owned())
+    }
+}
+
+/// `focus.set`: the lanes this connection shows from now on (replacing the earlier set; at most
+/// [`MAX_FOCUS`]). An Iris extension.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FocusSet {
+    /// The lanes shown; empty: none (every lane gets durable frames only).
+    #[serde(default)]
+    pub lanes: Vec<LaneRef>,
 }
 
 impl ClientCaps {

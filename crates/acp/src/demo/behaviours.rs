@@ -403,6 +403,13 @@ impl Turn<'_> {
         Ok(Flow::Next)
     }
 
+    /// `linger`: some text, then an answer that never goes on until it is stopped.
+    pub(super) async fn linger(&mut self) -> Step {
+        self.say("Lingering. ");
+        self.wait_cancel().await;
+        Err(Stop::Cancelled)
+    }
+
     /// The echo of the prompt text, unless the text is empty and something was said already.
     pub(super) fn echo(&mut self, prompt: &Prompt<'_>) -> Step {
         if !prompt.text.is_empty() || self.said.is_empty() {

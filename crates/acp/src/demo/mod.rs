@@ -41,6 +41,7 @@
 //! | `mkfile` | writes [`DEMO_FILE_NAME`] (a fixed text of [`demo_file_text`]) into the session's working directory and says `MEDIA:<its path>` on a line of its own |
 //! | `mkimage` | "Here is an image.", then an `image` content block (a 1×1 PNG, [`DEMO_PNG_BASE64`]) in an `agent_message_chunk` |
 //! | `slow` | 20 chunks 50 ms apart; `session/cancel` stops it (`cancelled`, chunks already sent stay sent) |
+//! | `linger` | "Lingering. ", then nothing until `session/cancel`, which ends the turn `cancelled` |
 //! | (every turn) | ends the turn `cancelled` if it has been cancelled |
 //! | (every turn) | `Echo: <text>` in up to three `agent_message_chunk`s, unless the text is empty and something was said already |
 //! | (every turn) | a model note `(model: <id>)` when the model is not the default |

@@ -61,6 +61,7 @@ enum Behaviour {
     MakeFile,
     MakeImage,
     Slow,
+    Linger,
     Echo,
     ModelNote,
 }
@@ -276,6 +277,11 @@ const SCRIPT: &[Rule] = &[
         "20 chunks 50 ms apart; `session/cancel` stops it (`cancelled`, chunks already sent stay \
          sent)",
     ),
+    keyword(
+        &["linger"],
+        Behaviour::Linger,
+        "\"Lingering. \", then nothing until `session/cancel`, which ends the turn `cancelled`",
+    ),
     always(
         Behaviour::Checkpoint,
         "ends the turn `cancelled` if it has been cancelled",
@@ -432,6 +438,7 @@ impl Turn<'_> {
             Behaviour::MakeFile => self.make_file().await,
             Behaviour::MakeImage => self.make_image(),
             Behaviour::Slow => self.slow().await,
+            Behaviour::Linger => self.linger().await,
             Behaviour::Echo => self.echo(prompt),
             Behaviour::ModelNote => self.model_note(prompt),
         }

@@ -558,7 +558,7 @@ impl TurnMapper {
                 text: media_agent::display_text(&self.text),
                 offset: None,
             }),
-            format!("mu:{}", self.cfg.message_id),
+            update_key(&self.cfg.message_id),
         )
     }
 
@@ -703,5 +703,10 @@ impl TurnMapper {
 }
 
 mod steps;
+/// The coalescing key of a bubble's `message.update`: a newer update replaces a queued one.
+pub(crate) fn update_key(message_id: &str) -> String {
+    format!("mu:{message_id}")
+}
+
 #[cfg(test)]
 mod tests;

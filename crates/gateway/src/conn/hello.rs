@@ -237,6 +237,19 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
             ));
         }
     }
+    if let Some(why) = hello
+        .caps
+        .as_ref()
+        .and_then(|c| c.focus.as_deref())
+        .and_then(iris_protocol::LaneRef::focus_error)
+    {
+        return Err(Refusal::new(
+            id,
+            ErrorCode::BadRequest,
+            why,
+            close_code::AUTH,
+        ));
+    }
     if !valid_device_id(&hello.device_id) {
         let msg = "device_id must be 1-128 visible characters";
         return Err(Refusal::new(
@@ -364,6 +377,9 @@ async fn attach(
         shared.config.limits.max_queued_frames,
         shared.metrics.clone(),
     );
+    if let Some(lanes) = hello.caps.as_ref().and_then(|c| c.focus.clone()) {
+        queue.set_focus(lanes);
+    }
     let (head, replaced) = shared.hub.attach(queue.clone());
     if let Some(old) = replaced {
         old.close(CloseReason::Replaced);

@@ -418,6 +418,9 @@ impl Conn {
                 ResponseFrame::Pong(iris_protocol::Pong { ts: ping.ts }),
                 Header::default(),
             )),
+            ClientFrame::FocusSet(req) => {
+                super::focus::set(&self.ctx, &self.device_id, &self.queue, req).await
+            }
             ClientFrame::Hello(_) => Err(WireError::bad_request(
                 "already authenticated; hello is sent once",
             )),

@@ -4,6 +4,7 @@
 
 mod budget;
 mod close;
+mod focus;
 mod hello;
 mod live;
 mod stream;

@@ -29,7 +29,8 @@ pub use context::{resolve_lane, Context, SearchRate};
 pub use registration::register_device;
 pub use search::search;
 
-/// Dispatches one request (not `hello`, `sync` or `ping`, which the connection handles).
+/// Dispatches one request (not `hello`, `sync`, `ping` or `focus.set`, which the connection
+/// handles).
 /// `device` is the connection's device, `media` its upload and pulls.
 pub async fn handle(
     ctx: &Context,
@@ -84,9 +85,10 @@ pub async fn handle(
                 Ok(Reply::Nothing)
             }
         }
-        ClientFrame::Hello(_) | ClientFrame::Sync(_) | ClientFrame::Ping(_) => {
-            Err(WireError::internal("frame dispatched twice"))
-        }
+        ClientFrame::Hello(_)
+        | ClientFrame::Sync(_)
+        | ClientFrame::Ping(_)
+        | ClientFrame::FocusSet(_) => Err(WireError::internal("frame dispatched twice")),
     }
 }
 

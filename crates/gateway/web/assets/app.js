@@ -24,7 +24,7 @@ import {
 } from './session.js';
 import { initSidebar, onChannelFrame, renderSidebar, setDirectory } from './sidebar.js';
 import {
-  $, app, currentLane, defaultChannel, laneOf, resetLane, store,
+  $, app, currentLane, defaultChannel, laneOf, resetLane, shownLanes, store,
 } from './state.js';
 import {
   initTranscript, joinRunning, loadHistory, onBusy, onCommentary, onDeleted, onMessageState, onStatus, onStreamFrame, onTool,
@@ -47,6 +47,7 @@ function start(token) {
     onState,
     onHello,
     onSynced,
+    focus: shownLanes,
   });
   app.media = new Media(app.conn);
   showLane(app.current.chat_id, app.current.thread_id);

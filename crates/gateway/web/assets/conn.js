@@ -40,6 +40,7 @@ export class Connection {
    * @param {(state: object) => void} o.onState connection state changes
    * @param {(ack: object) => void} o.onHello each hello.ack
    * @param {(info: object) => void} o.onSynced each sync.done (with `gap`)
+ * @param {() => object[]} [o.focus] the lanes shown (`hello.caps.focus`); without it, every lane streams
    */
   constructor(o) {
     Object.assign(this, o);
@@ -122,7 +123,7 @@ export class Connection {
           token: this.token,
           device_id: this.deviceId,
           device_name: this.deviceName,
-          caps: { min_protocol: 1, media: true, append_updates: true },
+          caps: { min_protocol: 1, media: true, append_updates: true, ...(this.focus ? { focus: this.focus() } : {}) },
         },
       });
     };
@@ -292,6 +293,15 @@ export class Connection {
   sendFrame(frame) {
     if (!this.online) throw new RequestError('disconnected', 'Not connected.');
     this.ws.send(JSON.stringify({ v: 1, ...frame }));
+  }
+
+  /**
+   * Tells the gateway which lanes this page shows (focus, §7): streaming updates of the other
+   * lanes stay away, and a lane coming into view gets its answer's text so far at once. Offline,
+   * the next hello carries it.
+   */
+  setFocus(lanes) {
+    if (this.online) this.request('focus.set', { lanes }).catch(() => {});
   }
 
   /** Sends a request and resolves with its response frame (rejects with a RequestError). */

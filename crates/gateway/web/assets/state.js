@@ -80,6 +80,12 @@ export function getLane(chatId, threadId) {
   return lane;
 }
 
+/** The lanes this page shows, as `hello.caps.focus` and `focus.set` name them. */
+export function shownLanes() {
+  const { chat_id, thread_id } = app.current;
+  return [thread_id ? { chat_id, thread_id } : { chat_id }];
+}
+
 export function currentLane() {
   return getLane(app.current.chat_id, app.current.thread_id);
 }

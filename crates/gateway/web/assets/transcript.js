@@ -14,7 +14,7 @@ import { initDropzone } from './dropzone.js';
 import { icon } from './icons.js';
 import { initLightbox, openLightbox } from './lightbox.js';
 import { markdown } from './markdown.js';
-import { $, app, currentLane, findMessage, getLane, laneOf, laneTitle, store } from './state.js';
+import { $, app, currentLane, findMessage, getLane, laneOf, laneTitle, shownLanes, store } from './state.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
@@ -64,6 +64,7 @@ export function initTranscript(callbacks) {
 export function showLane(chatId, threadId) {
   app.current = { chat_id: chatId, thread_id: threadId || null };
   store.setItem('iris.lane', JSON.stringify(app.current));
+  if (app.conn) app.conn.setFocus(shownLanes());
   const lane = currentLane();
   lane.unread = 0;
   clearNew(lane);
