@@ -188,7 +188,8 @@ describe('the transcript view', { timeout: 600000 }, () => {
       await page.locator('dialog#ask[open]').getByRole('button', { name: 'OK' }).click();
       await page.locator('#lane-title', { hasText: 'Elsewhere' }).waitFor();
       await exchange(other.page, 'are you there');
-      await page.waitForFunction(() => document.title === '(2) Elsewhere · Iris');
+      // The answer counts; the question, one's own from another device, does not.
+      await page.waitForFunction(() => document.title === '(1) Elsewhere · Iris');
       await showChat(page, 'Default');
       await assistant(page, 'Echo: are you there').waitFor();
       assert.equal(await page.title(), 'Default · Iris', 'read once the chat is shown');
@@ -202,7 +203,7 @@ describe('the transcript view', { timeout: 600000 }, () => {
       }, hidden);
       await setHidden(true);
       await exchange(other.page, 'while the tab is away');
-      await page.waitForFunction(() => document.title === '(2) Default · Iris');
+      await page.waitForFunction(() => document.title === '(1) Default · Iris');
       await setHidden(false);
       await page.waitForFunction(() => document.title === 'Default · Iris');
       // Seen now: the other device shows the answer read.
