@@ -81,8 +81,12 @@ export function markdown(text) {
     a.rel = 'noopener noreferrer nofollow';
   }
   for (const table of frag.querySelectorAll('table')) {
+    // A box that scrolls sideways on a narrow screen: reachable and scrollable by keyboard.
     const wrap = document.createElement('div');
     wrap.className = 'md-table';
+    wrap.tabIndex = 0;
+    wrap.setAttribute('role', 'region');
+    wrap.setAttribute('aria-label', 'Table');
     table.replaceWith(wrap);
     wrap.append(table);
   }
