@@ -27,7 +27,7 @@ const md = new MarkdownIt({
 });
 md.validateLink = safeUrl;
 
-// Headings start at h3: the page's own headings come first.
+// Headings start at h3: the page's own come first (h1 the chat's name, h2 "Messages").
 md.renderer.rules.heading_open = (tokens, i) => `<h${level(tokens[i])} class="md-h">`;
 md.renderer.rules.heading_close = (tokens, i) => `</h${level(tokens[i])}>`;
 function level(token) {
