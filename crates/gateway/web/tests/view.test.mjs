@@ -289,8 +289,11 @@ describe('the transcript view', { timeout: 600000 }, () => {
       await openSignedIn(page, gw.url);
 
       await exchange(page, 'complete');
-      await send(page, 'slow story');
-      await page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' }).waitFor();
+      // `bench`: ten seconds of chunks. (A `slow` answer ends after one second: on a busy
+      // machine it could end before Stop or the kill landed, and nothing was stopped or cut off.)
+      const streaming = page.locator('.msg.role-assistant.streaming .body', { hasText: /\d+ \d+ \d+/ });
+      await send(page, 'bench 400 25000');
+      await streaming.waitFor();
       await page.getByRole('button', { name: 'Stop' }).click();
       await page.locator('.msg.role-assistant[data-ended=stopped]:not(.streaming)').waitFor();
       await send(page, 'crash now');
@@ -298,8 +301,8 @@ describe('the transcript view', { timeout: 600000 }, () => {
       await page.locator('#busy').waitFor({ state: 'hidden' });
 
       // The gateway killed in the middle of an answer: it is closed as cut off when it is back.
-      await send(page, 'slow again');
-      await page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' }).waitFor();
+      await send(page, 'bench 400 25000');
+      await streaming.waitFor();
       const exited = new Promise((r) => gw.proc.once('exit', r));
       gw.proc.kill('SIGKILL');
       await exited;
