@@ -398,10 +398,27 @@ fn raise_nofile_limit() {
 
 fn pair(args: PairArgs) -> ExitCode {
     use iris_gateway::pair::{self, Pairing, Secret};
-    let config = match args.config.resolve() {
+    let listen_given = args.config.listen.is_some();
+    let mut config = match args.config.resolve() {
         Ok(c) => c,
         Err(code) => return code,
     };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    // A gateway running on this data dir knows where it listens (and its public URL): its
+    // word wins over the defaults and the config file, not over an explicit --listen.
+    if let Some(running) = rt.block_on(iris_gateway::admin::devices::running_address(
+        &config.data_dir,
+    )) {
+        if !listen_given {
+            config.listen = running.listen;
+        }
+        if config.public_url.is_none() {
+            config.public_url = running.public_url;
+        }
+    }
     let secret = if args.shared {
         if !config.auth.shared_token {
             eprintln!(
@@ -416,10 +433,6 @@ fn pair(args: PairArgs) -> ExitCode {
         }
     } else {
         let ttl = args.minutes.map(|m| std::time::Duration::from_secs(m * 60));
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
         match rt.block_on(pair::create_code(&config, ttl)) {
             Ok(issued) => Secret::Code {
                 code: issued.code,

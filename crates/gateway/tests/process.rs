@@ -1,6 +1,7 @@
 //! The real `iris-gateway` binary as a child process: its startup output, the token file, the
 //! config file with flags and environment on top, refusing bad configuration and a graceful
-//! SIGTERM. A SIGKILL in the middle of traffic is in `process_kill.rs`.
+//! SIGTERM, and `pair` naming the address the running gateway listens on. A SIGKILL in the
+//! middle of traffic is in `process_kill.rs`.
 
 #[path = "common/binary.rs"]
 mod binary;
@@ -311,4 +312,69 @@ async fn sigterm_tells_devices_it_is_restarting_and_exits_cleanly() {
     }
     let status = gw.wait().await;
     assert_eq!(status.code(), Some(0), "a graceful stop exits 0");
+}
+
+/// `pair` without `--listen`, the gateway running on port 0 in the same data dir: the link
+/// names the port it really listens on (asked over the admin socket); once it is stopped,
+/// `pair` falls back to the configured default.
+#[tokio::test]
+async fn pair_names_the_port_the_running_gateway_listens_on() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let data_arg = data.to_str().expect("utf-8 path");
+    let gw = Running::start(serve(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_arg,
+        "--token",
+        TOKEN,
+    ]))
+    .await;
+    let port = gw.addr.rsplit(':').next().expect("port").to_owned();
+    assert_ne!(port, "8765");
+
+    let pair = |extra: &[&str]| {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.args(["pair", "--data-dir", data_arg]).args(extra);
+        for var in [
+            "IRIS_LISTEN",
+            "IRIS_DATA_DIR",
+            "IRIS_TOKEN",
+            "IRIS_CONFIG",
+            "IRIS_PUBLIC_URL",
+        ] {
+            cmd.env_remove(var);
+        }
+        let out = cmd.output().expect("run pair");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = pair(&[]);
+    assert!(
+        out.contains(&format!("  WebSocket:    ws://127.0.0.1:{port}/ws\n")),
+        "the running gateway's port:\n{out}"
+    );
+    assert!(
+        out.contains(&format!("http://127.0.0.1:{port}/#token=")),
+        "{out}"
+    );
+    assert!(!out.contains("127.0.0.1:8765"), "{out}");
+    // An explicit --listen is taken at its word.
+    let out = pair(&["--listen", "127.0.0.1:9999"]);
+    assert!(
+        out.contains("  WebSocket:    ws://127.0.0.1:9999/ws\n"),
+        "{out}"
+    );
+
+    gw.stop().await;
+    let out = pair(&[]);
+    assert!(
+        out.contains("  WebSocket:    ws://127.0.0.1:8765/ws\n"),
+        "no gateway runs: the default\n{out}"
+    );
 }

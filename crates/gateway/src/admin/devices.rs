@@ -168,6 +168,18 @@ enum AdminRequest {
     Revoke { device_id: String },
     PairList,
     PairRevoke { code: CodeSelector },
+    Address,
+}
+
+/// Where a running gateway can be reached, as `pair` asks it (`listen` may ask for port 0, or
+/// the command line of `pair` may not repeat the gateway's `--listen`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayAddress {
+    /// The address it listens on, as bound.
+    pub listen: std::net::SocketAddr,
+    /// Its `public_url`, when set.
+    #[serde(default)]
+    pub public_url: Option<String>,
 }
 
 /// Which open pairing codes `pair revoke` deletes.
@@ -213,6 +225,8 @@ struct AdminResponse {
     codes: Option<Vec<CodeSummary>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     removed: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    address: Option<GatewayAddress>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -355,6 +369,26 @@ async fn answer_admin(shared: &Shared, request: AdminRequest) -> AdminResponse {
         AdminRequest::PairRevoke { code } => {
             let removed = revoke_codes_in(&shared.store, &code).await;
             AdminResponse::answer(removed, |r, n| r.removed = Some(n))
+        }
+        AdminRequest::Address => AdminResponse {
+            ok: true,
+            address: Some(GatewayAddress {
+                listen: shared.config.listen,
+                public_url: shared.config.public_url.clone(),
+            }),
+            ..AdminResponse::default()
+        },
+    }
+}
+
+/// Where the gateway running on `data_dir` listens; `None` when none answers there (or one too
+/// old to say).
+pub async fn running_address(data_dir: &Path) -> Option<GatewayAddress> {
+    match ask_gateway(data_dir, &AdminRequest::Address).await {
+        Ok(answer) => answer.and_then(|r| r.address),
+        Err(e) => {
+            tracing::debug!(error = %e, "no address from a running gateway");
+            None
         }
     }
 }

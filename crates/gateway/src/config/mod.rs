@@ -183,7 +183,7 @@ pub struct Limits {
     pub max_connections: usize,
     /// Bytes a WebSocket may send before its `hello` succeeds.
     pub pre_hello_bytes: usize,
-    /// Searches a device may run per minute.
+    /// Searches a device may run in any 60 seconds.
     pub searches_per_minute: u32,
     /// How long one search may run before it is stopped.
     pub search_budget: Duration,

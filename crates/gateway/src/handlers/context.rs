@@ -1,13 +1,14 @@
 //! What every handler works with: the request context, and the lane a request names.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use iris_protocol::Header;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agents;
-use crate::guard::{Guard, TokenBucket};
+use crate::guard::Guard;
 use crate::media::Media;
 use crate::outbox::Lane;
 use crate::state::Shared;
@@ -30,20 +31,52 @@ pub struct Context {
     pub searches: SearchRate,
 }
 
-/// Searches each device may still run: `limits.searches_per_minute`, in bursts of a quarter.
+/// Searches each device may run: `limits.searches_per_minute` in any 60 seconds (a sliding
+/// window over the times of its last searches).
 #[derive(Debug, Default)]
 pub struct SearchRate {
-    buckets: Mutex<HashMap<String, TokenBucket>>,
+    windows: Mutex<HashMap<String, VecDeque<Instant>>>,
 }
 
+/// The window of [`SearchRate`].
+const SEARCH_WINDOW: Duration = Duration::from_secs(60);
+
 impl SearchRate {
-    /// Takes one search from the device's budget; false when it is used up.
-    pub(super) fn take(&self, device_id: &str, per_minute: u32) -> bool {
-        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        buckets
-            .entry(device_id.to_owned())
-            .or_insert_with(|| TokenBucket::new(per_minute))
-            .take()
+    /// Takes one search from the device's budget; when it is used up, how long until the oldest
+    /// search of the window leaves it (when the device may search again).
+    pub(super) fn take(
+        &self,
+        device_id: &str,
+        per_minute: u32,
+    ) -> std::result::Result<(), Duration> {
+        self.take_at(device_id, per_minute, Instant::now())
+    }
+
+    fn take_at(
+        &self,
+        device_id: &str,
+        per_minute: u32,
+        now: Instant,
+    ) -> std::result::Result<(), Duration> {
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        // Devices that have not searched for a window are forgotten.
+        windows.retain(|_, w| {
+            w.back()
+                .is_some_and(|t| now.duration_since(*t) < SEARCH_WINDOW)
+        });
+        let window = windows.entry(device_id.to_owned()).or_default();
+        while window
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= SEARCH_WINDOW)
+        {
+            window.pop_front();
+        }
+        if window.len() >= per_minute as usize {
+            let oldest = window.front().copied().unwrap_or(now);
+            return Err(SEARCH_WINDOW.saturating_sub(now.duration_since(oldest)));
+        }
+        window.push_back(now);
+        Ok(())
     }
 }
 
@@ -92,4 +125,38 @@ pub async fn resolve_lane(ctx: &Context, header: &Header) -> Result<Lane> {
         chat_id: chat.chat_id.clone(),
         thread_id: header.thread_id.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn searches_are_counted_in_any_sixty_seconds() {
+        let rate = SearchRate::default();
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        for i in 0..30 {
+            assert_eq!(rate.take_at("phone", 30, at(i)), Ok(()), "search {i}");
+        }
+        // The 31st within the minute of the first: refused until the first leaves the window.
+        assert_eq!(
+            rate.take_at("phone", 30, at(30)),
+            Err(Duration::from_secs(30))
+        );
+        assert_eq!(rate.take_at("laptop", 30, at(30)), Ok(()));
+        assert_eq!(
+            rate.take_at("phone", 30, at(59)),
+            Err(Duration::from_secs(1))
+        );
+        assert_eq!(rate.take_at("phone", 30, at(60)), Ok(()));
+        assert_eq!(
+            rate.take_at("phone", 30, at(60)),
+            Err(Duration::from_secs(1))
+        );
+        // Quiet for a minute: the whole budget again.
+        for i in 0..30 {
+            assert_eq!(rate.take_at("phone", 30, at(200)), Ok(()), "search {i}");
+        }
+    }
 }

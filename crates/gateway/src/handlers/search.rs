@@ -36,10 +36,12 @@ pub async fn search(ctx: &Context, device: &str, header: &Header, req: Search) -
             Some((lane.chat_id, lane.thread_id))
         }
     };
-    if !ctx.searches.take(device, limits.searches_per_minute) {
+    if let Err(wait) = ctx.searches.take(device, limits.searches_per_minute) {
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         let msg = format!(
-            "more than {} searches a minute; try again in a moment",
-            limits.searches_per_minute
+            "more than {} searches in a minute; try again in {} s",
+            limits.searches_per_minute,
+            secs.max(1)
         );
         return Err(WireError::new(ErrorCode::RateLimited, msg));
     }

@@ -53,6 +53,10 @@ export function frameCodeBlocks(root) {
     const head = document.createElement('div');
     head.className = 'code-head';
     head.append(label, copy);
+    // A long line scrolls sideways: the block is reachable and scrollable by keyboard.
+    pre.tabIndex = 0;
+    pre.setAttribute('role', 'region');
+    pre.setAttribute('aria-label', lang ? `Code, ${lang}` : 'Code');
     const frame = document.createElement('div');
     frame.className = 'code-block';
     pre.replaceWith(frame);

@@ -27,7 +27,7 @@ const md = new MarkdownIt({
 });
 md.validateLink = safeUrl;
 
-// Headings start at h3: the page's own headings come first.
+// Headings start at h3: the page's own come first (h1 the chat's name, h2 "Messages").
 md.renderer.rules.heading_open = (tokens, i) => `<h${level(tokens[i])} class="md-h">`;
 md.renderer.rules.heading_close = (tokens, i) => `</h${level(tokens[i])}>`;
 function level(token) {
@@ -81,8 +81,12 @@ export function markdown(text) {
     a.rel = 'noopener noreferrer nofollow';
   }
   for (const table of frag.querySelectorAll('table')) {
+    // A box that scrolls sideways on a narrow screen: reachable and scrollable by keyboard.
     const wrap = document.createElement('div');
     wrap.className = 'md-table';
+    wrap.tabIndex = 0;
+    wrap.setAttribute('role', 'region');
+    wrap.setAttribute('aria-label', 'Table');
     table.replaceWith(wrap);
     wrap.append(table);
   }

@@ -2,9 +2,9 @@
 // hits with their marked snippets, and jumping to a hit (opening its lane, loading older pages
 // until the message is there, then scrolling to it and flashing it).
 
-import { $, currentLane, laneTitle } from './state.js';
+import { $, app, currentLane, laneTitle } from './state.js';
 import { loadHistory, showLane } from './transcript.js';
-import { request, toast } from './ui.js';
+import { toast } from './ui.js';
 import { formatTime, h, snippetParts } from './util.js';
 
 export function initSearch() {
@@ -26,9 +26,16 @@ async function search() {
   const scope = $('search-scope').value;
   const payload = { query, scope };
   const lane = currentLane();
-  const res = await request('search', payload, scope === 'chat' ? lane : {});
   const ol = $('search-results');
-  if (!res) return;
+  let res;
+  try {
+    res = await app.conn.request('search', payload, scope === 'chat' ? { chat_id: lane.chat_id, thread_id: lane.thread_id } : {});
+  } catch (e) {
+    // Refused or not sent: an earlier query's hits must not stand under this one.
+    const why = e.code === 'disconnected' ? 'Not connected. Try again when the connection is back.' : e.message;
+    ol.replaceChildren(h('li', { class: 'empty search-error', role: 'alert' }, `No search for “${query}”: ${why}`));
+    return;
+  }
   const hits = res.payload.hits || [];
   if (!hits.length) {
     ol.replaceChildren(h('li', { class: 'empty' }, `No messages match “${query}”.`));

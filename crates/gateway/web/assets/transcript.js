@@ -137,10 +137,11 @@ export function scrollToEnd(force) {
 /**
  * Something new in a lane (`el`, when it is a new element): follow it when shown, or mark it as
  * new while the user reads further up; count it as unread in another lane, or in the lane shown
- * while the page is hidden.
+ * while the page is hidden (never a user message: those are one's own, from this device or another).
  */
 function noteActivity(lane, frame, el) {
-  const counts = frame && ['message', 'message.stop'].includes(frame.type);
+  // One's own messages, sent from any device, are never unread.
+  const counts = frame && ['message', 'message.stop'].includes(frame.type) && (frame.payload || {}).role !== 'user';
   if (lane === currentLane()) {
     const own = Boolean(frame && frame.id !== undefined);
     if (el && !own) noteNew(lane, el);

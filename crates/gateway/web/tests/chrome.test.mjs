@@ -40,12 +40,12 @@ async function busySays(page, re) {
   }, re.source);
 }
 
-/** Serious and critical axe-core violations on the page as it is now. */
-async function axeViolations(page) {
+/** Serious and critical axe-core violations on the page as it is now, and those of `rules` at any impact. */
+async function axeViolations(page, rules = []) {
   await page.evaluate(AXE);
   const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
   return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical' || rules.includes(v.id))
     .map((v) => `${v.id}: ${v.help} — ${v.nodes.slice(0, 3).map((n) => `${n.target.join(' ')} ${n.failureSummary}`).join(' | ')}`);
 }
 
@@ -288,6 +288,26 @@ for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]]) {
       await page.locator('dialog#picker[open]').getByRole('button', { name: 'Allow once' }).click();
       assert.deepEqual(pageErrors(page), []);
     });
+
+    for (const scheme of ['light', 'dark']) {
+      test(`axe-core finds nothing serious, nor a broken heading order, on a transcript with a stopped answer, a table and a code block (${scheme})`, { timeout: 90000 }, async () => {
+        const gw = await gateway();
+        const { page } = await device(viewport);
+        await page.emulateMedia({ colorScheme: scheme });
+        await openSignedIn(page, gw.url);
+        await send(page, '# Summary\n\n| name | value |\n|---|---|\n| width | 390 |\n\n```rust\nfn main() { println!("a line long enough to scroll sideways on a phone screen"); }\n```');
+        await assistant(page, 'Echo: # Summary').locator('table').waitFor();
+        // `bench`: ten seconds of chunks, so Stop lands while the answer streams.
+        await send(page, 'bench 400 25000');
+        await page.locator('.msg.role-assistant.streaming .body', { hasText: /\d+ \d+/ }).waitFor();
+        await page.getByRole('button', { name: 'Stop' }).click();
+        await page.locator('.msg.role-assistant[data-ended=stopped]:not(.streaming) .ended', { hasText: 'Stopped' }).waitFor();
+        await page.locator('#busy').waitFor({ state: 'hidden' });
+        assert.equal(await page.evaluate(() => matchMedia('(prefers-color-scheme: dark)').matches), scheme === 'dark');
+        assert.deepEqual(await axeViolations(page, ['heading-order']), [], `a transcript (${scheme})`);
+        assert.deepEqual(pageErrors(page), []);
+      });
+    }
 
     test('the sign-in error is visibly an error', { timeout: 30000 }, async () => {
       const gw = await gateway();

@@ -80,6 +80,14 @@ export class Gateway {
     await exited;
   }
 
+  /** SIGKILL and wait for the exit: the process dies at once, as in a power cut or an OOM kill. */
+  async kill() {
+    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return;
+    const exited = new Promise((r) => this.proc.once('exit', r));
+    this.proc.kill('SIGKILL');
+    await exited;
+  }
+
   async restart() {
     await this.stop();
     await this.start();

@@ -106,7 +106,7 @@ describe('vendored libraries', { timeout: 240000 }, () => {
     const { page } = await signedIn(PHONE);
     const html = await render(page, '# Title\n\n- a\n- [x] done\n- [ ] todo\n\n1. one\n2. two\n\n> quoted\n\n| a | b |\n|---|--:|\n| 1 | 2 |\n\n**bold** *it* ~~gone~~ snake_case_name\nline two');
     for (const want of ['<h3 class="md-h">Title</h3>', '<li class="task">☑ done</li>', '<li class="task">☐ todo</li>', '<ol>', '<blockquote>',
-      '<div class="md-table"><table>', '<td class="align-right">2</td>', '<strong>bold</strong>', '<em>it</em>', '<s>gone</s>', 'snake_case_name<br>']) {
+      '<div class="md-table" tabindex="0" role="region" aria-label="Table"><table>', '<td class="align-right">2</td>', '<strong>bold</strong>', '<em>it</em>', '<s>gone</s>', 'snake_case_name<br>']) {
       assert.ok(html.includes(want), `${want} in ${html}`);
     }
 

@@ -188,7 +188,8 @@ describe('the transcript view', { timeout: 600000 }, () => {
       await page.locator('dialog#ask[open]').getByRole('button', { name: 'OK' }).click();
       await page.locator('#lane-title', { hasText: 'Elsewhere' }).waitFor();
       await exchange(other.page, 'are you there');
-      await page.waitForFunction(() => document.title === '(2) Elsewhere · Iris');
+      // The answer counts; the question, one's own from another device, does not.
+      await page.waitForFunction(() => document.title === '(1) Elsewhere · Iris');
       await showChat(page, 'Default');
       await assistant(page, 'Echo: are you there').waitFor();
       assert.equal(await page.title(), 'Default · Iris', 'read once the chat is shown');
@@ -202,7 +203,7 @@ describe('the transcript view', { timeout: 600000 }, () => {
       }, hidden);
       await setHidden(true);
       await exchange(other.page, 'while the tab is away');
-      await page.waitForFunction(() => document.title === '(2) Default · Iris');
+      await page.waitForFunction(() => document.title === '(1) Default · Iris');
       await setHidden(false);
       await page.waitForFunction(() => document.title === 'Default · Iris');
       // Seen now: the other device shows the answer read.
@@ -288,8 +289,11 @@ describe('the transcript view', { timeout: 600000 }, () => {
       await openSignedIn(page, gw.url);
 
       await exchange(page, 'complete');
-      await send(page, 'slow story');
-      await page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' }).waitFor();
+      // `bench`: ten seconds of chunks. (A `slow` answer ends after one second: on a busy
+      // machine it could end before Stop or the kill landed, and nothing was stopped or cut off.)
+      const streaming = page.locator('.msg.role-assistant.streaming .body', { hasText: /\d+ \d+ \d+/ });
+      await send(page, 'bench 400 25000');
+      await streaming.waitFor();
       await page.getByRole('button', { name: 'Stop' }).click();
       await page.locator('.msg.role-assistant[data-ended=stopped]:not(.streaming)').waitFor();
       await send(page, 'crash now');
@@ -297,8 +301,8 @@ describe('the transcript view', { timeout: 600000 }, () => {
       await page.locator('#busy').waitFor({ state: 'hidden' });
 
       // The gateway killed in the middle of an answer: it is closed as cut off when it is back.
-      await send(page, 'slow again');
-      await page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' }).waitFor();
+      await send(page, 'bench 400 25000');
+      await streaming.waitFor();
       const exited = new Promise((r) => gw.proc.once('exit', r));
       gw.proc.kill('SIGKILL');
       await exited;
