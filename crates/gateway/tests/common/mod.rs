@@ -20,6 +20,7 @@ pub mod bad;
 pub mod banner;
 pub mod fake_push;
 pub mod media;
+pub mod prompt_log;
 pub mod schedule;
 pub mod tcp;
 pub mod turns;
