@@ -49,6 +49,9 @@ struct Bridge {
     /// Turns and commands each lane holds (see [`Slot`]).
     queued: Mutex<HashMap<Lane, Arc<AtomicUsize>>>,
     warmed: watch::Sender<bool>,
+    /// Set (under the `lanes` lock) when the gateway begins to stop: no lane takes new work,
+    /// and no lane actor starts again after its lane was closed.
+    stopping: AtomicBool,
 }
 
 impl Bridge {
@@ -93,6 +96,7 @@ impl Agents {
                 lanes: Mutex::default(),
                 queued: Mutex::default(),
                 warmed: watch::channel(false).0,
+                stopping: AtomicBool::new(false),
             }),
         }
     }
@@ -102,6 +106,9 @@ impl Agents {
     pub(crate) fn take_slot(&self, lane: &Lane) -> Result<Slot, AgentError> {
         if self.disabled() {
             return Ok(Slot::none());
+        }
+        if self.bridge.stopping.load(Ordering::SeqCst) {
+            return Err(AgentError::ShuttingDown);
         }
         let queued = self
             .bridge
@@ -122,6 +129,10 @@ impl Agents {
             return Ok(());
         }
         let mut lanes = self.bridge.lanes();
+        if self.bridge.stopping.load(Ordering::SeqCst) {
+            // The lanes are closing or closed: a new actor would run this after its lane ended.
+            return Err(AgentError::ShuttingDown);
+        }
         let cmd = match lanes.get(lane).filter(|h| !h.task.is_finished()) {
             Some(handle) => match handle.tx.try_send(cmd) {
                 Ok(()) => return Ok(()),
@@ -360,6 +371,12 @@ impl Agents {
     /// Ends every lane (running turns are cancelled and closed with `message.stop`), then the
     /// agent process.
     pub async fn shutdown(&self) {
+        {
+            // Under the lock that `send` holds: a command either reached a lane about to be
+            // closed, or is refused.
+            let _lanes = self.bridge.lanes();
+            self.bridge.stopping.store(true, Ordering::SeqCst);
+        }
         self.close_lanes(|_| true, false).await;
         for host in self.env().hosts.all() {
             host.shutdown().await;
