@@ -52,6 +52,9 @@ struct Bridge {
     /// Set (under the `lanes` lock) when the gateway begins to stop: no lane takes new work,
     /// and no lane actor starts again after its lane was closed.
     stopping: AtomicBool,
+    /// Per lane, held by a `message.send` from taking its place to handing the stored message
+    /// over (see [`Agents::handoff`]).
+    handoffs: Mutex<HashMap<Lane, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Bridge {
@@ -97,8 +100,25 @@ impl Agents {
                 queued: Mutex::default(),
                 warmed: watch::channel(false).0,
                 stopping: AtomicBool::new(false),
+                handoffs: Mutex::default(),
             }),
         }
+    }
+
+    /// The lane's handoff: held from taking a place in the lane's queue, through storing the
+    /// message, to handing it to the lane, so that messages sent at once on several connections
+    /// reach the lane in the order they are stored (the order the queue runs in after a
+    /// restart, and the order receipts assume).
+    pub async fn handoff(&self, lane: &Lane) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = self
+            .bridge
+            .handoffs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(lane.clone())
+            .or_default()
+            .clone();
+        lock.lock_owned().await
     }
 
     /// Takes a place in the lane's queue for a message about to be stored and run; refused when
