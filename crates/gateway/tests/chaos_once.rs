@@ -100,6 +100,8 @@ async fn chaos(seed: u64, per_device: usize, restarts: usize, counts: Arc<Counts
     // Restarts spread over the run: the r-th once (r+1)/(restarts+1) of the messages are settled.
     let total = DEVICES * per_device;
     let (mut kills, mut terms) = (0, 0);
+    // How long the gateway was down (ending it and starting the next one), in all.
+    let mut down = Duration::ZERO;
     for r in 0..restarts {
         let target = (r + 1) * total / (restarts + 1);
         progress_rx.wait_for(|n| *n >= target).await.unwrap();
@@ -113,8 +115,10 @@ async fn chaos(seed: u64, per_device: usize, restarts: usize, counts: Arc<Counts
             terms += 1
         }
         url_tx.send_replace(None);
+        let ending = Instant::now();
         end_gateway(&mut gateway, kill).await;
         let (next, url) = spawn_gateway(&data, &log).await;
+        down += ending.elapsed();
         gateway = next;
         url_tx.send_replace(Some(url));
     }
@@ -133,7 +137,7 @@ async fn chaos(seed: u64, per_device: usize, restarts: usize, counts: Arc<Counts
     println!(
         "messages {}, answered {}, interrupted {}, agent runs {}, frames received {}, \
          restarts {} (KILL {kills}, TERM {terms}), connections {}, sends {}, duplicate acks {}, \
-         socket drops {}, refusals {:?}",
+         socket drops {}, refusals {:?}, gateway down {:.1} s in all",
         total,
         report.answered,
         report.interrupted,
@@ -145,6 +149,7 @@ async fn chaos(seed: u64, per_device: usize, restarts: usize, counts: Arc<Counts
         Counts::get(&counts.duplicate_acks),
         Counts::get(&counts.drops),
         counts.refusals.lock().unwrap(),
+        down.as_secs_f64(),
     );
     end_gateway(&mut gateway, false).await;
 }

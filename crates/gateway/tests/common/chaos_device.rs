@@ -44,15 +44,23 @@ impl Rng {
     }
 }
 
+/// The gateway's configuration beside `data`: the per-device budgets are far above what the
+/// devices send: this test is about exactly once, not about the budgets.
+const CONFIG: &str = "[limits]\nsends_per_minute = 1000000\nrequests_per_minute = 1000000\n";
+
 /// The gateway binary on `data` with the recording demo agent (its log in `log`), on a fresh
 /// loopback port; returns the process and its URL.
 pub async fn spawn_gateway(data: &Path, log: &Path) -> (Child, String) {
+    let config = data.with_extension("toml");
+    std::fs::write(&config, CONFIG).expect("write the config");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
         .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
         .arg("--data-dir")
         .arg(data)
         .arg("--agent")
         .arg(recording_agent(log))
+        .arg("--config")
+        .arg(&config)
         .env("IRIS_LOG", "error")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
