@@ -8,29 +8,12 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::prompt_log::{prompts_run, recording_agent};
 use common::*;
 use iris_client::{Client, ClientError, Event};
 use iris_protocol::{
     ClientFrame, ErrorCode, Message, MessageSend, MessageState, Role, ServerFrame,
 };
-
-/// A demo agent that records every prompt it runs in `log`.
-fn recording_agent(log: &Path) -> String {
-    format!(
-        "env DEMO_PROMPT_LOG='{}' '{}' demo-agent",
-        log.display(),
-        env!("CARGO_BIN_EXE_iris-gateway")
-    )
-}
-
-/// The prompts the agent ran, in order.
-fn prompts_run(log: &Path) -> Vec<String> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a recorded prompt"))
-        .collect()
-}
 
 fn send_frame(text: &str, client_id: Option<&str>) -> ClientFrame {
     ClientFrame::MessageSend(MessageSend {

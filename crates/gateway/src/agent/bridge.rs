@@ -49,6 +49,12 @@ struct Bridge {
     /// Turns and commands each lane holds (see [`Slot`]).
     queued: Mutex<HashMap<Lane, Arc<AtomicUsize>>>,
     warmed: watch::Sender<bool>,
+    /// Set (under the `lanes` lock) when the gateway begins to stop: no lane takes new work,
+    /// and no lane actor starts again after its lane was closed.
+    stopping: AtomicBool,
+    /// Per lane, held by a `message.send` from taking its place to handing the stored message
+    /// over (see [`Agents::handoff`]).
+    handoffs: Mutex<HashMap<Lane, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Bridge {
@@ -93,8 +99,26 @@ impl Agents {
                 lanes: Mutex::default(),
                 queued: Mutex::default(),
                 warmed: watch::channel(false).0,
+                stopping: AtomicBool::new(false),
+                handoffs: Mutex::default(),
             }),
         }
+    }
+
+    /// The lane's handoff: held from taking a place in the lane's queue, through storing the
+    /// message, to handing it to the lane, so that messages sent at once on several connections
+    /// reach the lane in the order they are stored (the order the queue runs in after a
+    /// restart, and the order receipts assume).
+    pub async fn handoff(&self, lane: &Lane) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = self
+            .bridge
+            .handoffs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(lane.clone())
+            .or_default()
+            .clone();
+        lock.lock_owned().await
     }
 
     /// Takes a place in the lane's queue for a message about to be stored and run; refused when
@@ -102,6 +126,9 @@ impl Agents {
     pub(crate) fn take_slot(&self, lane: &Lane) -> Result<Slot, AgentError> {
         if self.disabled() {
             return Ok(Slot::none());
+        }
+        if self.bridge.stopping.load(Ordering::SeqCst) {
+            return Err(AgentError::ShuttingDown);
         }
         let queued = self
             .bridge
@@ -122,6 +149,10 @@ impl Agents {
             return Ok(());
         }
         let mut lanes = self.bridge.lanes();
+        if self.bridge.stopping.load(Ordering::SeqCst) {
+            // The lanes are closing or closed: a new actor would run this after its lane ended.
+            return Err(AgentError::ShuttingDown);
+        }
         let cmd = match lanes.get(lane).filter(|h| !h.task.is_finished()) {
             Some(handle) => match handle.tx.try_send(cmd) {
                 Ok(()) => return Ok(()),
@@ -360,6 +391,12 @@ impl Agents {
     /// Ends every lane (running turns are cancelled and closed with `message.stop`), then the
     /// agent process.
     pub async fn shutdown(&self) {
+        {
+            // Under the lock that `send` holds: a command either reached a lane about to be
+            // closed, or is refused.
+            let _lanes = self.bridge.lanes();
+            self.bridge.stopping.store(true, Ordering::SeqCst);
+        }
         self.close_lanes(|_| true, false).await;
         for host in self.env().hosts.all() {
             host.shutdown().await;

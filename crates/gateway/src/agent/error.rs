@@ -53,6 +53,10 @@ pub enum AgentError {
         /// The agents there are, comma-separated.
         known: String,
     },
+    /// The gateway is stopping: a lane starts no new work. A message stored already stays
+    /// `queued` and runs after the restart.
+    #[error("the gateway is stopping; the message runs when it is back")]
+    ShuttingDown,
     /// The agent could not be started or did not open a session.
     #[error("{0}")]
     Unavailable(String),
@@ -75,7 +79,9 @@ impl From<AgentError> for WireError {
             | AgentError::PickerUnknown
             | AgentError::UnknownAgent { .. } => WireError::not_found(message),
             AgentError::BadChoice(_) | AgentError::EmptySteer => WireError::bad_request(message),
-            AgentError::LaneEnded | AgentError::Unavailable(_) => WireError::internal(message),
+            AgentError::LaneEnded | AgentError::Unavailable(_) | AgentError::ShuttingDown => {
+                WireError::internal(message)
+            }
             AgentError::Store(e) => e.into(),
         }
     }
@@ -94,6 +100,7 @@ mod tests {
         assert_eq!(wire(AgentError::PickerUnknown), ErrorCode::NotFound);
         assert_eq!(wire(AgentError::BadChoice("no")), ErrorCode::BadRequest);
         assert_eq!(wire(AgentError::EmptySteer), ErrorCode::BadRequest);
+        assert_eq!(wire(AgentError::ShuttingDown), ErrorCode::Internal);
         assert_eq!(
             wire(AgentError::Store(StoreError::Invalid("x".into()))),
             ErrorCode::BadRequest

@@ -134,6 +134,17 @@ pub fn idle_without_turn(tx: &mut WriteTx<'_>, lane: &Lane) -> Result<(), StoreE
     outbox::append(tx, &lane.header(), frame, None, &Origin::none()).map(|_| ())
 }
 
+/// A message stored `running` with its lane's `agent.busy` was not handed over (the gateway is
+/// stopping): it goes back to `queued` and the busy state ends, so the next start runs it.
+pub fn requeue_unstarted(
+    tx: &mut WriteTx<'_>,
+    lane: &Lane,
+    message_id: &str,
+) -> Result<(), StoreError> {
+    receipts::set(tx, lane, message_id, iris_protocol::MessageState::Queued)?;
+    idle_without_turn(tx, lane)
+}
+
 /// Keeps the lane's marker in step with frames being appended in this transaction, and the
 /// receipts of the user messages its turns run ([`receipts`]).
 pub fn track(tx: &mut WriteTx<'_>, lane: &Lane, frames: &[DurableFrame]) -> Result<(), StoreError> {

@@ -112,6 +112,7 @@ impl Agents {
         let busy_stored = ticket.marker.stored.load(Ordering::SeqCst);
         let Ticket { lane, slot, .. } = ticket;
         let slot = Some(slot);
+        let message_id = sub.message_id.clone();
         let cmd = match sub.work {
             Work::Command(command) => LaneCmd::Command(CommandJob {
                 command,
@@ -130,7 +131,15 @@ impl Agents {
             }),
         };
         if let Err(e) = self.send(&lane, cmd) {
-            if busy_stored {
+            if matches!(e, AgentError::ShuttingDown) {
+                // The message stays in the gateway's queue and runs after the restart.
+                if busy_stored {
+                    self.shared()
+                        .store
+                        .write(move |tx| recovery::requeue_unstarted(tx, &lane, &message_id))
+                        .await?;
+                }
+            } else if busy_stored {
                 // No turn will run: the busy state stored with the message ends here.
                 self.shared()
                     .store

@@ -58,6 +58,8 @@ pub(super) async fn send(
     if let Some(t) = &thread {
         lane.thread_id = Some(t.chat_id.clone());
     }
+    // Held until the message is handed over: stored order is handed-over order.
+    let _handoff = ctx.agents.handoff(&lane).await;
     // A lane that cannot take another turn refuses the message before it is stored.
     let ticket = ctx.agents.reserve(&lane, command.is_none())?;
     let message = Message {

@@ -18,8 +18,10 @@ use tokio::task::JoinHandle;
 
 pub mod bad;
 pub mod banner;
+pub mod chaos_device;
 pub mod fake_push;
 pub mod media;
+pub mod prompt_log;
 pub mod schedule;
 pub mod tcp;
 pub mod turns;
