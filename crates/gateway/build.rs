@@ -17,6 +17,12 @@
 //! or package it found. Installing something that was missing is noticed through its variable or
 //! its directory (`tests/claude/adapter`, `web/tests`); for a new `<workspace>/.venv` or
 //! `/opt/iris-hermes-venv`, set `IRIS_HERMES_VENV` or run `touch crates/gateway/build.rs`.
+//!
+//! It also builds Iris Web's assets as served: content-hashed names, brotli and gzip, and an
+//! `index.html` that names them (`build/web.rs`).
+
+#[path = "build/web.rs"]
+mod web;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -40,6 +46,8 @@ fn main() {
     }
     println!("cargo::rerun-if-changed=build.rs");
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    web::build(&manifest, &out_dir);
     let ci = std::env::var_os("CI").is_some();
     let netns = namespaces();
     let found = [

@@ -1,10 +1,91 @@
-// Iris Web service worker: shows the notifications the gateway pushes (Web Push, docs/protocol.md
-// §10) while no Iris tab is connected, and focuses (or opens) the client at the pushed chat when
-// one is clicked. It caches nothing: the client needs the gateway anyway, and the gateway serves
-// the page with revalidating cache headers.
+// Iris Web service worker: keeps the app shell for offline loads, shows the notifications the
+// gateway pushes (Web Push, docs/protocol.md §10) while no Iris tab is connected, and focuses (or
+// opens) the client at the pushed chat when one is clicked.
+//
+// The shell: the page is fetched from the network first (so a new gateway version is picked up
+// at once) and kept; without a network the kept page is served, and the client shows itself
+// offline instead of the browser's error page. Assets have content-hashed names that never
+// change meaning, so they are served from the cache first; installing caches what the page needs
+// for its first paint (its stylesheet, icon and preloaded modules), and a fresh page drops the
+// cached assets it no longer names. Nothing else (media, the WebSocket) passes through here.
 
-self.addEventListener('install', () => self.skipWaiting());
-self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
+const SHELL = 'iris-shell-v1';
+const HASHED = /\/assets\/.+\.[0-9a-f]{16}\.[a-z]+$/;
+const PAGE = new URL('./', self.registration.scope).href;
+
+/** The hashed asset URLs `html` names, and those it needs for the first paint. */
+function named(html) {
+  const all = new Set();
+  const first = new Set();
+  for (const m of html.matchAll(/"(\.?\/?assets\/[^"]+\.[0-9a-f]{16}\.[a-z]+)"/g)) all.add(new URL(m[1], PAGE).href);
+  for (const m of html.matchAll(/<link [^>]*href="(assets\/[^"]+)"|<script [^>]*src="(assets\/[^"]+)"/g)) {
+    first.add(new URL(m[1] || m[2], PAGE).href);
+  }
+  return { all, first };
+}
+
+/** Keeps `response` (a fresh page) and drops cached assets it no longer names. */
+async function keepPage(response) {
+  const cache = await caches.open(SHELL);
+  const html = await response.clone().text();
+  await cache.put(PAGE, response);
+  const { all } = named(html);
+  for (const req of await cache.keys()) {
+    if (HASHED.test(new URL(req.url).pathname) && !all.has(req.url)) await cache.delete(req);
+  }
+  return html;
+}
+
+self.addEventListener('install', (event) => {
+  event.waitUntil((async () => {
+    const response = await fetch(PAGE, { cache: 'no-cache' });
+    if (response.ok) {
+      const html = await keepPage(response);
+      await (await caches.open(SHELL)).addAll([...named(html).first]);
+    }
+    await self.skipWaiting();
+  })());
+});
+
+self.addEventListener('activate', (event) => event.waitUntil((async () => {
+  for (const name of await caches.keys()) if (name !== SHELL) await caches.delete(name);
+  await self.clients.claim();
+})()));
+
+self.addEventListener('fetch', (event) => {
+  const req = event.request;
+  if (req.method !== 'GET') return;
+  const url = new URL(req.url);
+  if (url.origin !== self.location.origin) return;
+  if (req.mode === 'navigate' || url.href === PAGE || url.pathname.endsWith('/index.html')) {
+    event.respondWith(pageFirstFromNetwork(req));
+  } else if (HASHED.test(url.pathname)) {
+    event.respondWith(assetFromCache(req));
+  }
+});
+
+/** The page from the network (kept for later), else the kept one. */
+async function pageFirstFromNetwork(req) {
+  try {
+    const response = await fetch(req);
+    if (response.ok && new URL(req.url).pathname === new URL(PAGE).pathname) keepPage(response.clone()).catch(() => {});
+    return response;
+  } catch (err) {
+    const kept = await caches.match(PAGE, { ignoreVary: true });
+    if (kept) return kept;
+    throw err;
+  }
+}
+
+/** A hashed asset from the cache, else from the network (and kept). */
+async function assetFromCache(req) {
+  const cache = await caches.open(SHELL);
+  const hit = await cache.match(req.url, { ignoreVary: true });
+  if (hit) return hit;
+  const response = await fetch(req);
+  if (response.ok) cache.put(req.url, response.clone()).catch(() => {});
+  return response;
+}
 
 self.addEventListener('push', (event) => {
   let data = {};

@@ -206,6 +206,10 @@ if ('serviceWorker' in navigator) {
   });
 }
 
+// The service worker keeps the app shell, so that a reload without a network shows the client
+// (offline) rather than the browser's error page.
+if ('serviceWorker' in navigator) navigator.serviceWorker.register('sw.js').catch(() => {});
+
 const token = tokenAtLoad();
 if (!token) showSignin('');
 else start(token);

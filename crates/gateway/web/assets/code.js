@@ -1,38 +1,67 @@
 // Code blocks: syntax highlighting by highlight.js (core plus a curated set of common languages,
 // see LANGUAGES in ../vendor.mjs), a language label and a copy button with "Copied" feedback.
+//
+// highlight.js is not part of the first paint: a block is shown escaped at once, and the core and
+// its language are imported when the first block in that language appears (each module once),
+// then the block is coloured in place.
 
-import hljs from './vendor/highlight/core.min.js';
-import lang_bash from './vendor/highlight/languages/bash.min.js';
-import lang_c from './vendor/highlight/languages/c.min.js';
-import lang_cpp from './vendor/highlight/languages/cpp.min.js';
-import lang_csharp from './vendor/highlight/languages/csharp.min.js';
-import lang_css from './vendor/highlight/languages/css.min.js';
-import lang_diff from './vendor/highlight/languages/diff.min.js';
-import lang_dockerfile from './vendor/highlight/languages/dockerfile.min.js';
-import lang_go from './vendor/highlight/languages/go.min.js';
-import lang_ini from './vendor/highlight/languages/ini.min.js';
-import lang_java from './vendor/highlight/languages/java.min.js';
-import lang_javascript from './vendor/highlight/languages/javascript.min.js';
-import lang_json from './vendor/highlight/languages/json.min.js';
-import lang_kotlin from './vendor/highlight/languages/kotlin.min.js';
-import lang_markdown from './vendor/highlight/languages/markdown.min.js';
-import lang_php from './vendor/highlight/languages/php.min.js';
-import lang_python from './vendor/highlight/languages/python.min.js';
-import lang_ruby from './vendor/highlight/languages/ruby.min.js';
-import lang_rust from './vendor/highlight/languages/rust.min.js';
-import lang_shell from './vendor/highlight/languages/shell.min.js';
-import lang_sql from './vendor/highlight/languages/sql.min.js';
-import lang_swift from './vendor/highlight/languages/swift.min.js';
-import lang_typescript from './vendor/highlight/languages/typescript.min.js';
-import lang_xml from './vendor/highlight/languages/xml.min.js';
-import lang_yaml from './vendor/highlight/languages/yaml.min.js';
+import DOMPurify from './vendor/dompurify/purify.es.mjs';
 
-for (const [name, lang] of Object.entries({ bash: lang_bash, c: lang_c, cpp: lang_cpp, csharp: lang_csharp, css: lang_css, diff: lang_diff, dockerfile: lang_dockerfile, go: lang_go, ini: lang_ini, java: lang_java, javascript: lang_javascript, json: lang_json, kotlin: lang_kotlin, markdown: lang_markdown, php: lang_php, python: lang_python, ruby: lang_ruby, rust: lang_rust, shell: lang_shell, sql: lang_sql, swift: lang_swift, typescript: lang_typescript, xml: lang_xml, yaml: lang_yaml })) hljs.registerLanguage(name, lang);
+/** The languages vendored under vendor/highlight/languages/ (as in ../vendor.mjs). */
+export const LANGUAGES = ['bash', 'c', 'cpp', 'csharp', 'css', 'diff', 'dockerfile', 'go', 'ini', 'java', 'javascript', 'json',
+  'kotlin', 'markdown', 'php', 'python', 'ruby', 'rust', 'shell', 'sql', 'swift', 'typescript', 'xml', 'yaml'];
 
-/** Highlighted HTML for `code` (escaped by highlight.js), or null for an unknown language. */
-export function highlight(code, lang) {
-  if (!lang || !hljs.getLanguage(lang)) return null;
-  return hljs.highlight(code, { language: lang, ignoreIllegals: true }).value;
+/** Common other names of those languages (their highlight.js aliases) → the file to load. */
+const ALIASES = {
+  sh: 'bash', zsh: 'bash', h: 'c', cc: 'cpp', 'c++': 'cpp', hpp: 'cpp', cxx: 'cpp', hh: 'cpp', cs: 'csharp', 'c#': 'csharp',
+  patch: 'diff', docker: 'dockerfile', golang: 'go', toml: 'ini', js: 'javascript', jsx: 'javascript', mjs: 'javascript',
+  cjs: 'javascript', jsonc: 'json', kt: 'kotlin', kts: 'kotlin', md: 'markdown', py: 'python', gyp: 'python', rb: 'ruby',
+  rs: 'rust', console: 'shell', shellsession: 'shell', ts: 'typescript', tsx: 'typescript', mts: 'typescript',
+  html: 'xml', xhtml: 'xml', svg: 'xml', rss: 'xml', yml: 'yaml',
+};
+
+/** The language file for a fence's language name, or null if none is vendored. */
+export function languageFile(lang) {
+  const name = String(lang || '').toLowerCase();
+  if (LANGUAGES.includes(name)) return name;
+  return Object.hasOwn(ALIASES, name) ? ALIASES[name] : null;
+}
+
+/** Language file → promise of highlight.js with that language registered. */
+const loading = new Map();
+/** Language file → highlight.js, once registered (so later blocks colour synchronously). */
+const ready = new Map();
+
+function loadLanguage(file) {
+  if (!loading.has(file)) {
+    loading.set(file, Promise.all([
+      import('./vendor/highlight/core.min.js'),
+      import(`./vendor/highlight/languages/${file}.min.js`),
+    ]).then(([{ default: hljs }, { default: language }]) => {
+      hljs.registerLanguage(file, language);
+      ready.set(file, hljs);
+      return hljs;
+    }));
+  }
+  return loading.get(file);
+}
+
+/** Colours `code` (a `<code>` of escaped text) in language `file`. */
+function paint(hljs, code, file) {
+  const html = hljs.highlight(code.textContent, { language: file, ignoreIllegals: true }).value;
+  // highlight.js escapes the text itself; only its spans are let through all the same.
+  code.innerHTML = DOMPurify.sanitize(html, { ALLOWED_TAGS: ['span'], ALLOWED_ATTR: ['class'] });
+}
+
+/** Highlights `code` in `lang` now if that language is loaded, else once it is. */
+function highlightBlock(code, lang) {
+  const file = languageFile(lang);
+  if (!file) return;
+  if (ready.has(file)) {
+    paint(ready.get(file), code, file);
+    return;
+  }
+  loadLanguage(file).then((hljs) => paint(hljs, code, file)).catch(() => {});
 }
 
 /** Puts every `pre > code` of `root` in a frame with its language label and a copy button. */
@@ -41,6 +70,7 @@ export function frameCodeBlocks(root) {
     const code = pre.querySelector('code');
     if (!code) continue;
     const lang = /(?:^|\s)language-(\S+)/.exec(code.className)?.[1] || '';
+    highlightBlock(code, lang);
     const label = document.createElement('span');
     label.className = 'code-lang';
     label.textContent = lang || 'text';

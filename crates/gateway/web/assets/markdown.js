@@ -9,7 +9,7 @@
 
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
 import MarkdownIt from './vendor/markdown-it/markdown-it.min.mjs';
-import { frameCodeBlocks, highlight } from './code.js';
+import { frameCodeBlocks } from './code.js';
 
 const SAFE_URL = /^(?:https?:|mailto:)/i;
 
@@ -23,7 +23,6 @@ const md = new MarkdownIt({
   linkify: true,
   breaks: true,
   typographer: false,
-  highlight: (code, lang) => highlight(code, lang) || '',
 });
 md.validateLink = safeUrl;
 

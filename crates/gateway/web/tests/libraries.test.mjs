@@ -150,12 +150,17 @@ describe('vendored libraries', { timeout: 240000 }, () => {
   test('a code block is highlighted, labelled, and copied with "Copied" feedback', { timeout: 60000 }, async () => {
     const { page, context } = await signedIn(DESKTOP);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gw.url });
+    const highlighter = () => page.evaluate(() => performance.getEntriesByType('resource')
+      .map((e) => new URL(e.name).pathname).filter((p) => p.includes('/vendor/highlight/'))
+      .map((p) => p.replace(/^.*\/vendor\/highlight\//, '').replace(/\.[0-9a-f]{16}\.js$/, '.js')).sort());
+    assert.deepEqual(await highlighter(), [], 'highlight.js is not loaded before a code block needs it');
     await send(page, 'here\n```rust\nfn main() { let x = 42; }\n```');
     const answer = assistant(page, 'fn main()');
     await answer.waitFor();
     const block = answer.locator('.code-block');
     assert.equal(await block.locator('.code-lang').textContent(), 'rust');
-    assert.ok(await block.locator('.hljs-keyword', { hasText: 'fn' }).count() > 0, 'keywords are highlighted');
+    await block.locator('.hljs-keyword', { hasText: 'fn' }).first().waitFor();
+    assert.deepEqual(await highlighter(), ['core.min.js', 'languages/rust.min.js'], 'only the core and the language needed');
     assert.ok(await block.locator('.hljs-number', { hasText: '42' }).count() > 0);
     const copy = block.getByRole('button', { name: 'Copy rust code' });
     await copy.click();
