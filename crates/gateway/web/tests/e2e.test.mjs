@@ -56,7 +56,7 @@ describe('Iris Web', { timeout: 240000 }, () => {
     const streaming = page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' });
     await streaming.waitFor();
     assert.equal(await page.getByRole('button', { name: 'Stop' }).isVisible(), true);
-    assert.match(await page.locator('#busy-text').textContent(), /Writing…/);
+    await page.locator('#busy-text', { hasText: 'Writing…' }).waitFor();
     await shot(page, 'streaming-desktop');
 
     const answer = assistant(page, 'Echo: think tool slow please');
@@ -89,8 +89,9 @@ describe('Iris Web', { timeout: 240000 }, () => {
     const { page } = await device(DESKTOP);
     await openSignedIn(page, gw.url);
 
-    await send(page, 'slow story');
-    await page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' }).waitFor();
+    // Text, then nothing until it is stopped: Stop never races the end of the answer.
+    await send(page, 'linger story');
+    await page.locator('.msg.role-assistant.streaming', { hasText: 'Lingering.' }).waitFor();
     await page.getByRole('button', { name: 'Stop' }).click();
     const stopped = page.locator('.msg.role-assistant:not(.streaming) .ended-stopped', { hasText: 'Stopped' });
     await stopped.waitFor();
@@ -121,10 +122,10 @@ describe('Iris Web', { timeout: 240000 }, () => {
       return `other: ${el.className}`;
     }));
 
-    await send(page, 'plan tool approve slow');
+    await send(page, 'plan tool approve linger');
     const dialog = page.locator('dialog#picker[open]');
     await dialog.getByRole('button', { name: 'Allow once' }).click();
-    await page.locator('.msg.role-assistant.streaming', { hasText: 'tick 3' }).waitFor();
+    await page.locator('.msg.role-assistant.streaming', { hasText: 'Lingering.' }).waitFor();
     await page.getByRole('button', { name: 'Stop' }).click();
     const stopped = page.locator('.msg.role-assistant:not(.streaming)', { has: page.locator('.ended-stopped') });
     await stopped.waitFor();
@@ -146,10 +147,13 @@ describe('Iris Web', { timeout: 240000 }, () => {
     await stopped.locator('.msg-more').click();
     await page.getByRole('menuitem', { name: 'Retry' }).click();
     await dialog.getByRole('button', { name: 'Allow once' }).click();
-    await assistant(page, 'Echo: plan tool approve slow').waitFor();
+    await page.locator('.msg.role-assistant.streaming', { hasText: 'Lingering.' }).waitFor();
     assert.equal(await page.locator('.msg.role-user').count(), 1, 'a retry adds no user message');
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.locator('#busy').waitFor({ state: 'hidden' });
     // A completed answer offers no Retry.
-    await assistant(page, 'Echo: plan tool approve slow').locator('.msg-more').click();
+    await send(page, 'hello');
+    await assistant(page, 'Echo: hello').locator('.msg-more').click();
     await page.getByRole('menuitem', { name: 'Delete' }).waitFor();
     assert.equal(await page.getByRole('menuitem', { name: 'Retry' }).count(), 0);
     assert.deepEqual(pageErrors(page), []);
