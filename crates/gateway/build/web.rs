@@ -15,6 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 /// One file under `web/assets/`, as served.
@@ -43,34 +45,11 @@ fn content_type(name: &str) -> Option<&'static str> {
 /// `dir/name.ext` → `dir/name.<hash>.ext` (the last extension keeps its place, so the type
 /// stays visible in the URL).
 fn hashed_name(name: &str, body: &[u8]) -> String {
-    let hash = &hex(&Sha256::digest(body))[..16];
+    let hash = &hex::encode(Sha256::digest(body))[..16];
     match name.rsplit_once('.') {
         Some((stem, ext)) => format!("{stem}.{hash}.{ext}"),
         None => format!("{name}.{hash}"),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Every servable file under `dir`, recursively, with its path below `root`.
@@ -192,7 +171,7 @@ fn index_html(source: &str, assets: &[Built]) -> (String, String) {
         .map(|a| format!("\"./assets/{}\":\"./assets/{}\"", a.name, a.hashed))
         .collect();
     let map = format!("{{\"imports\":{{{}}}}}", entries.join(","));
-    let csp_hash = base64(&Sha256::digest(map.as_bytes()));
+    let csp_hash = STANDARD.encode(Sha256::digest(map.as_bytes()));
     let hashed: BTreeMap<&str, &str> = assets
         .iter()
         .map(|a| (a.name.as_str(), a.hashed.as_str()))
