@@ -11,6 +11,7 @@ mod fanout;
 mod gateway;
 mod hermes;
 mod idle;
+mod lanes;
 mod raw;
 mod replay;
 mod report;
@@ -50,6 +51,13 @@ enum Command {
         /// Device counts, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "10,100")]
         devices: Vec<usize>,
+    },
+    /// N devices and N chats answering at once, devices showing every chat against devices
+    /// showing one chat each (focus): frames and bytes delivered in the round.
+    Lanes {
+        /// N values, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "50")]
+        n: Vec<usize>,
     },
     /// One device replays a pre-filled outbox from cursor 0.
     Replay {
@@ -166,6 +174,7 @@ fn main() -> ExitCode {
             Command::All => {
                 idle::run(&mut report, &[1000, 10_000], runs).await?;
                 fanout::run(&mut report, &[10, 100], runs).await?;
+                lanes::run(&mut report, &[50], runs).await?;
                 replay::run(&mut report, 1_000_000, runs).await?;
                 append::run(&mut report, 3.0, 64, runs).await?;
                 turn::run(&mut report, 100, runs).await?;
@@ -181,6 +190,7 @@ fn main() -> ExitCode {
             }
             Command::Idle { conns } => idle::run(&mut report, &conns, runs).await,
             Command::Fanout { devices } => fanout::run(&mut report, &devices, runs).await,
+            Command::Lanes { n } => lanes::run(&mut report, &n, runs).await,
             Command::Replay { frames } => replay::run(&mut report, frames, runs).await,
             Command::Append { secs, writers } => {
                 append::run(&mut report, secs, writers, runs).await
