@@ -23,6 +23,7 @@ fn named(name: &str, extra_command: &str) -> NamedAgent {
             ("DEMO_WHO".into(), Secret::from(name)),
         ],
         timeouts: AgentTimeouts::default(),
+        spare_session: None,
     }
 }
 
@@ -81,17 +82,6 @@ async fn idle_in(client: &mut Client, chat: &str) -> Vec<Event> {
 async fn ask(client: &mut Client, chat: &str, text: &str) -> Vec<Event> {
     send(client, Header::lane(chat, None), text, false).await;
     idle_in(client, chat).await
-}
-
-/// Runs a gateway command in a channel and returns the system message it answers with.
-async fn command(client: &mut Client, chat: &str, text: &str) -> String {
-    send(client, Header::lane(chat, None), text, false).await;
-    let events = until(client, |e| {
-        e.header.chat_id.as_deref() == Some(chat)
-            && matches!(&e.body, ServerFrame::Message(m) if m.role == iris_protocol::Role::System)
-    })
-    .await;
-    system_texts(&events).pop().unwrap_or_default()
 }
 
 fn in_chat<'a>(events: &'a [Event], chat: &str) -> Vec<&'a Event> {
@@ -181,9 +171,9 @@ async fn channels_choose_their_agent_and_the_directory_says_which() {
     );
 
     // Each channel's chats are answered by its own agent.
-    let beta_status = command(&mut a, &code, "/status").await;
+    let beta_status = lane_command(&mut a, &code, "/status").await;
     assert!(beta_status.contains("Agent: beta"), "{beta_status}");
-    let alpha_status = command(&mut a, "default", "/status").await;
+    let alpha_status = lane_command(&mut a, "default", "/status").await;
     assert!(alpha_status.contains("Agent: alpha"), "{alpha_status}");
     assert!(
         alpha_status.contains("alpha (default,") && alpha_status.contains("beta ("),
@@ -313,7 +303,7 @@ async fn switching_a_channel_s_agent_starts_fresh_sessions_and_keeps_the_history
         other => panic!("{other:?}"),
     }
     until(&mut a, |e| e.frame_type() == "channel.list").await;
-    let status = command(&mut a, "default", "/status").await;
+    let status = lane_command(&mut a, "default", "/status").await;
     assert!(status.contains("Agent: beta"), "{status}");
 
     // The history stays.

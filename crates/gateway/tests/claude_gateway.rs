@@ -24,6 +24,7 @@ async fn with_claude(env: &claude::ClaudeEnv, default: &str) -> TestGateway {
             cwd: Some(env.work.clone()),
             env: Vec::new(),
             timeouts: AgentTimeouts::default(),
+            spare_session: None,
         }];
     })
     .await

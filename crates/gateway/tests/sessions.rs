@@ -2,7 +2,8 @@
 //! server and the demo agent: `session/close` when a lane is reset, deleted, moved to another
 //! agent or a scheduled run ends; `session/resume` instead of `session/load`; a `usage_update`'s
 //! cost as `runtime.cost`; updates and capabilities of a newer ACP version ignored. The demo
-//! agent's `sessions` keyword says how many sessions it holds open.
+//! agent's `sessions` keyword says how many sessions it holds open. The spare session is off
+//! here, so that the counts are exact; `tests/spare_session.rs` covers it.
 
 mod common;
 
@@ -17,27 +18,6 @@ use iris_protocol::{BusyReason, ChannelSetAgent, ClientFrame, Empty, Header, Rol
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// The demo agent's answer to `sessions` in this chat.
-async fn sessions(client: &mut Client, chat: &str) -> String {
-    send(client, Header::lane(chat, None), "sessions", false).await;
-    let events = until(client, |e| {
-        e.frame_type() == "agent.idle" && e.header.chat_id.as_deref() == Some(chat)
-    })
-    .await;
-    final_text(&events)
-}
-
-/// Runs a gateway command and waits for its system message.
-async fn command(client: &mut Client, chat: &str, text: &str) -> String {
-    send(client, Header::lane(chat, None), text, false).await;
-    let events = until(client, |e| {
-        e.header.chat_id.as_deref() == Some(chat)
-            && matches!(&e.body, ServerFrame::Message(m) if m.role == Role::System)
-    })
-    .await;
-    system_texts(&events).pop().unwrap_or_default()
-}
-
 fn demo(name: &str, env: &[(&str, &str)]) -> NamedAgent {
     NamedAgent {
         name: name.into(),
@@ -48,35 +28,42 @@ fn demo(name: &str, env: &[(&str, &str)]) -> NamedAgent {
             .map(|(k, v)| ((*k).to_owned(), Secret::from(*v)))
             .collect(),
         timeouts: AgentTimeouts::default(),
+        spare_session: Some(false),
     }
+}
+
+/// The demo agent, without a spare session.
+fn demo_without_spare(c: &mut iris_gateway::Config) {
+    c.agent_command = Some(demo_agent());
+    c.spare_session = false;
 }
 
 #[tokio::test]
 async fn a_reset_or_deleted_lane_closes_its_agent_session() {
-    let gw = TestGateway::start_demo().await;
+    let gw = TestGateway::start_with(demo_without_spare).await;
     let (mut a, _) = gw.connect("phone").await;
-    assert!(sessions(&mut a, "default")
+    assert!(demo_sessions(&mut a, "default")
         .await
         .starts_with("Open sessions: 1,"));
 
     assert_eq!(
-        command(&mut a, "default", "/new").await,
+        lane_command(&mut a, "default", "/new").await,
         "Started a new session."
     );
-    let status = command(&mut a, "default", "/status").await;
+    let status = lane_command(&mut a, "default", "/status").await;
     assert!(
         status.contains("Agent sessions: 1 open"),
         "/status lists the agent's sessions (session/list): {status}"
     );
     assert!(
-        sessions(&mut a, "default")
+        demo_sessions(&mut a, "default")
             .await
             .starts_with("Open sessions: 1,"),
         "/new closed the old session"
     );
 
     let side = create_channel(&mut a, "Side", None).await;
-    assert!(sessions(&mut a, &side)
+    assert!(demo_sessions(&mut a, &side)
         .await
         .starts_with("Open sessions: 2,"));
     a.request(
@@ -86,7 +73,7 @@ async fn a_reset_or_deleted_lane_closes_its_agent_session() {
     .await
     .expect("channel.delete answered");
     assert!(
-        sessions(&mut a, "default")
+        demo_sessions(&mut a, "default")
             .await
             .starts_with("Open sessions: 1,"),
         "the deleted channel's session was closed"
@@ -104,8 +91,8 @@ async fn a_channel_moved_to_another_agent_closes_its_session_there() {
     .await;
     let (mut a, _) = gw.connect("phone").await;
     let other = create_channel(&mut a, "Other", None).await;
-    sessions(&mut a, "default").await;
-    assert!(sessions(&mut a, &other)
+    demo_sessions(&mut a, "default").await;
+    assert!(demo_sessions(&mut a, &other)
         .await
         .starts_with("Open sessions: 2,"));
     let frame = ClientFrame::ChannelSetAgent(ChannelSetAgent {
@@ -115,12 +102,12 @@ async fn a_channel_moved_to_another_agent_closes_its_session_there() {
         .await
         .unwrap();
     assert!(
-        sessions(&mut a, &other)
+        demo_sessions(&mut a, &other)
             .await
             .starts_with("Open sessions: 1,"),
         "alpha closed the session of the channel that left it"
     );
-    assert!(sessions(&mut a, "default")
+    assert!(demo_sessions(&mut a, "default")
         .await
         .starts_with("Open sessions: 1,"));
     gw.stop().await;
@@ -132,16 +119,16 @@ async fn a_scheduled_run_closes_its_session() {
     let gw = TestGateway::start_with({
         let clock: Arc<ManualClock> = clock.clone();
         move |c| {
-            c.agent_command = Some(demo_agent());
+            demo_without_spare(c);
             c.cron.clock = clock.clock();
         }
     })
     .await;
     let (mut a, _) = gw.connect("phone").await;
-    assert!(sessions(&mut a, "default")
+    assert!(demo_sessions(&mut a, "default")
         .await
         .starts_with("Open sessions: 1,"));
-    let reply = command(&mut a, "default", "/cron add in 5m Look around").await;
+    let reply = lane_command(&mut a, "default", "/cron add in 5m Look around").await;
     assert!(reply.starts_with("Scheduled job 1"), "{reply}");
     clock.advance(Duration::from_secs(300));
     let now = gw.cron.now_ms();
@@ -156,7 +143,7 @@ async fn a_scheduled_run_closes_its_session() {
     .expect("the run starts");
     until_idle(&mut a).await;
     assert!(
-        sessions(&mut a, "default")
+        demo_sessions(&mut a, "default")
             .await
             .starts_with("Open sessions: 1,"),
         "the run's own session is closed when it ends"
@@ -178,14 +165,14 @@ async fn a_restored_session_is_resumed_where_the_agent_offers_it_and_loaded_else
         };
         let gw = TestGateway::start_in(dir.path(), configure).await;
         let (mut a, _) = gw.connect("phone").await;
-        assert!(sessions(&mut a, "default")
+        assert!(demo_sessions(&mut a, "default")
             .await
             .ends_with("resumed: 0, loaded: 0"));
         gw.stop().await;
 
         let gw = TestGateway::start_in(dir.path(), configure).await;
         let (mut a, _) = gw.connect("phone").await;
-        let seen = sessions(&mut a, "default").await;
+        let seen = demo_sessions(&mut a, "default").await;
         assert!(seen.ends_with(expected), "{env:?}: {seen}");
         gw.stop().await;
     }
@@ -193,7 +180,7 @@ async fn a_restored_session_is_resumed_where_the_agent_offers_it_and_loaded_else
 
 #[tokio::test]
 async fn updates_and_capabilities_of_a_newer_acp_version_do_not_break_a_turn() {
-    let gw = TestGateway::start_demo().await;
+    let gw = TestGateway::start_with(demo_without_spare).await;
     let (mut a, _) = gw.connect("phone").await;
     let events = turn(&mut a, default_lane(), "future please").await;
     assert_eq!(final_text(&events), "Future-proof. Echo: future please");
@@ -203,7 +190,7 @@ async fn updates_and_capabilities_of_a_newer_acp_version_do_not_break_a_turn() {
 
 #[tokio::test]
 async fn a_reported_cost_becomes_the_runtime_cost() {
-    let gw = TestGateway::start_demo().await;
+    let gw = TestGateway::start_with(demo_without_spare).await;
     let (mut a, _) = gw.connect("phone").await;
     let events = turn(&mut a, default_lane(), "what does this cost").await;
     let runtime = events

@@ -25,6 +25,8 @@ pub struct AgentChoice {
     pub is_demo: bool,
     /// No agent at all (`none`): messages are stored and synced but nobody answers.
     pub disabled: bool,
+    /// Whether a session is kept open ahead of need for the next new chat (see `agent/spare.rs`).
+    pub spare_session: bool,
     /// Said once, in the log and as a system message on the first turn (e.g. how to connect
     /// Hermes when the demo agent was chosen for lack of one).
     pub notice: Option<String>,
@@ -50,6 +52,7 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
             label: "demo agent".into(),
             is_demo: true,
             disabled: false,
+            spare_session: true,
             notice,
         })
     };
@@ -62,6 +65,7 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
             label: "no agent".into(),
             is_demo: false,
             disabled: true,
+            spare_session: false,
             notice: None,
         }),
         Some(line) if !line.is_empty() => {
@@ -95,6 +99,7 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
                 label,
                 is_demo,
                 disabled: false,
+                spare_session: true,
                 notice: None,
             })
         }
@@ -106,6 +111,7 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
                 label: "Hermes".into(),
                 is_demo: false,
                 disabled: false,
+                spare_session: true,
                 notice: None,
             }),
             None => demo(Some(DEMO_NOTICE.into())),
@@ -143,6 +149,7 @@ pub fn roster(config: &Config, cwd: &Path) -> Result<Roster, String> {
         choice.name = named.name.clone();
         choice.label = named.name.clone();
         choice.timeouts = named.timeouts;
+        choice.spare_session = named.spare_session.unwrap_or(config.spare_session);
         for (k, v) in &named.env {
             choice.spec = choice.spec.env(k.clone(), v.expose());
         }
@@ -168,6 +175,7 @@ pub fn roster(config: &Config, cwd: &Path) -> Result<Roster, String> {
                 ));
             }
             choice.timeouts = base_timeouts;
+            choice.spare_session = config.spare_session;
             let name = choice.name.clone();
             agents.insert(0, choice);
             Some(name)
@@ -177,6 +185,7 @@ pub fn roster(config: &Config, cwd: &Path) -> Result<Roster, String> {
     if !agents.iter().any(|a| a.name == DEMO_NAME) {
         let mut demo = choose_agent(Some(DEMO_NAME), cwd)?;
         demo.timeouts = base_timeouts;
+        demo.spare_session = config.spare_session;
         agents.push(demo);
     }
     if config.confine_agent {
@@ -329,6 +338,7 @@ mod tests {
                 cwd: None,
                 env: Vec::new(),
                 timeouts: AgentTimeouts::default(),
+                spare_session: None,
             })
             .collect();
         c

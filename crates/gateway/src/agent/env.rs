@@ -65,6 +65,7 @@ impl Hosts {
                 label: "no agent".into(),
                 is_demo: false,
                 disabled: true,
+                spare_session: false,
                 notice: None,
             }));
         }

@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::choice::{without_gateway_env, AgentChoice};
 use super::error::AgentError;
+use super::spare::Spare;
 use crate::config::AgentTimeouts;
 
 /// Events a lane's queue holds. When it is full the host stops reading the agent's output
@@ -169,6 +170,8 @@ pub struct AgentHost {
     stopping: AtomicBool,
     /// Whether a process runs now.
     running: AtomicBool,
+    /// The session opened ahead for the next lane that needs one.
+    pub(crate) spare: Spare,
 }
 
 /// How long an agent has at shutdown to exit after its input ends, and again after SIGTERM,
@@ -205,7 +208,13 @@ impl AgentHost {
             last_start: Mutex::default(),
             stopping: AtomicBool::new(false),
             running: AtomicBool::new(false),
+            spare: Spare::new(choice.spare_session && !choice.disabled),
         })
+    }
+
+    /// Whether the gateway is shutting this agent down.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
     }
 
     /// Whether a process of this agent runs now.
@@ -523,6 +532,7 @@ impl AgentHost {
         self.stopping.store(true, Ordering::SeqCst);
         let mut st = self.state.lock().await;
         if let Some(current) = st.current.take() {
+            self.spare.close(&current).await;
             if let Some(p) = current.client.process() {
                 let exit = p.terminate(STOP_GRACE).await;
                 tracing::debug!(agent = %self.label, %exit, "agent process ended");

@@ -17,6 +17,7 @@ mod lane;
 pub mod receipts;
 pub mod recovery;
 pub mod requeue;
+mod spare;
 mod switch;
 pub mod tools;
 pub mod turn;

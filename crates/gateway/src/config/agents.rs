@@ -28,6 +28,10 @@ pub struct AgentFileConfig {
     /// Confine every agent with Landlock where the kernel has it: no access to the data dir
     /// (default true).
     pub confine: Option<bool>,
+    /// Keep one agent session open ahead of need, handed to the next new channel, thread or
+    /// `/new` so that its first answer does not wait for the agent to open a session (default
+    /// true). Turn it off for an agent whose idle sessions are not cheap.
+    pub spare_session: Option<bool>,
 }
 
 /// `[agents.NAME]` in the file.
@@ -48,6 +52,8 @@ pub struct NamedAgentFileConfig {
     pub turn_idle_timeout_secs: Option<u64>,
     /// As in `[agent]`; default: `[agent]`'s value.
     pub cancel_grace_secs: Option<u64>,
+    /// As in `[agent]`; default: `[agent]`'s value.
+    pub spare_session: Option<bool>,
 }
 
 /// How long an agent's turns and approvals may take.
@@ -100,6 +106,8 @@ pub struct NamedAgent {
     pub env: Vec<(String, Secret)>,
     /// Its timeouts.
     pub timeouts: AgentTimeouts,
+    /// Whether a session is kept open ahead of need (`None`: `[agent]`'s choice).
+    pub spare_session: Option<bool>,
 }
 
 /// Whether `name` can name an agent: 1 to 32 lower-case letters, digits, `-` and `_`.
@@ -152,6 +160,7 @@ pub fn resolve(
                     turn_idle: secs_or(a.turn_idle_timeout_secs, base.turn_idle),
                     cancel_grace: secs_or(a.cancel_grace_secs, base.cancel_grace),
                 },
+                spare_session: a.spare_session,
                 name,
             })
         })

@@ -229,6 +229,9 @@ pub struct Config {
     pub agent_cwd: Option<PathBuf>,
     /// Whether agents are confined (Landlock, where the kernel has it) away from the data dir.
     pub confine_agent: bool,
+    /// Keep one agent session open ahead of need for the next new chat (`[agent] spare_session`,
+    /// default true; `[agents.NAME]` may say otherwise).
+    pub spare_session: bool,
     /// Named agents (`[agents.NAME]`), besides `agent_command`'s and the demo agent.
     pub agents: Vec<NamedAgent>,
     /// The agent of the default channel and of channels created without one.
@@ -383,6 +386,7 @@ impl Config {
             agent_command: over.agent.or(file.agent.command),
             agent_cwd: file.agent.cwd,
             confine_agent: file.agent.confine.unwrap_or(true),
+            spare_session: file.agent.spare_session.unwrap_or(true),
             agents: named,
             default_agent: file.default_agent,
             approval_timeout: timeouts.approval,
@@ -440,6 +444,7 @@ impl Config {
             agent_cwd: Some(data_dir.to_path_buf()),
             // Tests run their agents in the data dir; the confinement tests switch it on.
             confine_agent: false,
+            spare_session: true,
             agents: Vec::new(),
             default_agent: None,
             approval_timeout: Duration::from_secs(55),

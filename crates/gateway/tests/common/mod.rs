@@ -235,6 +235,27 @@ pub fn system_texts(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// The demo agent's answer to `sessions` in this chat ("Open sessions: N, resumed: …").
+pub async fn demo_sessions(client: &mut Client, chat: &str) -> String {
+    send(client, Header::lane(chat, None), "sessions", false).await;
+    let events = until(client, |e| {
+        e.frame_type() == "agent.idle" && e.header.chat_id.as_deref() == Some(chat)
+    })
+    .await;
+    final_text(&events)
+}
+
+/// Runs a gateway command (`/status`, `/new`, …) in this chat and returns its system message.
+pub async fn lane_command(client: &mut Client, chat: &str, text: &str) -> String {
+    send(client, Header::lane(chat, None), text, false).await;
+    let events = until(client, |e| {
+        e.header.chat_id.as_deref() == Some(chat)
+            && matches!(&e.body, ServerFrame::Message(m) if m.role == Role::System)
+    })
+    .await;
+    system_texts(&events).pop().unwrap_or_default()
+}
+
 /// The newest page of a lane's history, as a device reads it.
 pub async fn lane_history(client: &mut Client, lane: Header) -> Vec<iris_protocol::Message> {
     let reply = client

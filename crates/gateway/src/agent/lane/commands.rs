@@ -16,6 +16,10 @@ impl LaneActor {
             Command::Stop => self.out.system("Nothing is running in this chat.").await,
             Command::Status => {
                 let mut text = self.status_text();
+                text.push_str(&format!(
+                    "\nSpare session: {}",
+                    self.session.spare_text().await
+                ));
                 if let Some(held) = self.session.agent_sessions().await {
                     text.push_str(&format!(
                         "\nAgent sessions: {held} open on this chat's agent"

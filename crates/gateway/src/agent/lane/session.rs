@@ -11,6 +11,7 @@ use iris_store::Store;
 use super::super::env::Hosts;
 use super::super::error::AgentError;
 use super::super::host::{AgentHost, EventRx, EventTx, Instance};
+use super::super::spare::Spare;
 use super::super::usage::{UsageKind, UsageMeter};
 use crate::outbox::Lane;
 
@@ -134,20 +135,37 @@ impl SessionSlot {
             self.host.remove_route(&old.id);
         }
         if self.reopen(&instance, rx).await {
+            Spare::refill(&self.host, &instance);
             return Ok((instance, false));
         }
-        let cwd = self.host.cwd.clone();
         // Events still queued belong to no open session; dropped while waiting.
-        let opened = drain_while(rx, instance.client.new_session(&cwd)).await;
-        let resp = opened.map_err(|e| {
-            AgentError::Unavailable(format!("{} could not open a session: {e}", self.host.label))
-        })?;
+        let (id, models) = match drain_while(rx, self.host.spare.take(instance.generation)).await {
+            Some(spare) => (spare.id, spare.models),
+            None => {
+                let cwd = self.host.cwd.clone();
+                let opened = drain_while(rx, instance.client.new_session(&cwd)).await;
+                let resp = opened.map_err(|e| {
+                    AgentError::Unavailable(format!(
+                        "{} could not open a session: {e}",
+                        self.host.label
+                    ))
+                })?;
+                (resp.session_id, resp.models)
+            }
+        };
         self.host
-            .add_route(&resp.session_id, instance.generation, self.events.clone());
+            .add_route(&id, instance.generation, self.events.clone());
         let had_one = self.stored.is_some();
-        self.set_stored(Some(resp.session_id.clone())).await;
-        self.current = Some(Session::new(resp.session_id, &instance, resp.models));
+        self.set_stored(Some(id.clone())).await;
+        self.current = Some(Session::new(id, &instance, models));
+        Spare::refill(&self.host, &instance);
         Ok((instance, had_one))
+    }
+
+    /// What `/status` says of the agent's spare session.
+    pub(crate) async fn spare_text(&self) -> String {
+        let generation = self.host.running().await.map(|i| i.generation);
+        self.host.spare.describe(generation).await
     }
 
     /// Reopens the remembered session, where the agent can: `session/resume` reopens without

@@ -1,0 +1,135 @@
+//! A spare session per agent: opened ahead of need, so that a new channel, a thread or `/new`
+//! starts its first turn at once instead of waiting for `session/new` (about 1.3 s with Hermes).
+//!
+//! The spare is opened in the background once a lane of the agent has a session (so it never
+//! competes with the first session the gateway needs), and again each time a lane takes it. A
+//! lane that needs a session while the spare is still opening waits for it: it was asked for
+//! first, so it is ready first. A spare lives on one agent process: a restart forgets it with the
+//! process. At shutdown it is closed (`session/close`, where the agent offers it). Agents for
+//! which an idle session is not cheap turn it off with `spare_session = false`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use iris_acp::SessionModelState;
+use tokio::sync::Mutex;
+
+use super::host::{AgentHost, Instance};
+
+/// Longest wait for the agent to open the spare; a lane waiting for it waits at most this long
+/// before it opens a session itself.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `/status` waits for a spare being opened before it says "opening".
+const STATUS_WAIT: Duration = Duration::from_secs(2);
+
+/// A session the agent opened for the next lane that needs one.
+pub(crate) struct SpareSession {
+    pub id: String,
+    /// The agent process it lives on.
+    pub generation: u64,
+    pub models: Option<SessionModelState>,
+}
+
+/// The spare of one agent. The lock is held while the spare is being opened, so taking it waits
+/// for an opening in flight.
+pub(crate) struct Spare {
+    enabled: bool,
+    slot: Arc<Mutex<Option<SpareSession>>>,
+}
+
+impl Spare {
+    pub(crate) fn new(enabled: bool) -> Spare {
+        Spare {
+            enabled,
+            slot: Arc::default(),
+        }
+    }
+
+    /// The spare on the process of `generation`, taken (an opening in flight is waited for).
+    /// `None` when there is none: the caller opens a session itself.
+    pub(crate) async fn take(&self, generation: u64) -> Option<SpareSession> {
+        if !self.enabled {
+            return None;
+        }
+        let mut slot = tokio::time::timeout(OPEN_TIMEOUT, self.slot.lock())
+            .await
+            .ok()?;
+        match slot.take() {
+            Some(spare) if spare.generation == generation => Some(spare),
+            // Opened on a process that has since ended: gone with it.
+            _ => None,
+        }
+    }
+
+    /// Opens a spare on `instance` in the background, unless there is one or one is opening.
+    pub(crate) fn refill(host: &Arc<AgentHost>, instance: &Arc<Instance>) {
+        let spare = &host.spare;
+        if !spare.enabled || host.is_stopping() {
+            return;
+        }
+        let Ok(mut slot) = spare.slot.clone().try_lock_owned() else {
+            return;
+        };
+        if slot
+            .as_ref()
+            .is_some_and(|s| s.generation == instance.generation)
+        {
+            return;
+        }
+        *slot = None;
+        let host = host.clone();
+        let instance = instance.clone();
+        tokio::spawn(async move {
+            let opening = instance.client.new_session(&host.cwd);
+            match tokio::time::timeout(OPEN_TIMEOUT, opening).await {
+                Ok(Ok(resp)) if host.is_stopping() => {
+                    drop(slot);
+                    instance.close_session(&resp.session_id).await;
+                }
+                Ok(Ok(resp)) => {
+                    tracing::debug!(agent = %host.label, session = %resp.session_id, "spare session ready");
+                    *slot = Some(SpareSession {
+                        id: resp.session_id,
+                        generation: instance.generation,
+                        models: resp.models,
+                    });
+                }
+                Ok(Err(e)) => {
+                    tracing::info!(agent = %host.label, error = %e, "could not open a spare session")
+                }
+                Err(_) => tracing::info!(
+                    agent = %host.label,
+                    "the agent did not open a spare session within {} s",
+                    OPEN_TIMEOUT.as_secs()
+                ),
+            }
+        });
+    }
+
+    /// What `/status` says of the spare on the process of `generation` (waiting briefly for one
+    /// being opened).
+    pub(crate) async fn describe(&self, generation: Option<u64>) -> String {
+        if !self.enabled {
+            return "off".into();
+        }
+        match tokio::time::timeout(STATUS_WAIT, self.slot.lock()).await {
+            Err(_) => "opening".into(),
+            Ok(slot) => match slot.as_ref() {
+                Some(s) if Some(s.generation) == generation => format!("ready ({})", s.id),
+                _ => "none".into(),
+            },
+        }
+    }
+
+    /// At shutdown: the spare is closed on the agent, where it offers `session/close`.
+    pub(crate) async fn close(&self, instance: &Instance) {
+        let spare = match self.slot.try_lock() {
+            Ok(mut slot) => slot.take(),
+            // Being opened: the opening closes it when it sees the gateway stopping.
+            Err(_) => None,
+        };
+        if let Some(spare) = spare.filter(|s| s.generation == instance.generation) {
+            instance.close_session(&spare.id).await;
+        }
+    }
+}
