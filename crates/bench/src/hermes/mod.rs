@@ -44,6 +44,8 @@ pub struct Options {
 
 /// Chunks of the first turn's answer.
 const FIRST_CHUNKS: usize = 20;
+/// The first turn in a new channel may take this many times a warm turn (to its first text).
+const NEW_CHAT_TARGET: f64 = 1.3;
 
 /// Outside the namespace, runs this command again inside one and returns its exit code.
 pub fn outside_namespace() -> Option<ExitCode> {
@@ -80,6 +82,8 @@ struct Figures {
     agent_start_ms: f64,
     first_text_ms: f64,
     warm_text_ms: f64,
+    /// The gateway's: the first turn in a channel made after the warm turns.
+    new_chat_text_ms: Option<f64>,
     paced: Vec<u64>,
     burst: Vec<u64>,
     burst_chunks: usize,
@@ -162,6 +166,13 @@ async fn measure(side: &mut Side, opts: &Options) -> anyhow::Result<Figures> {
         f.burst.extend(turn.screen.latencies);
     }
     let after = side.usage();
+    if let Side::Gateway(s) = side {
+        let chat = s.new_channel("new chat").await?;
+        let first = s
+            .turn_in(&chat, "first turn in a new channel", FIRST_CHUNKS)
+            .await?;
+        f.new_chat_text_ms = Some(ms(first.first_text));
+    }
     let turns = (2 * opts.turns).max(1) as f64;
     f.server_cpu_ms = (after.server_cpu_ms - before.server_cpu_ms) / turns;
     f.agent_cpu_ms = (after.agent_cpu_ms - before.agent_cpu_ms) / turns;
@@ -209,6 +220,16 @@ fn record(report: &mut Report, side: &str, f: &mut Figures) {
     );
     let warm = "later turn, send → first text (median of the paced turns)";
     report.add(&row(warm), "ms", f.warm_text_ms);
+    if let Some(new_chat) = f.new_chat_text_ms {
+        report.add(
+            &row("first turn in a new channel, send → first text"),
+            "ms",
+            new_chat,
+        );
+        let ratio = row("first turn in a new channel / later turn");
+        report.add(&ratio, "×", new_chat / f.warm_text_ms);
+        report.target(&ratio, "×", crate::report::Target::AtMost(NEW_CHAT_TARGET));
+    }
     report.add(
         &row("server start (spawn → accepting)"),
         "ms",

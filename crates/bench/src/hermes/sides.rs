@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use iris_client::{Client, ConnectOptions, RawConnection, RawFrame};
-use iris_protocol::{ClientFrame, Header, MessageSend, RequestId, ServerFrame, StreamText};
+use iris_protocol::{
+    ChannelCreate, ClientFrame, Header, MessageSend, RequestId, ServerFrame, StreamText,
+};
 use serde_json::json;
 use tokio::process::Command;
 
@@ -260,11 +262,30 @@ impl GatewayHermes {
         Some(Duration::from_millis(ms.parse().ok()?))
     }
 
-    /// One turn: `message.send` up to the answer's `message.stop` (then its `agent.idle`).
+    /// A new channel (its first turn takes the agent's spare session, where there is one).
+    pub async fn new_channel(&mut self, name: &str) -> anyhow::Result<String> {
+        let frame = ClientFrame::ChannelCreate(ChannelCreate {
+            name: name.to_owned(),
+            ..ChannelCreate::default()
+        });
+        let created = self.device.request(Header::default(), frame).await?;
+        let chat = created.json()["payload"]["chat_id"]
+            .as_str()
+            .context("channel.create gave no chat_id")?
+            .to_owned();
+        Ok(chat)
+    }
+
+    /// One turn in the default channel.
     pub async fn turn(&mut self, text: &str, chunks: usize) -> anyhow::Result<Turn> {
+        self.turn_in("default", text, chunks).await
+    }
+
+    /// One turn: `message.send` up to the answer's `message.stop` (then its `agent.idle`).
+    pub async fn turn_in(&mut self, chat: &str, text: &str, chunks: usize) -> anyhow::Result<Turn> {
         let header = Header {
             id: Some(RequestId::from(self.next_id)),
-            ..Header::lane("default", None)
+            ..Header::lane(chat, None)
         };
         self.next_id += 1;
         let frame = ClientFrame::MessageSend(MessageSend {
