@@ -108,6 +108,7 @@ function restoreKept() {
 }
 
 export function showSignin(message) {
+  $('boot').hidden = true;
   $('app').hidden = true;
   $('signin').hidden = false;
   const error = $('signin-error');
@@ -117,6 +118,7 @@ export function showSignin(message) {
 }
 
 export function showApp() {
+  $('boot').hidden = true;
   $('signin').hidden = true;
   $('app').hidden = false;
 }
