@@ -5,7 +5,7 @@
 // Retry of an answer that did not complete), streaming answers, commentary and tool cards
 // (drawn by steps.js, live and from an answer's `steps` in history), the busy line above the composer, read receipts in
 // both directions and deletions. Its reading aids (following the end, the "new messages"
-// marker, date separators, the unread count in the title, the empty state) are in view.js, the
+// marker, the jump to the first unread message, date separators, the unread count in the title, the empty state) are in view.js, the
 // image lightbox in lightbox.js and drag-and-drop upload in dropzone.js; it starts all three.
 // What it needs from other views comes in through `initTranscript` callbacks:
 // redrawing the chat list, updating the composer, and closing pickers a lane has moved past.
@@ -20,7 +20,7 @@ import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
 import {
-  clearNew, follow, initView, noteNew, refreshLane, titleWithUnread,
+  clearNew, follow, forgetUnread, initView, markUnread, noteNew, refreshLane, titleWithUnread,
 } from './view.js';
 
 const PICKERS_ENDED_BY_A_TURN = ['picker.approval', 'picker.clarify', 'picker.confirm'];
@@ -68,16 +68,27 @@ export function showLane(chatId, threadId) {
   store.setItem('iris.lane', JSON.stringify(app.current));
   if (app.conn) app.conn.setFocus(shownLanes());
   const lane = currentLane();
+  const unread = lane.unread;
   lane.unread = 0;
   clearNew(lane);
+  forgetUnread(lane);
   $('log').replaceChildren(lane.el);
   if (lane.historyLoaded) refreshLane(lane);
   renderTitle();
   hooks.renderSidebar();
   renderBusy();
-  if (!lane.historyLoaded && app.conn && app.conn.state.name === 'online') loadHistory(lane);
+  if (!lane.historyLoaded && app.conn && app.conn.state.name === 'online') loadHistory(lane).then(() => markFirstUnread(lane, unread));
+  else markFirstUnread(lane, unread);
   scrollToEnd(true);
   sendReceipts(lane);
+}
+
+/** The first of the `count` messages that were unread in a lane when it was opened. */
+function markFirstUnread(lane, count) {
+  if (!count || lane !== currentLane()) return;
+  const others = [...lane.el.querySelectorAll(':scope > .msg:not(.role-user)')];
+  const first = others[Math.max(0, others.length - count)];
+  if (first) markUnread(lane, first, count);
 }
 
 export function renderTitle() {
