@@ -98,13 +98,13 @@ export function noteNew(lane, el) {
   if (atBottom || !el.classList.contains('msg')) return;
   lane.newCount = (lane.newCount || 0) + 1;
   // The person's own messages, sent from another device, are never unread.
-  if (el.classList.contains('role-user')) {
-    // not unread
-  } else if (lane.jump) {
-    lane.jump.count++;
-    renderJump();
-  } else {
-    markUnread(lane, el, 1);
+  if (!el.classList.contains('role-user')) {
+    if (lane.jump) {
+      lane.jump.count++;
+      renderJump();
+    } else {
+      markUnread(lane, el, 1);
+    }
   }
   if (!lane.newDivider || !lane.newDivider.isConnected) {
     lane.newDivider = h('div', { class: 'new-divider', role: 'separator', 'aria-label': 'New messages' }, h('span', {}, 'New messages'));
