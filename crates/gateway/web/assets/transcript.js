@@ -1,10 +1,11 @@
 // The transcript: the lane being shown in `#log` and everything drawn into lanes. It owns
 // switching lanes (`showLane`) and the top-bar title, history pages and scroll-up pagination,
-// message bubbles (text, reasoning, media, the meta line and its actions, Retry of an answer
-// that did not complete), streaming answers, commentary and tool cards (drawn by steps.js, live
-// and from an answer's `steps` in history), the busy line above the composer, read receipts in
+// message bubbles (text, reasoning, media, the meta line and its actions: the ⋯ menu, the
+// quick-action bar shown on hover or focus, a long press or right click opening the menu, Copy,
+// Retry of an answer that did not complete), streaming answers, commentary and tool cards
+// (drawn by steps.js, live and from an answer's `steps` in history), the busy line above the composer, read receipts in
 // both directions and deletions. Its reading aids (following the end, the "new messages"
-// marker, date separators, the unread count in the title, the empty state) are in view.js, the
+// marker, the jump to the first unread message, date separators, the unread count in the title, the empty state) are in view.js, the
 // image lightbox in lightbox.js and drag-and-drop upload in dropzone.js; it starts all three.
 // What it needs from other views comes in through `initTranscript` callbacks:
 // redrawing the chat list, updating the composer, and closing pickers a lane has moved past.
@@ -19,7 +20,7 @@ import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
 import {
-  clearNew, follow, initView, noteNew, refreshLane, titleWithUnread,
+  clearNew, follow, forgetUnread, initView, markUnread, noteNew, refreshLane, titleWithUnread,
 } from './view.js';
 
 const PICKERS_ENDED_BY_A_TURN = ['picker.approval', 'picker.clarify', 'picker.confirm'];
@@ -55,6 +56,7 @@ export function initTranscript(callbacks) {
     sendReceipts(lane);
   });
   initView();
+  initMessageGestures();
   initLightbox();
   initDropzone();
 }
@@ -66,16 +68,27 @@ export function showLane(chatId, threadId) {
   store.setItem('iris.lane', JSON.stringify(app.current));
   if (app.conn) app.conn.setFocus(shownLanes());
   const lane = currentLane();
+  const unread = lane.unread;
   lane.unread = 0;
   clearNew(lane);
+  forgetUnread(lane);
   $('log').replaceChildren(lane.el);
   if (lane.historyLoaded) refreshLane(lane);
   renderTitle();
   hooks.renderSidebar();
   renderBusy();
-  if (!lane.historyLoaded && app.conn && app.conn.state.name === 'online') loadHistory(lane);
+  if (!lane.historyLoaded && app.conn && app.conn.state.name === 'online') loadHistory(lane).then(() => markFirstUnread(lane, unread));
+  else markFirstUnread(lane, unread);
   scrollToEnd(true);
   sendReceipts(lane);
+}
+
+/** The first of the `count` messages that were unread in a lane when it was opened. */
+function markFirstUnread(lane, count) {
+  if (!count || lane !== currentLane()) return;
+  const others = [...lane.el.querySelectorAll(':scope > .msg:not(.role-user)')];
+  const first = others[Math.max(0, others.length - count)];
+  if (first) markUnread(lane, first, count);
 }
 
 export function renderTitle() {
@@ -206,9 +219,16 @@ function fillMessage(el, lane, m, opts = {}) {
     meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
   }
   if (!opts.streaming) {
-    meta.append(h('button', { type: 'button', class: 'icon msg-more', 'aria-label': 'Message actions', onclick: (ev) => messageMenu(ev, lane, el) }, icon('ellipsis')));
+    meta.append(h('button', {
+      type: 'button', class: 'icon msg-more', 'aria-label': 'Message actions', 'aria-haspopup': 'menu', 'aria-expanded': 'false',
+      onclick: (ev) => {
+        ev.stopPropagation();
+        messageMenu(ev.currentTarget, lane, el);
+      },
+    }, icon('ellipsis')));
   }
   parts.push(meta);
+  if (!opts.streaming) parts.push(actionBar(lane, el, m));
   el.replaceChildren(...parts);
   el.dataset.text = m.text || '';
   if (m.ts) el.dataset.ts = String(m.ts);
@@ -356,17 +376,107 @@ export function onStreamFrame(frame) {
   }
 }
 
-function messageMenu(ev, lane, el) {
-  ev.stopPropagation();
+// ----- message actions ---------------------------------------------------------------------
+
+/** How long a finger rests on a message before its actions open (as chat apps do). */
+const LONG_PRESS_MS = 500;
+
+/**
+ * The quick actions of a message, shown over its corner on hover or keyboard focus (wide
+ * screens): Copy, and Retry where the message's menu offers it. The ⋯ menu keeps all actions.
+ */
+function actionBar(lane, el, m) {
+  const bar = h('div', { class: 'msg-actions', role: 'group', 'aria-label': 'Quick actions' });
+  if (m.text) bar.append(h('button', { type: 'button', onclick: () => copyText(el.dataset.text) }, icon('copy'), 'Copy'));
+  if (ENDINGS[m.ended]) bar.append(h('button', { type: 'button', onclick: () => retry(lane, el) }, 'Retry'));
+  bar.hidden = !bar.childElementCount;
+  return bar;
+}
+
+/** Puts a message's text on the clipboard and says so. */
+function copyText(text) {
+  const clipboard = navigator.clipboard;
+  if (!clipboard) return toast('This browser does not let the page copy here.', 'error');
+  return clipboard.writeText(text).then(() => toast('Copied'), () => toast('The browser refused to copy the text.', 'error'));
+}
+
+/** Runs an answer's prompt again, when the answer did not complete. */
+function retry(lane, el) {
+  const prompt = promptOf(lane, el);
+  if (prompt) request('message.retry', { message_id: prompt }, lane);
+}
+
+/** The menu of all of a message's actions, below `anchor` (its ⋯ button). */
+function messageMenu(anchor, lane, el) {
   const items = [];
-  if (el.dataset.text) items.push(['Copy text', () => navigator.clipboard && navigator.clipboard.writeText(el.dataset.text)]);
+  if (el.dataset.text) items.push(['Copy text', () => copyText(el.dataset.text)]);
   const prompt = ENDINGS[el.dataset.ended] && promptOf(lane, el);
   if (prompt) items.push(['Retry', () => request('message.retry', { message_id: prompt }, lane)]);
   items.push(['Delete', async () => {
     const ok = await confirmDialog('Delete this message?', 'It is deleted on every device and cannot be recovered.', 'Delete');
     if (ok) request('message.delete', { message_ids: [el.dataset.id] }, lane);
   }]);
-  popupMenu(ev.currentTarget, items);
+  popupMenu(anchor, items);
+}
+
+/** The lane a message element is drawn in. */
+function laneOfElement(el) {
+  for (const lane of app.lanes.values()) if (lane.el.contains(el)) return lane;
+  return null;
+}
+
+/** Opens a message's menu, unless it is open already. */
+function openActions(el) {
+  const more = el.querySelector('.msg-more');
+  const lane = laneOfElement(el);
+  if (!more || !lane || more.getAttribute('aria-expanded') === 'true') return;
+  messageMenu(more, lane, el);
+}
+
+/**
+ * A long press on a message (a finger resting ~500 ms without moving) or a right click opens its
+ * actions; links and images keep the browser's own menu.
+ */
+function initMessageGestures() {
+  const log = $('log');
+  let timer = null;
+  let start = null;
+  let pressedAt = 0;
+  const cancel = () => {
+    clearTimeout(timer);
+    timer = null;
+  };
+  const target = (ev) => {
+    const el = ev.target.closest('.msg:not(.streaming)');
+    return el && !ev.target.closest('a, img, button, input, textarea, summary') ? el : null;
+  };
+  log.addEventListener('pointerdown', (ev) => {
+    cancel();
+    const el = ev.pointerType === 'touch' && target(ev);
+    if (!el) return;
+    start = [ev.clientX, ev.clientY];
+    timer = setTimeout(() => {
+      timer = null;
+      pressedAt = performance.now();
+      openActions(el);
+    }, LONG_PRESS_MS);
+  });
+  log.addEventListener('pointermove', (ev) => {
+    if (timer && Math.hypot(ev.clientX - start[0], ev.clientY - start[1]) > 10) cancel();
+  });
+  log.addEventListener('pointerup', cancel);
+  log.addEventListener('pointercancel', cancel);
+  log.addEventListener('contextmenu', (ev) => {
+    const el = target(ev);
+    if (!el) return;
+    ev.preventDefault();
+    openActions(el);
+  });
+  // The finger lifted after a long press: no focus move or click that would close the menu.
+  log.addEventListener('touchend', (ev) => {
+    if (performance.now() - pressedAt < 2000) ev.preventDefault();
+    pressedAt = 0;
+  }, { passive: false });
 }
 
 /** The user message an answer answered: its `reply_to`, else the nearest user message above it. */

@@ -1,5 +1,7 @@
 // Reading aids of the transcript: following the end of the lane shown (and the scroll-to-bottom
-// button with its "new messages" marker while the user reads further up), date separators
+// button with its "new messages" marker while the user reads further up), the "N new" button
+// that jumps to the first unread message (of a chat opened with unread messages, or of those
+// that arrived while the user read further up) until it has been seen, date separators
 // between messages of different days, the unread count in the tab title, and the empty state
 // of a chat without messages (with the demo agent's keywords when the chat talks to it). It
 // draws only into the lane elements, the button it adds below the scroller and the title; the
@@ -38,6 +40,22 @@ export function initView() {
     },
   }, h('span', { class: 'chevron', 'aria-hidden': 'true' }), h('span', { class: 'new-count', hidden: true }));
   scroller.after(button);
+  const jump = h('button', {
+    id: 'jump-unread', type: 'button', class: 'jump-unread', hidden: true,
+    onclick: () => {
+      const lane = currentLane();
+      if (lane.jump) lane.jump.el.scrollIntoView({ block: 'center' });
+    },
+  });
+  scroller.after(jump);
+  seen = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (!e.isIntersecting) continue;
+      seen.unobserve(e.target);
+      for (const lane of app.lanes.values()) if (lane.jump && lane.jump.el === e.target) lane.jump = null;
+    }
+    renderJump();
+  }, { root: scroller });
   // Only the reader leaves the end, by scrolling up: content that grows below the view between a
   // programmatic scroll and its scroll event is not a reason to stop following.
   let lastTop = scroller.scrollTop;
@@ -48,6 +66,7 @@ export function initView() {
     lastTop = top;
     if (atBottom && app.current) clearNew(currentLane());
     renderButton();
+    renderJump();
   }, { passive: true });
   // At the end, the end stays in view when the lane grows without a frame (an image loads, a
   // footer is drawn) or the scroller shrinks (the busy bar shows).
@@ -78,6 +97,15 @@ export function follow(force) {
 export function noteNew(lane, el) {
   if (atBottom || !el.classList.contains('msg')) return;
   lane.newCount = (lane.newCount || 0) + 1;
+  // The person's own messages, sent from another device, are never unread.
+  if (!el.classList.contains('role-user')) {
+    if (lane.jump) {
+      lane.jump.count++;
+      renderJump();
+    } else {
+      markUnread(lane, el, 1);
+    }
+  }
   if (!lane.newDivider || !lane.newDivider.isConnected) {
     lane.newDivider = h('div', { class: 'new-divider', role: 'separator', 'aria-label': 'New messages' }, h('span', {}, 'New messages'));
     el.before(lane.newDivider);
@@ -106,6 +134,45 @@ function renderButton() {
   count.hidden = !lane.newCount;
   count.textContent = lane.newCount ? String(lane.newCount) : '';
   button.setAttribute('aria-label', lane.newCount ? `Scroll to the latest messages, ${lane.newCount} new` : 'Scroll to the latest messages');
+}
+
+// ----- the first unread message --------------------------------------------------------------
+
+/** Notes when the first unread message of a lane (`lane.jump.el`) comes into view. */
+let seen = null;
+
+/**
+ * `el` is the first of `count` unread messages of `lane`: the "N new" button jumps to it until it
+ * has been in view. Watched from the frame after next, once the lane has scrolled where it goes.
+ */
+export function markUnread(lane, el, count) {
+  forgetUnread(lane);
+  lane.jump = { el, count };
+  renderJump();
+  requestAnimationFrame(() => requestAnimationFrame(() => {
+    if (lane.jump && lane.jump.el === el) seen.observe(el);
+  }));
+}
+
+/** Forgets a lane's first unread message. */
+export function forgetUnread(lane) {
+  if (lane.jump && seen) seen.unobserve(lane.jump.el);
+  lane.jump = null;
+  renderJump();
+}
+
+/** The "N new ↑/↓" button: shown while the lane shown has a first unread message not yet seen. */
+function renderJump() {
+  const button = $('jump-unread');
+  if (!button || !app.current) return;
+  const { jump } = currentLane();
+  button.hidden = !jump || !jump.el.isConnected;
+  if (button.hidden) return;
+  const scroller = $('scroller');
+  const above = jump.el.getBoundingClientRect().top < scroller.getBoundingClientRect().top;
+  button.textContent = `${jump.count} new ${above ? '↑' : '↓'}`;
+  button.setAttribute('aria-label', `Jump to the first of ${jump.count} new messages`);
+  button.style.top = `${scroller.offsetTop + 10}px`;
 }
 
 // ----- date separators ---------------------------------------------------------------------
