@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::choice::{without_gateway_env, AgentChoice};
 use super::error::AgentError;
-use super::spare::Spare;
+use super::spare::{Spare, SpareSession, OPEN_TIMEOUT as SPARE_TIMEOUT};
 use crate::config::AgentTimeouts;
 
 /// Events a lane's queue holds. When it is full the host stops reading the agent's output
@@ -503,6 +503,44 @@ impl AgentHost {
             .insert(session_id.to_owned(), Route { generation, tx });
     }
 
+    /// Opens a spare session on `instance` in the background, unless there is one or one is
+    /// being opened (see `agent/spare.rs`).
+    pub(crate) fn refill_spare(self: &Arc<Self>, instance: &Arc<Instance>) {
+        if self.is_stopping() {
+            return;
+        }
+        let Some(mut slot) = self.spare.begin(instance.generation) else {
+            return;
+        };
+        let host = self.clone();
+        let instance = instance.clone();
+        tokio::spawn(async move {
+            let opening = instance.client.new_session(&host.cwd);
+            match tokio::time::timeout(SPARE_TIMEOUT, opening).await {
+                Ok(Ok(resp)) if host.is_stopping() => {
+                    drop(slot);
+                    instance.close_session(&resp.session_id).await;
+                }
+                Ok(Ok(resp)) => {
+                    tracing::debug!(agent = %host.label, session = %resp.session_id, "spare session ready");
+                    *slot = Some(SpareSession {
+                        id: resp.session_id,
+                        generation: instance.generation,
+                        models: resp.models,
+                    });
+                }
+                Ok(Err(e)) => {
+                    tracing::info!(agent = %host.label, error = %e, "could not open a spare session")
+                }
+                Err(_) => tracing::info!(
+                    agent = %host.label,
+                    "the agent did not open a spare session within {} s",
+                    SPARE_TIMEOUT.as_secs()
+                ),
+            }
+        });
+    }
+
     /// Stops routing a session.
     pub fn remove_route(&self, session_id: &str) {
         self.routes.lock().expect("routes lock").remove(session_id);
@@ -532,7 +570,13 @@ impl AgentHost {
         self.stopping.store(true, Ordering::SeqCst);
         let mut st = self.state.lock().await;
         if let Some(current) = st.current.take() {
-            self.spare.close(&current).await;
+            if let Some(spare) = self
+                .spare
+                .take_now()
+                .filter(|s| s.generation == current.generation)
+            {
+                current.close_session(&spare.id).await;
+            }
             if let Some(p) = current.client.process() {
                 let exit = p.terminate(STOP_GRACE).await;
                 tracing::debug!(agent = %self.label, %exit, "agent process ended");

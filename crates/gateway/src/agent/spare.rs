@@ -12,13 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iris_acp::SessionModelState;
-use tokio::sync::Mutex;
-
-use super::host::{AgentHost, Instance};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 /// Longest wait for the agent to open the spare; a lane waiting for it waits at most this long
 /// before it opens a session itself.
-const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const OPEN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `/status` waits for a spare being opened before it says "opening".
 const STATUS_WAIT: Duration = Duration::from_secs(2);
 
@@ -61,49 +59,19 @@ impl Spare {
         }
     }
 
-    /// Opens a spare on `instance` in the background, unless there is one or one is opening.
-    pub(crate) fn refill(host: &Arc<AgentHost>, instance: &Arc<Instance>) {
-        let spare = &host.spare;
-        if !spare.enabled || host.is_stopping() {
-            return;
+    /// The slot to open a spare into, on the process of `generation`: `None` when spares are
+    /// off, one is being opened, or one is ready there. The caller holds the slot while it opens
+    /// one, so that a lane taking the spare meanwhile waits for it.
+    pub(crate) fn begin(&self, generation: u64) -> Option<OwnedMutexGuard<Option<SpareSession>>> {
+        if !self.enabled {
+            return None;
         }
-        let Ok(mut slot) = spare.slot.clone().try_lock_owned() else {
-            return;
-        };
-        if slot
-            .as_ref()
-            .is_some_and(|s| s.generation == instance.generation)
-        {
-            return;
+        let mut slot = self.slot.clone().try_lock_owned().ok()?;
+        if slot.as_ref().is_some_and(|s| s.generation == generation) {
+            return None;
         }
         *slot = None;
-        let host = host.clone();
-        let instance = instance.clone();
-        tokio::spawn(async move {
-            let opening = instance.client.new_session(&host.cwd);
-            match tokio::time::timeout(OPEN_TIMEOUT, opening).await {
-                Ok(Ok(resp)) if host.is_stopping() => {
-                    drop(slot);
-                    instance.close_session(&resp.session_id).await;
-                }
-                Ok(Ok(resp)) => {
-                    tracing::debug!(agent = %host.label, session = %resp.session_id, "spare session ready");
-                    *slot = Some(SpareSession {
-                        id: resp.session_id,
-                        generation: instance.generation,
-                        models: resp.models,
-                    });
-                }
-                Ok(Err(e)) => {
-                    tracing::info!(agent = %host.label, error = %e, "could not open a spare session")
-                }
-                Err(_) => tracing::info!(
-                    agent = %host.label,
-                    "the agent did not open a spare session within {} s",
-                    OPEN_TIMEOUT.as_secs()
-                ),
-            }
-        });
+        Some(slot)
     }
 
     /// What `/status` says of the spare on the process of `generation` (waiting briefly for one
@@ -121,15 +89,9 @@ impl Spare {
         }
     }
 
-    /// At shutdown: the spare is closed on the agent, where it offers `session/close`.
-    pub(crate) async fn close(&self, instance: &Instance) {
-        let spare = match self.slot.try_lock() {
-            Ok(mut slot) => slot.take(),
-            // Being opened: the opening closes it when it sees the gateway stopping.
-            Err(_) => None,
-        };
-        if let Some(spare) = spare.filter(|s| s.generation == instance.generation) {
-            instance.close_session(&spare.id).await;
-        }
+    /// At shutdown: the ready spare, taken so that it can be closed (one being opened is closed
+    /// by its opening, which sees the gateway stopping).
+    pub(crate) fn take_now(&self) -> Option<SpareSession> {
+        self.slot.try_lock().ok().and_then(|mut slot| slot.take())
     }
 }

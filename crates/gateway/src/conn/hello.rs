@@ -226,30 +226,7 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
     if let Credential::Device(device) = &credential {
         hello.device_id.clone_from(device);
     }
-    if let Some(min) = hello.caps.as_ref().and_then(|c| c.min_protocol) {
-        if min > iris_protocol::PROTOCOL_VERSION {
-            let msg = format!("client needs protocol v{min}; this gateway speaks v1");
-            return Err(Refusal::new(
-                id,
-                ErrorCode::Unsupported,
-                msg,
-                close_code::VERSION,
-            ));
-        }
-    }
-    if let Some(why) = hello
-        .caps
-        .as_ref()
-        .and_then(|c| c.focus.as_deref())
-        .and_then(iris_protocol::LaneRef::focus_error)
-    {
-        return Err(Refusal::new(
-            id,
-            ErrorCode::BadRequest,
-            why,
-            close_code::AUTH,
-        ));
-    }
+    check_caps(&id, &hello)?;
     if !valid_device_id(&hello.device_id) {
         let msg = "device_id must be 1-128 visible characters";
         return Err(Refusal::new(
@@ -279,6 +256,37 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
         hello,
         device_token,
     })
+}
+
+/// The `hello`'s capabilities: a protocol this gateway speaks, and a focus it can keep.
+fn check_caps(id: &Option<RequestId>, hello: &Hello) -> Result<(), Refusal> {
+    let Some(caps) = hello.caps.as_ref() else {
+        return Ok(());
+    };
+    if let Some(min) = caps.min_protocol {
+        if min > iris_protocol::PROTOCOL_VERSION {
+            let msg = format!("client needs protocol v{min}; this gateway speaks v1");
+            return Err(Refusal::new(
+                id.clone(),
+                ErrorCode::Unsupported,
+                msg,
+                close_code::VERSION,
+            ));
+        }
+    }
+    if let Some(why) = caps
+        .focus
+        .as_deref()
+        .and_then(iris_protocol::LaneRef::focus_error)
+    {
+        return Err(Refusal::new(
+            id.clone(),
+            ErrorCode::BadRequest,
+            why,
+            close_code::AUTH,
+        ));
+    }
+    Ok(())
 }
 
 /// Spends the pairing code a `hello` presented and issues the device its token (both durable

@@ -11,7 +11,6 @@ use iris_store::Store;
 use super::super::env::Hosts;
 use super::super::error::AgentError;
 use super::super::host::{AgentHost, EventRx, EventTx, Instance};
-use super::super::spare::Spare;
 use super::super::usage::{UsageKind, UsageMeter};
 use crate::outbox::Lane;
 
@@ -135,7 +134,7 @@ impl SessionSlot {
             self.host.remove_route(&old.id);
         }
         if self.reopen(&instance, rx).await {
-            Spare::refill(&self.host, &instance);
+            self.host.refill_spare(&instance);
             return Ok((instance, false));
         }
         // Events still queued belong to no open session; dropped while waiting.
@@ -158,7 +157,7 @@ impl SessionSlot {
         let had_one = self.stored.is_some();
         self.set_stored(Some(id.clone())).await;
         self.current = Some(Session::new(id, &instance, models));
-        Spare::refill(&self.host, &instance);
+        self.host.refill_spare(&instance);
         Ok((instance, had_one))
     }
 
