@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use iris_client::Client;
 use iris_gateway::config::{AgentTimeouts, NamedAgent, Secret};
 use iris_gateway::cron::ManualClock;
-use iris_protocol::{BusyReason, ChannelSetAgent, ClientFrame, Empty, Header, Role, ServerFrame};
+use iris_protocol::{BusyReason, ChannelSetAgent, ClientFrame, Empty, Header, ServerFrame};
 
 const WAIT: Duration = Duration::from_secs(20);
 
