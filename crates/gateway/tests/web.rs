@@ -9,93 +9,16 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::run_cli as run;
+use common::tcp::{http_get_with, HttpResponse};
 use common::{TestGateway, TOKEN};
 use iris_client::{Client, ClientError, ConnectOptions};
 use iris_protocol::ErrorCode;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
 
-/// A parsed HTTP/1.1 response.
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A plain HTTP GET, as a browser would send it (no client library between the test and the wire).
-async fn get(gw: &TestGateway, path: &str, extra: &[(&str, &str)]) -> Response {
-    let addr = gw
-        .url
-        .trim_start_matches("ws://")
-        .trim_end_matches("/ws")
-        .to_owned();
-    let mut stream = tokio::net::TcpStream::connect(&addr)
-        .await
-        .expect("connect");
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (k, v) in extra {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    stream.write_all(req.as_bytes()).await.expect("write");
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
-        .await
-        .expect("response in time")
-        .expect("read");
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("header end");
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("status");
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let mut body = raw[split + 4..].to_vec();
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        body = dechunk(&body);
-    }
-    Response {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let Some(end) = data.windows(2).position(|w| w == b"\r\n") else {
-            return out;
-        };
-        let size =
-            usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16).unwrap_or(0);
-        if size == 0 {
-            return out;
-        }
-        out.extend_from_slice(&data[end + 2..end + 2 + size]);
-        data = &data[end + 2 + size + 2..];
-    }
+/// A plain HTTP GET, as a browser would send it.
+async fn get(gw: &TestGateway, path: &str, extra: &[(&str, &str)]) -> HttpResponse {
+    http_get_with(common::tcp::server_addr(&gw.url), path, extra).await
 }
 
 fn web_dir() -> PathBuf {

@@ -6,67 +6,15 @@
 mod common;
 
 use std::io::Read;
-use std::time::Duration;
 
+use common::tcp::{http_get_with, HttpResponse};
 use common::TestGateway;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// A parsed HTTP/1.1 response.
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A plain HTTP GET over a new connection, `Connection: close`, with the given extra headers.
-async fn get(gw: &TestGateway, path: &str, extra: &[(&str, &str)]) -> Response {
-    let addr = common::tcp::server_addr(&gw.url);
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (k, v) in extra {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    stream.write_all(req.as_bytes()).await.expect("write");
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
-        .await
-        .expect("response in time")
-        .expect("read");
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("header end");
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("status");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let body = raw[split + 4..].to_vec();
-    assert!(
-        !head.to_ascii_lowercase().contains("chunked"),
-        "assets have a known length"
-    );
-    Response {
-        status,
-        headers,
-        body,
-    }
+/// A plain HTTP GET with the given extra headers; assets always come with a known length.
+async fn get(gw: &TestGateway, path: &str, extra: &[(&str, &str)]) -> HttpResponse {
+    let response = http_get_with(common::tcp::server_addr(&gw.url), path, extra).await;
+    assert!(!response.chunked, "assets have a known length");
+    response
 }
 
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
