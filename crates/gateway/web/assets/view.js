@@ -15,6 +15,19 @@ const DAY_MS = 86400000;
 /** Whether the user is at the end of the lane shown: new content is followed only then. */
 let atBottom = true;
 
+/**
+ * The scroller's offset as last seen by its scroll event or set here: a reader scrolling up from
+ * it leaves the end. Set with each scroll made here, as the browser may fire one scroll event for
+ * this scroll and the reader's next one together.
+ */
+let lastTop = 0;
+
+/** Shows the end of the lane, noting where that is. */
+function toEnd(scroller) {
+  scroller.scrollTop = scroller.scrollHeight;
+  lastTop = scroller.scrollTop;
+}
+
 /** The demo agent's keywords worth trying, as the README lists them. */
 const DEMO_KEYWORDS = [
   ['think', 'reasoning above the answer'],
@@ -58,7 +71,7 @@ export function initView() {
   }, { root: scroller });
   // Only the reader leaves the end, by scrolling up: content that grows below the view between a
   // programmatic scroll and its scroll event is not a reason to stop following.
-  let lastTop = scroller.scrollTop;
+  lastTop = scroller.scrollTop;
   scroller.addEventListener('scroll', () => {
     const top = scroller.scrollTop;
     if (nearBottom()) atBottom = true;
@@ -71,7 +84,7 @@ export function initView() {
   // At the end, the end stays in view when the lane grows without a frame (an image loads, a
   // footer is drawn) or the scroller shrinks (the busy bar shows).
   const keepEnd = new ResizeObserver(() => {
-    if (atBottom) scroller.scrollTop = scroller.scrollHeight;
+    if (atBottom) toEnd(scroller);
   });
   keepEnd.observe($('log'));
   keepEnd.observe(scroller);
@@ -88,7 +101,7 @@ export function follow(force) {
   atBottom = true;
   const s = $('scroller');
   requestAnimationFrame(() => {
-    s.scrollTop = s.scrollHeight;
+    toEnd(s);
     renderButton();
   });
 }
