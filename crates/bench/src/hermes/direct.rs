@@ -4,7 +4,7 @@
 //! Hermes' ACP adapter itself delivers, and the gateway's own share of a token's way to the
 //! screen is the difference.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -24,6 +24,8 @@ const TAIL_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct AcpDirect {
     client: AgentClient,
     session: String,
+    /// The sessions' working directory.
+    work: PathBuf,
     /// `(arrival in unix nanoseconds, text)` of every message chunk.
     chunks: mpsc::UnboundedReceiver<(u64, String)>,
     reader: JoinHandle<()>,
@@ -69,9 +71,22 @@ impl AcpDirect {
         Ok(AcpDirect {
             client,
             session,
+            work: home.work,
             chunks,
             reader,
         })
+    }
+
+    /// Opens another session, which the next turns go to (as a new channel's do through the
+    /// gateway, whose spare session is opened before it is needed).
+    pub async fn new_session(&mut self) -> anyhow::Result<()> {
+        self.session = self
+            .client
+            .new_session(&self.work)
+            .await
+            .context("hermes acp: session/new")?
+            .session_id;
+        Ok(())
     }
 
     /// One `session/prompt`, with every chunk of its answer.

@@ -82,7 +82,8 @@ struct Figures {
     agent_start_ms: f64,
     first_text_ms: f64,
     warm_text_ms: f64,
-    /// The gateway's: the first turn in a channel made after the warm turns.
+    /// The gateway's: the first turn in a channel made after the warm turns; for `hermes acp`
+    /// alone, the first turn in a session opened after them (not counting `session/new`).
     new_chat_text_ms: Option<f64>,
     paced: Vec<u64>,
     burst: Vec<u64>,
@@ -166,12 +167,20 @@ async fn measure(side: &mut Side, opts: &Options) -> anyhow::Result<Figures> {
         f.burst.extend(turn.screen.latencies);
     }
     let after = side.usage();
-    if let Side::Gateway(s) = side {
-        let chat = s.new_channel("new chat").await?;
-        let first = s
-            .turn_in(&chat, "first turn in a new channel", FIRST_CHUNKS)
-            .await?;
-        f.new_chat_text_ms = Some(ms(first.first_text));
+    match side {
+        Side::Gateway(s) => {
+            let chat = s.new_channel("new chat").await?;
+            let first = s
+                .turn_in(&chat, "first turn in a new channel", FIRST_CHUNKS)
+                .await?;
+            f.new_chat_text_ms = Some(ms(first.first_text));
+        }
+        Side::Direct(s) => {
+            s.new_session().await?;
+            let first = s.turn("first turn in a new session", FIRST_CHUNKS).await?;
+            f.new_chat_text_ms = Some(ms(first.first_text));
+        }
+        Side::Hermes(_) => {}
     }
     let turns = (2 * opts.turns).max(1) as f64;
     f.server_cpu_ms = (after.server_cpu_ms - before.server_cpu_ms) / turns;
@@ -209,7 +218,16 @@ const DIRECT: &str = "hermes acp alone (read by an ACP client)";
 /// Records one side's figures under `side`'s name.
 fn record(report: &mut Report, side: &str, f: &mut Figures) {
     let row = |what: &str| format!("{side}: {what}");
+    let warm = "later turn, send → first text (median of the paced turns)";
     if side == DIRECT {
+        report.add(&row(warm), "ms", f.warm_text_ms);
+        if let Some(new_session) = f.new_chat_text_ms {
+            // Hermes' own share of a new channel's first turn: a fresh session's first prompt.
+            let first = "first turn in a new session (opened before), send → first text";
+            report.add(&row(first), "ms", new_session);
+            let ratio = row("first turn in a new session / later turn");
+            report.add(&ratio, "×", new_session / f.warm_text_ms);
+        }
         latencies(report, side, f);
         return;
     }
@@ -218,7 +236,6 @@ fn record(report: &mut Report, side: &str, f: &mut Figures) {
         "ms",
         f.first_text_ms,
     );
-    let warm = "later turn, send → first text (median of the paced turns)";
     report.add(&row(warm), "ms", f.warm_text_ms);
     if let Some(new_chat) = f.new_chat_text_ms {
         report.add(
