@@ -2,7 +2,10 @@
 //! starts its first turn at once instead of waiting for `session/new` (about 1.3 s with Hermes).
 //!
 //! The spare is opened in the background once a lane of the agent has a session (so it never
-//! competes with the first session the gateway needs), and again each time a lane takes it. A
+//! competes with the first session the gateway needs), and again each time a lane takes it; in
+//! both cases only when that lane's turn is over, since a `session/new` sent alongside a prompt
+//! holds up the prompt's first text (measured with Hermes: a new channel's first turn took
+//! ≈ 4× a later one while the spare was reopened during it, BENCHMARKS.md §7). A
 //! lane that needs a session while the spare is still opening waits for it: it was asked for
 //! first, so it is ready first. A spare lives on one agent process: a restart forgets it with the
 //! process. At shutdown it is closed (`session/close`, where the agent offers it). Agents for

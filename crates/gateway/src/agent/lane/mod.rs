@@ -144,6 +144,8 @@ impl LaneActor {
                 self.run_job(job).await;
                 continue;
             }
+            // Idle: the spare session this lane used is opened again now, not during its turn.
+            self.session.refill_spare();
             let expiry = self.pickers.next_deadline().map(TokioInstant::from_std);
             let close = self.inbox.close.clone();
             tokio::select! {

@@ -50,6 +50,9 @@ pub(crate) struct SessionSlot {
     events: EventTx,
     store: Store,
     lane: Lane,
+    /// The agent process whose spare this lane took or should start: refilled once the lane is
+    /// idle (`refill_spare`), so that opening it never competes with the turn that needed it.
+    refill: Option<Arc<Instance>>,
 }
 
 impl SessionSlot {
@@ -62,6 +65,7 @@ impl SessionSlot {
             events,
             store,
             lane,
+            refill: None,
         }
     }
 
@@ -134,7 +138,7 @@ impl SessionSlot {
             self.host.remove_route(&old.id);
         }
         if self.reopen(&instance, rx).await {
-            self.host.refill_spare(&instance);
+            self.refill = Some(instance.clone());
             return Ok((instance, false));
         }
         // Events still queued belong to no open session; dropped while waiting.
@@ -157,8 +161,18 @@ impl SessionSlot {
         let had_one = self.stored.is_some();
         self.set_stored(Some(id.clone())).await;
         self.current = Some(Session::new(id, &instance, models));
-        self.host.refill_spare(&instance);
+        self.refill = Some(instance.clone());
         Ok((instance, had_one))
+    }
+
+    /// Starts opening the agent's next spare session, if this lane took one (or opened the
+    /// first session) since the last call. Called when the lane has nothing to run: `hermes acp`
+    /// answers one request at a time in effect, and a `session/new` sent with a prompt delays
+    /// that prompt's first text by about as long as the session takes to build.
+    pub(crate) fn refill_spare(&mut self) {
+        if let Some(instance) = self.refill.take() {
+            self.host.refill_spare(&instance);
+        }
     }
 
     /// What `/status` says of the agent's spare session.
