@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::catalog::answer_command;
 use super::script::{Flow, Prompt, Step, Stop};
-use super::turn::{chunk, Turn};
+use super::turn::{chunk, Cancelled, Turn};
 use super::{demo_file_text, DEFAULT_MODEL, DEMO_FILE_NAME, DEMO_PNG_BASE64, SILENT_ANSWER};
 use crate::types::*;
 
@@ -408,6 +408,24 @@ impl Turn<'_> {
         self.say("Lingering. ");
         self.wait_cancel().await;
         Err(Stop::Cancelled)
+    }
+
+    /// `keepalive`: empty chunks around some text, each after a pause.
+    pub(super) async fn keep_alive(&mut self) -> Step {
+        self.empty_chunks(2).await?;
+        self.say("Working. ");
+        self.empty_chunks(2).await?;
+        self.say("Done. ");
+        Ok(Flow::Next)
+    }
+
+    /// `n` empty `agent_message_chunk`s, each after a pause.
+    async fn empty_chunks(&mut self, n: usize) -> Result<(), Cancelled> {
+        for _ in 0..n {
+            self.pause().await?;
+            self.update(SessionUpdate::AgentMessageChunk(chunk("")));
+        }
+        Ok(())
     }
 
     /// The echo of the prompt text, unless the text is empty and something was said already.

@@ -42,6 +42,7 @@
 //! | `mkimage` | "Here is an image.", then an `image` content block (a 1×1 PNG, [`DEMO_PNG_BASE64`]) in an `agent_message_chunk` |
 //! | `slow` | 20 chunks 50 ms apart; `session/cancel` stops it (`cancelled`, chunks already sent stay sent) |
 //! | `linger` | "Lingering. ", then nothing until `session/cancel`, which ends the turn `cancelled` |
+//! | `keepalive` | empty `agent_message_chunk`s, as newer Hermes releases send during a long turn to keep the connection alive: two before any text, then "Working. ", two more, then "Done. " (each empty chunk after a 50 ms pause) |
 //! | (every turn) | ends the turn `cancelled` if it has been cancelled |
 //! | (every turn) | `Echo: <text>` in up to three `agent_message_chunk`s, unless the text is empty and something was said already |
 //! | (every turn) | a model note `(model: <id>)` when the model is not the default |

@@ -62,6 +62,7 @@ enum Behaviour {
     MakeImage,
     Slow,
     Linger,
+    KeepAlive,
     Echo,
     ModelNote,
 }
@@ -282,6 +283,13 @@ const SCRIPT: &[Rule] = &[
         Behaviour::Linger,
         "\"Lingering. \", then nothing until `session/cancel`, which ends the turn `cancelled`",
     ),
+    keyword(
+        &["keepalive"],
+        Behaviour::KeepAlive,
+        "empty `agent_message_chunk`s, as newer Hermes releases send during a long turn to keep \
+         the connection alive: two before any text, then \"Working. \", two more, then \
+         \"Done. \" (each empty chunk after a 50 ms pause)",
+    ),
     always(
         Behaviour::Checkpoint,
         "ends the turn `cancelled` if it has been cancelled",
@@ -439,6 +447,7 @@ impl Turn<'_> {
             Behaviour::MakeImage => self.make_image(),
             Behaviour::Slow => self.slow().await,
             Behaviour::Linger => self.linger().await,
+            Behaviour::KeepAlive => self.keep_alive().await,
             Behaviour::Echo => self.echo(prompt),
             Behaviour::ModelNote => self.model_note(prompt),
         }

@@ -435,6 +435,17 @@ impl TurnMapper {
 
     /// Text of the answer: the bubble opens with the first, and updates follow (leading edge).
     fn answer_text(&mut self, text: &str, now: Instant, out: &mut Vec<Out>) {
+        // Hermes opens the text after a tool with blank lines; a bubble never starts with them.
+        let text = if self.text.is_empty() {
+            text.trim_start_matches(['\n', '\r'])
+        } else {
+            text
+        };
+        // An empty chunk is an agent's keep-alive (newer Hermes sends one every 45 s of a long
+        // turn), not text: no bubble, no update, nothing to store or push.
+        if text.is_empty() {
+            return;
+        }
         if !self.bubble_started {
             self.bubble_started = true;
             out.push(Out::Durable(DurableFrame::MessageStart(MessageStart {
@@ -443,12 +454,6 @@ impl TurnMapper {
                 reply_to: self.reply_to.clone(),
             })));
         }
-        // Hermes opens the text after a tool with blank lines; a bubble never starts with them.
-        let text = if self.text.is_empty() {
-            text.trim_start_matches(['\n', '\r'])
-        } else {
-            text
-        };
         let kept = self.within_budget(text);
         self.text.push_str(kept);
         self.dirty = true;
