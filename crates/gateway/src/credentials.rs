@@ -141,6 +141,9 @@ pub struct Link {
     /// (`<public_url>/#token=<secret>&ws=<ws url>`), also the QR code's content. The fragment
     /// never leaves the browser: it is not sent to the server nor in a `Referer`.
     pub web_url: String,
+    /// The SHA-256 fingerprint (hex) of the gateway's self-signed certificate, which the app
+    /// pins; the web URL's fragment carries it too (`&pin=`).
+    pub pin: Option<String>,
 }
 
 impl Link {
@@ -148,12 +151,28 @@ impl Link {
     pub fn new(config: &Config, secret: &str) -> Link {
         let base = config.public_url();
         let ws_url = config.public_ws_url();
-        let web_url = format!(
+        let mut web_url = format!(
             "{base}/#token={}&ws={}",
             fragment_encode(secret),
             fragment_encode(&ws_url)
         );
-        Link { ws_url, web_url }
+        let self_signed = config
+            .tls
+            .as_ref()
+            .is_some_and(|t| t.source == crate::config::tls::TlsSource::SelfSigned);
+        // A command run beside the gateway reads the certificate the gateway made.
+        let pin = config
+            .tls_pin
+            .clone()
+            .or_else(|| self_signed.then(|| crate::tls::self_signed_pin(&config.data_dir))?);
+        if let Some(pin) = &pin {
+            web_url.push_str(&format!("&pin={pin}"));
+        }
+        Link {
+            ws_url,
+            web_url,
+            pin,
+        }
     }
 
     /// The QR code of the web URL drawn with Unicode half blocks, light on dark (as a terminal

@@ -37,6 +37,7 @@ pub mod metrics;
 pub mod outbox;
 pub mod state;
 pub mod text;
+pub mod tls;
 pub mod wire;
 
 pub use config::Config;

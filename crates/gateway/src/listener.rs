@@ -23,6 +23,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -182,6 +183,7 @@ pub async fn serve(
     router: Router,
     admission: Arc<Admission>,
     metrics: Arc<Metrics>,
+    tls: Option<TlsAcceptor>,
     stop: CancellationToken,
 ) -> io::Result<()> {
     let conns = TaskTracker::new();
@@ -219,15 +221,29 @@ pub async fn serve(
             _ticket: ticket,
         };
         let header_timeout = admission.limits.header_timeout;
-        conns.spawn(serve_connection(
-            io,
+        let conn = Conn {
             peer,
             budget,
-            router.clone(),
+            router: router.clone(),
             header_timeout,
-            metrics.clone(),
-            stop.clone(),
-        ));
+            metrics: metrics.clone(),
+            stop: stop.clone(),
+        };
+        match tls.clone() {
+            None => conns.spawn(conn.serve(io)),
+            Some(acceptor) => conns.spawn(async move {
+                // The handshake has the time the request headers have, and counts against the
+                // same read budget.
+                match tokio::time::timeout(header_timeout, acceptor.accept(io)).await {
+                    Ok(Ok(tls)) => conn.serve(tls).await,
+                    Ok(Err(e)) => tracing::debug!(peer = %peer, error = %e, "TLS handshake failed"),
+                    Err(_) => {
+                        Metrics::inc(&conn.metrics.header_timeouts);
+                        tracing::debug!(peer = %peer, "TLS handshake timed out");
+                    }
+                }
+            }),
+        };
     }
     drop(listener);
     conns.close();
@@ -235,17 +251,39 @@ pub async fn serve(
     Ok(())
 }
 
-/// One HTTP/1 connection: requests with the peer address and read budget attached, upgrades
-/// handed over, a graceful end at shutdown.
-async fn serve_connection(
-    io: Metered,
+/// What one connection is served with.
+struct Conn {
     peer: SocketAddr,
     budget: ReadBudget,
     router: Router,
     header_timeout: Duration,
     metrics: Arc<Metrics>,
     stop: CancellationToken,
-) {
+}
+
+impl Conn {
+    /// One HTTP/1 connection (over TCP or TLS): requests with the peer address and read budget
+    /// attached, upgrades handed over, a graceful end at shutdown.
+    async fn serve<I>(self, io: I)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        serve_connection(io, self).await
+    }
+}
+
+async fn serve_connection<I>(io: I, conn: Conn)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let Conn {
+        peer,
+        budget,
+        router,
+        header_timeout,
+        metrics,
+        stop,
+    } = conn;
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         req.extensions_mut().insert(ConnectInfo(peer));
         req.extensions_mut().insert(budget.clone());

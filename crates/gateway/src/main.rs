@@ -146,6 +146,17 @@ struct ConfigArgs {
     /// Base URL devices reach the gateway at, e.g. https://iris.example.com [default: from --listen].
     #[arg(long, env = "IRIS_PUBLIC_URL")]
     public_url: Option<String>,
+    /// Serve TLS with this PEM certificate chain (reloaded when the file changes); needs
+    /// --tls-key.
+    #[arg(long, env = "IRIS_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, env = "IRIS_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve TLS with a self-signed certificate made on the first start (kept in the data dir);
+    /// pairing links carry its fingerprint for the app to pin.
+    #[arg(long, conflicts_with = "tls_cert")]
+    tls_self_signed: bool,
 }
 
 impl ConfigArgs {
@@ -161,6 +172,9 @@ impl ConfigArgs {
             config: self.config,
             public_url: self.public_url,
             agent,
+            tls_cert: self.tls_cert,
+            tls_key: self.tls_key,
+            tls_self_signed: self.tls_self_signed,
         };
         Config::resolve(over).map_err(|e| {
             eprintln!("iris-gateway: {e}");

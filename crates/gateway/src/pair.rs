@@ -120,8 +120,19 @@ impl Pairing {
             }
             Secret::Shared(token) => out.push_str(&format!("  Token:        {token}\n")),
         }
+        if let Some(pin) = &self.link.pin {
+            out.push_str(&format!("  Certificate:  SHA-256 {pin}\n"));
+            out.push_str("                (self-signed: the app pins it; compare it if it asks)\n");
+        }
         out.push_str("\nWeb client (open in any browser)\n");
         out.push_str(&format!("  {}\n", self.link.web_url));
+        if self.link.pin.is_some() {
+            out.push_str(
+                "  The certificate is self-signed, so a browser warns before it opens the page:\n  \
+                 check that the fingerprint it shows is the one above, then proceed. A name with\n  \
+                 a real certificate avoids the warning (--tls-cert, or a TLS reverse proxy).\n",
+            );
+        }
         if self.loopback_only {
             out.push_str(
                 "\nThis address only works on this machine. To pair a phone, listen on a LAN address\n\

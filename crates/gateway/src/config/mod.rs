@@ -13,6 +13,7 @@ pub mod cron;
 mod error;
 pub mod push;
 mod secret;
+pub mod tls;
 
 pub use agents::{AgentFileConfig, AgentTimeouts, NamedAgent};
 pub use error::ConfigError;
@@ -80,6 +81,9 @@ pub struct FileConfig {
     /// `[push]` section.
     #[serde(default)]
     pub push: push::PushFileConfig,
+    /// `[tls]` section.
+    #[serde(default)]
+    pub tls: tls::TlsFileConfig,
 }
 
 /// `[cron]`: scheduled prompts.
@@ -262,6 +266,11 @@ pub struct Config {
     pub trusted_proxies: Vec<IpAddr>,
     /// Browser origins (`scheme://host[:port]`) besides the gateway's own that may open `/ws`.
     pub allowed_origins: Vec<String>,
+    /// TLS served by the gateway itself; `None`: plain HTTP (behind a TLS proxy, or on a LAN).
+    pub tls: Option<tls::TlsConfig>,
+    /// The SHA-256 fingerprint (hex) of a self-signed certificate, set once it is loaded: pairing
+    /// links carry it so that the app can pin it.
+    pub tls_pin: Option<String>,
 }
 
 /// Media transfer settings.
@@ -309,6 +318,12 @@ pub struct Overrides {
     pub config: Option<PathBuf>,
     /// `--public-url` / `IRIS_PUBLIC_URL`.
     pub public_url: Option<String>,
+    /// `--tls-cert` / `IRIS_TLS_CERT`.
+    pub tls_cert: Option<PathBuf>,
+    /// `--tls-key` / `IRIS_TLS_KEY`.
+    pub tls_key: Option<PathBuf>,
+    /// `--tls-self-signed`.
+    pub tls_self_signed: bool,
 }
 
 impl Config {
@@ -402,6 +417,13 @@ impl Config {
             push: push::PushConfig::resolve(file.push)?,
             trusted_proxies,
             allowed_origins,
+            tls: tls::TlsConfig::resolve(
+                file.tls,
+                over.tls_cert,
+                over.tls_key,
+                over.tls_self_signed,
+            )?,
+            tls_pin: None,
         })
     }
 
@@ -414,13 +436,14 @@ impl Config {
             return url.clone();
         }
         let port = self.listen.port();
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
         match self.listen.ip() {
             ip if ip.is_unspecified() => format!(
-                "http://{}:{port}",
+                "{scheme}://{}:{port}",
                 host_name().unwrap_or_else(|| "localhost".into())
             ),
-            std::net::IpAddr::V6(ip) => format!("http://[{ip}]:{port}"),
-            ip => format!("http://{ip}:{port}"),
+            std::net::IpAddr::V6(ip) => format!("{scheme}://[{ip}]:{port}"),
+            ip => format!("{scheme}://{ip}:{port}"),
         }
     }
 
@@ -460,6 +483,8 @@ impl Config {
             push: push::PushConfig::default(),
             trusted_proxies: Vec::new(),
             allowed_origins: Vec::new(),
+            tls: None,
+            tls_pin: None,
         }
     }
 }
