@@ -210,6 +210,11 @@ pub struct HelloAck {
     /// mid-answer shows it (with Stop) at once. An Iris extension.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub running: Vec<crate::RunningTurn>,
+    /// The pickers open when this connection began receiving live frames, in order of arrival,
+    /// each as its durable frame with its `cursor` (as `sync` would replay it): a device whose
+    /// cursor is past them still lists them. An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open_pickers: Vec<serde_json::Value>,
 }
 
 /// Who wrote a message.
