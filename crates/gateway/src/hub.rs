@@ -425,6 +425,21 @@ impl Hub {
         }
     }
 
+    /// The frame at `cursor`, if it opened a picker that is still open.
+    pub fn open_picker(&self, cursor: u64) -> Option<serde_json::Value> {
+        let st = self.state.lock().expect("hub lock");
+        st.pickers.at(cursor).cloned()
+    }
+
+    /// Whether the picker `picker_id` is open.
+    pub fn picker_open(&self, picker_id: &str) -> bool {
+        self.state
+            .lock()
+            .expect("hub lock")
+            .pickers
+            .is_open(picker_id)
+    }
+
     /// Removes a connection (if it is still registered).
     pub fn detach(&self, queue: &ConnQueue) {
         let mut st = self.state.lock().expect("hub lock");

@@ -403,8 +403,10 @@ pub async fn revoke_live(shared: &Shared, device_id: &str) -> Result<Revoked, St
         .write(move |tx| revoke_in(tx, &id, now))
         .await?;
     let disconnected = shared.hub.kick(device_id, CloseReason::GoingAway);
+    shared.actions.forget_device(device_id);
     for other in &also {
         shared.hub.kick(other, CloseReason::GoingAway);
+        shared.actions.forget_device(other);
     }
     tracing::info!(device_id = %device_id, existed, disconnected, also = ?also, "device revoked");
     Ok(Revoked {

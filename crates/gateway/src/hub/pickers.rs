@@ -90,6 +90,16 @@ impl OpenPickers {
         }
     }
 
+    /// The frame at `cursor`, if it opened a picker still open.
+    pub fn at(&self, cursor: u64) -> Option<&Value> {
+        self.frames.get(&cursor)
+    }
+
+    /// Whether the picker `picker_id` is open.
+    pub fn is_open(&self, picker_id: &str) -> bool {
+        self.ids.contains_key(picker_id)
+    }
+
     /// The open pickers' frames, oldest first.
     pub fn frames(&self) -> Vec<Value> {
         self.frames.values().cloned().collect()

@@ -333,6 +333,36 @@ impl Ctx {
             .await
     }
 
+    /// The answers a push describing a picker offers as buttons, with a new token for this
+    /// device: only while the picker is open, and only for approvals and short questions.
+    fn action_for(
+        &self,
+        content: &policy::PushContent,
+        items: &[PushItem],
+        device_id: &str,
+    ) -> Option<policy::PushAction> {
+        if !matches!(content.kind, policy::Kind::Approval | policy::Kind::Clarify) {
+            return None;
+        }
+        // The latest picker of the kind described (its notification frame comes just after it).
+        let item = items.iter().rev().find(|i| {
+            i.frame_type.starts_with("picker.") && policy::Kind::parse(&i.kind) == content.kind
+        })?;
+        let frame = self.shared.hub.open_picker(item.cursor)?;
+        let (picker_id, choices) = policy::action_choices(&frame)?;
+        let grant = crate::actions::Grant {
+            device_id: device_id.to_owned(),
+            picker_id: picker_id.clone(),
+            values: choices.iter().map(|(v, _)| v.clone()).collect(),
+        };
+        let token = self.shared.actions.mint(grant, std::time::Instant::now());
+        Some(policy::PushAction {
+            picker_id,
+            token,
+            choices,
+        })
+    }
+
     /// Sends one device's coalesced push and records the outcome.
     async fn deliver(&self, p: &PushPending) -> Result<(), StoreError> {
         let store = &self.shared.store;
@@ -358,7 +388,8 @@ impl Ctx {
             .into_iter()
             .filter(|i| i.cursor > device.confirmed_cursor)
             .collect();
-        let (Some(route), Some(content)) = (self.route(&device), policy::summarize(&items)) else {
+        let (Some(route), Some(mut content)) = (self.route(&device), policy::summarize(&items))
+        else {
             // Received meanwhile, or no registration left for a configured backend.
             return self.drop_queued(device_id, last).await;
         };
@@ -367,6 +398,7 @@ impl Ctx {
             Metrics::inc(&self.shared.metrics.push_failed);
             return self.drop_queued(device_id, last).await;
         }
+        content.action = self.action_for(&content, &items, device_id);
         // Recorded before the request: should the gateway die during it, the push is sent again
         // after the restart, with the same collapse key, so the device shows it once.
         let next_at = now_ms() + self.backoff(p.attempts + 1).as_millis() as i64;
