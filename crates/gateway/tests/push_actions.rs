@@ -1,6 +1,6 @@
 //! Answering from the lock screen: a push about an approval carries the choices and a token for
-//! that device and that picker, and `POST /v1/actions` with the token answers the picker as that
-//! device, once. Tried the way an attacker would: a spent, guessed or wrong-value token, a token
+//! that device and that picker (FCM data, Web Push payload, ntfy `http` actions), and
+//! `POST /v1/actions` with the token answers the picker as that device, once. Tried the way an attacker would: a spent, guessed or wrong-value token, a token
 //! whose picker was answered elsewhere, a revoked device's token, another site's page, a body
 //! that is not JSON, and guessing until the address is throttled (which never disables a real token).
 
@@ -12,7 +12,7 @@ use common::{select, send_text, TestGateway};
 use iris_client::Client;
 use serde_json::{json, Value};
 
-/// `http://127.0.0.1:<port>/v1/actions` of this gateway.
+/// `http://127.0.0.1:<port>/v1/actions` of this gateway (its public URL in the tests).
 fn actions_url(gw: &TestGateway) -> String {
     let base = gw
         .url
@@ -82,6 +82,7 @@ async fn an_approval_is_answered_from_the_notification_exactly_once() {
         "the push names its picker"
     );
     assert!(token.starts_with("iat_"), "{token}");
+    assert_eq!(data["action_url"], json!(actions_url(&gw)), "where the app sends it");
     let buttons: Value =
         serde_json::from_str(data["actions"].as_str().expect("actions as a JSON string"))
             .expect("actions parse");
@@ -234,6 +235,50 @@ async fn guessing_tokens_gets_an_address_throttled() {
         .wait_for(|e| e.frame_type() == "picker.closed")
         .await
         .expect("picker.closed");
+    assert_eq!(closed.json()["payload"]["by_device"], json!("phone"));
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn ntfy_buttons_post_the_answer_themselves() {
+    let fake = FakeBackends::start().await;
+    let (gw, _keys) = gateway(&fake, |_| {}).await;
+    pair_and_leave(&gw, device(&gw, "phone", None, Some("iris-phone"))).await;
+    let (mut laptop, _) = gw.connect("laptop").await;
+    send_text(&mut laptop, "default", "please approve this").await;
+    let (picker, _) = picker_id(&mut laptop, "picker.approval").await;
+    let push = fake.ntfy(0).await;
+    let header = push.header("actions").to_owned();
+    let actions: Vec<&str> = header.split("; ").collect();
+    assert_eq!(actions.len(), 3, "{header}");
+    assert!(
+        actions[0].starts_with(&format!(
+            "http, Allow once, {}, method=POST, ",
+            actions_url(&gw)
+        )),
+        "{header}"
+    );
+    assert!(actions[2].starts_with("http, "), "{header}");
+    assert!(actions
+        .iter()
+        .all(|a| a.ends_with(", clear=true")
+            && a.contains(", headers.content-type=application/json, ")));
+
+    // What the ntfy app sends when "Allow once" is pressed: the quoted body, to that URL.
+    let body = actions[0]
+        .split_once("body='")
+        .and_then(|(_, rest)| rest.split_once('\''))
+        .map(|(body, _)| body)
+        .expect("a quoted body");
+    let body: Value = serde_json::from_str(body).expect("the body is JSON");
+    assert_eq!(body["value"], json!("allow_once"));
+    let (status, answer) = post(&gw, &body, None).await;
+    assert_eq!(status, 200, "{answer}");
+    let closed = laptop
+        .wait_for(|e| e.frame_type() == "picker.closed")
+        .await
+        .expect("picker.closed");
+    assert_eq!(closed.json()["payload"]["picker_id"], json!(picker));
     assert_eq!(closed.json()["payload"]["by_device"], json!("phone"));
     gw.stop().await;
 }

@@ -290,6 +290,7 @@ fn message(registration: &str, push: &PushContent) -> Value {
         let data = &mut message["message"]["data"];
         data["picker_id"] = json!(action.picker_id);
         data["action_token"] = json!(action.token);
+        data["action_url"] = json!(action.url);
         let actions: Vec<Value> = action
             .choices
             .iter()

@@ -211,6 +211,9 @@ pub struct PushAction {
     pub token: String,
     /// `(value, label)` of each answer offered, in the picker's order.
     pub choices: Vec<(String, String)>,
+    /// Where a button sends its answer, absolute (`<public_url>/v1/actions`), for an app that
+    /// is not a page of the gateway.
+    pub url: String,
 }
 
 /// Most answers a notification offers; a question with more choices offers none.

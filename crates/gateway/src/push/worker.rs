@@ -356,10 +356,12 @@ impl Ctx {
             values: choices.iter().map(|(v, _)| v.clone()).collect(),
         };
         let token = self.shared.actions.mint(grant, std::time::Instant::now());
+        let base = self.shared.config.public_url();
         Some(policy::PushAction {
             picker_id,
             token,
             choices,
+            url: format!("{}/v1/actions", base.trim_end_matches('/')),
         })
     }
 
