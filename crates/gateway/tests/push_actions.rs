@@ -82,7 +82,11 @@ async fn an_approval_is_answered_from_the_notification_exactly_once() {
         "the push names its picker"
     );
     assert!(token.starts_with("iat_"), "{token}");
-    assert_eq!(data["action_url"], json!(actions_url(&gw)), "where the app sends it");
+    assert_eq!(
+        data["action_url"],
+        json!(actions_url(&gw)),
+        "where the app sends it"
+    );
     let buttons: Value =
         serde_json::from_str(data["actions"].as_str().expect("actions as a JSON string"))
             .expect("actions parse");

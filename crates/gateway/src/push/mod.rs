@@ -245,6 +245,23 @@ mod tests {
     }
 
     #[test]
+    fn pushes_through_third_parties_are_private_unless_content_is_full() {
+        let cfg = resolve("").expect("defaults");
+        assert_eq!(
+            ["fcm", "ntfy", "webpush"].map(|b| cfg.private_for(b)),
+            [true, true, false]
+        );
+        let cfg = resolve("content = \"full\"\n").expect("full");
+        assert!(!cfg.private_for("fcm") && !cfg.private_for("webpush"));
+        let cfg = resolve("content = \"private\"\n").expect("private");
+        assert!(cfg.private_for("webpush") && cfg.private_for("ntfy"));
+        let cfg = resolve("content = \"full\"\npreviews = false\n").expect("both");
+        assert!(cfg.private_for("webpush"), "previews = false wins");
+        let err = resolve("content = \"some\"\n").expect_err("not a mode");
+        assert!(err.contains("push.content"), "{err}");
+    }
+
+    #[test]
     fn bad_push_settings_are_refused() {
         assert!(
             resolve("preview = true\n").is_err(),

@@ -248,6 +248,30 @@ pub fn action_choices(frame: &serde_json::Value) -> Option<(String, Vec<(String,
     Some((p["picker_id"].as_str()?.to_owned(), choices))
 }
 
+/// The body of a push without the conversation's text.
+fn neutral_body(count: usize) -> String {
+    match count {
+        1 => "Open Iris to see it.".to_owned(),
+        n => format!("{n} new updates. Open Iris to see them."),
+    }
+}
+
+impl PushContent {
+    /// Leaves out everything the conversation said (`[push] content = "private"`): the body
+    /// becomes neutral, a notification's own title gives way to "Notification", and a
+    /// question's answers are not offered as buttons, since their labels are the agent's words.
+    /// An approval keeps its buttons: their labels name the kind of permission only.
+    pub fn make_private(&mut self) {
+        self.body = neutral_body(self.count);
+        if self.kind == Kind::Notice {
+            self.title = "Notification".to_owned();
+        }
+        if self.kind != Kind::Approval {
+            self.action = None;
+        }
+    }
+}
+
 /// Coalesces a device's queued frames (cursor order) into one push: it describes the most
 /// important frame (the latest among equals) and carries the highest cursor.
 pub fn summarize(items: &[PushItem]) -> Option<PushContent> {
@@ -255,10 +279,9 @@ pub fn summarize(items: &[PushItem]) -> Option<PushContent> {
     let head = items
         .iter()
         .max_by_key(|i| (Kind::parse(&i.kind).rank(), i.cursor))?;
-    let body = match (head.preview.is_empty(), items.len()) {
-        (false, _) => head.preview.clone(),
-        (true, 1) => "Open Iris to see it.".to_owned(),
-        (true, n) => format!("{n} new updates. Open Iris to see them."),
+    let body = match head.preview.is_empty() {
+        false => head.preview.clone(),
+        true => neutral_body(items.len()),
     };
     Some(PushContent {
         cursor,

@@ -401,6 +401,9 @@ impl Ctx {
             return self.drop_queued(device_id, last).await;
         }
         content.action = self.action_for(&content, &items, device_id);
+        if self.backends.config.private_for(route.backend()) {
+            content.make_private();
+        }
         // Recorded before the request: should the gateway die during it, the push is sent again
         // after the restart, with the same collapse key, so the device shows it once.
         let next_at = now_ms() + self.backoff(p.attempts + 1).as_millis() as i64;
