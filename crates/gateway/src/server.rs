@@ -188,6 +188,7 @@ impl Gateway {
             media,
             shutdown: CancellationToken::new(),
             searches: Default::default(),
+            push: push.clone(),
         });
         Ok(Gateway {
             ctx,

@@ -93,6 +93,8 @@ frame_enum! {
         Ack(Ack) = "ack",
         /// Response to `pair.create`. An Iris extension.
         PairCode(crate::pairing::PairCode) = "pair.code",
+        /// Response to `push.status` and `push.test`. An Iris extension.
+        PushStatus(crate::push::PushStatus) = "push.status",
     }
 }
 
