@@ -273,12 +273,14 @@ impl PushContent {
 }
 
 /// Coalesces a device's queued frames (cursor order) into one push: it describes the most
-/// important frame (the latest among equals) and carries the highest cursor.
+/// important frame (among equals a picker before the `notification` that announces it, then the
+/// latest) and carries the highest cursor.
 pub fn summarize(items: &[PushItem]) -> Option<PushContent> {
     let cursor = items.iter().map(|i| i.cursor).max()?;
-    let head = items
-        .iter()
-        .max_by_key(|i| (Kind::parse(&i.kind).rank(), i.cursor))?;
+    let head = items.iter().max_by_key(|i| {
+        let picker = i.frame_type.starts_with("picker.");
+        (Kind::parse(&i.kind).rank(), picker, i.cursor)
+    })?;
     let body = match head.preview.is_empty() {
         false => head.preview.clone(),
         true => neutral_body(items.len()),
@@ -398,6 +400,19 @@ mod tests {
         ])
         .expect("a push");
         assert_eq!(quiet.body, "2 new updates. Open Iris to see them.");
+    }
+
+    #[test]
+    fn a_picker_describes_the_push_rather_than_the_notification_announcing_it() {
+        let mut picker = item(5, Kind::Approval, "Approval needed", "terminal: rm -rf");
+        picker.frame_type = "picker.approval".into();
+        let mut notice = item(6, Kind::Approval, "Approval needed", "Approve terminal?");
+        notice.frame_type = "notification".into();
+        let push = summarize(&[picker, notice]).expect("a push");
+        assert_eq!(
+            (push.frame_type.as_str(), push.body.as_str(), push.cursor),
+            ("picker.approval", "terminal: rm -rf", 6)
+        );
     }
 
     #[test]
