@@ -81,6 +81,11 @@ async fn an_approval_is_answered_from_the_notification_exactly_once() {
         json!(picker),
         "the push names its picker"
     );
+    assert_eq!(
+        data["type"],
+        json!("picker.approval"),
+        "it describes the picker"
+    );
     assert!(token.starts_with("iat_"), "{token}");
     assert_eq!(
         data["action_url"],
