@@ -1,6 +1,7 @@
 // Iris Web service worker: keeps the app shell for offline loads, shows the notifications the
-// gateway pushes (Web Push, docs/protocol.md §10) while no Iris tab is connected, and focuses (or
-// opens) the client at the pushed chat when one is clicked.
+// gateway pushes (Web Push, docs/protocol.md §10) while no Iris tab is visible (a test
+// notification at any time), and focuses (or opens) the client at the pushed chat when one is
+// clicked.
 //
 // Notifications with buttons: a push about an approval or a short question carries its choices
 // and a one-time token. A button answers the question through `POST /v1/actions` without opening
@@ -115,8 +116,9 @@ self.addEventListener('push', (event) => {
   }
   event.waitUntil((async () => {
     const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
-    // A visible tab shows the frame itself; a system notification would be a duplicate.
-    if (windows.some((w) => w.visibilityState === 'visible')) return;
+    // A visible tab shows the frame itself; a system notification would be a duplicate. A test
+    // notification (`push.test`) has no frame: it always shows.
+    if (data.type !== 'push.test' && windows.some((w) => w.visibilityState === 'visible')) return;
     const buttons = Array.isArray(data.actions) && data.actions.length && data.action_token
       ? data.actions.slice(0, maxActions()).map((a) => ({ action: String(a.action), title: String(a.title) }))
       : [];
