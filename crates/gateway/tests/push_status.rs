@@ -125,3 +125,43 @@ async fn an_expired_registration_is_dropped_and_the_owner_is_told() {
     assert_eq!(fake.with(|b| b.fcm.len()), 1);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_test_that_finds_the_registration_gone_removes_it_and_one_that_fails_is_not_retried() {
+    let fake = FakeBackends::start().await;
+    let unregistered = json!({"error": {
+        "code": 404,
+        "status": "NOT_FOUND",
+        "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}],
+    }});
+    fake.with(|b| {
+        b.fcm_script.push_back((
+            503,
+            json!({"error": {"code": 503, "status": "UNAVAILABLE"}}),
+        ));
+        b.fcm_script.push_back((404, unregistered));
+    });
+    let (gw, _keys) = gateway(&fake, |_| {}).await;
+    let (mut phone, _) = Client::connect(device(&gw, "phone", Some("fcm-old"), None))
+        .await
+        .expect("connect");
+    let busy = status_of(&mut phone, ClientFrame::PushTest(Empty {}))
+        .await
+        .expect("push.test");
+    assert_eq!(busy.last[0].result, "unreachable", "a test is sent once");
+    assert_eq!(busy.route.as_deref(), Some("fcm"));
+
+    let (mut tablet, _) = Client::connect(device(&gw, "tablet", Some("fcm-gone"), None))
+        .await
+        .expect("connect");
+    let gone = status_of(&mut tablet, ClientFrame::PushTest(Empty {}))
+        .await
+        .expect("push.test");
+    assert_eq!(gone.last[0].result, "expired");
+    assert!(
+        gone.registered.is_empty() && gone.route.is_none(),
+        "the dead token is removed: {gone:?}"
+    );
+    assert_eq!(fake.with(|b| b.fcm.len()), 2, "nothing was retried");
+    gw.stop().await;
+}

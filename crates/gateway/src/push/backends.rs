@@ -16,6 +16,7 @@ pub(crate) struct Backends {
 }
 
 /// Where a device's push goes.
+#[derive(Clone)]
 pub(crate) enum Route {
     Fcm(String),
     Ntfy(String),

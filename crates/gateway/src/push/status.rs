@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use iris_protocol::{PushOutcome, PushStatus};
-use iris_store::{PushLogEntry, StoreError};
+use iris_store::{PushLogEntry, StoreError, WriteTx};
 
-use super::backends::Backends;
+use super::backends::{Backends, Route};
 use super::outcome::Outcome;
 use super::policy::{Kind, PushContent};
 use crate::ids::now_ms;
@@ -59,6 +59,34 @@ pub(crate) fn log_entry(
         detail: detail.map(|d| crate::text::head(d, MAX_DETAIL)),
         at: now_ms(),
         test,
+    }
+}
+
+/// Removes the registration `route` used, which its backend said is gone (if it is still the
+/// device's: one registered meanwhile stays).
+pub(crate) async fn forget_registration(
+    shared: &Shared,
+    device_id: &str,
+    route: &Route,
+) -> Result<(), StoreError> {
+    let id = device_id.to_owned();
+    let route = route.clone();
+    shared
+        .store
+        .write(move |tx| clear_registration(tx, &id, &route).map(|_| ()))
+        .await
+}
+
+/// [`forget_registration`] inside a transaction; whether a registration was removed.
+pub(crate) fn clear_registration(
+    tx: &mut WriteTx<'_>,
+    device_id: &str,
+    route: &Route,
+) -> Result<bool, StoreError> {
+    match route {
+        Route::Fcm(token) => tx.clear_fcm_token_if(device_id, token),
+        Route::WebPush(sub) => tx.clear_webpush_if(device_id, &sub.endpoint),
+        Route::Ntfy(_) => Ok(false),
     }
 }
 
@@ -153,11 +181,15 @@ pub(crate) async fn test(
             ?outcome,
             "test push sent"
         );
-        record(
-            shared,
-            log_entry(device_id, route.backend(), &outcome, true),
-        )
-        .await;
+        let mut entry = log_entry(device_id, route.backend(), &outcome, true);
+        match outcome {
+            // A test is sent once: what would be retried is reported as not reaching the device.
+            Outcome::Retry { .. } => entry.result = "unreachable".to_owned(),
+            // Gone for a test as for any push: the registration is removed.
+            Outcome::Unregistered => forget_registration(shared, device_id, &route).await?,
+            Outcome::Delivered | Outcome::Rejected(_) => {}
+        }
+        record(shared, entry).await;
     }
     status(backends, shared, device_id).await
 }

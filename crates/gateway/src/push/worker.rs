@@ -441,11 +441,7 @@ impl Ctx {
         self.shared
             .store
             .write(move |tx| {
-                match &route {
-                    Route::Fcm(token) => tx.clear_fcm_token_if(&id, token)?,
-                    Route::WebPush(sub) => tx.clear_webpush_if(&id, &sub.endpoint)?,
-                    Route::Ntfy(_) => false,
-                };
+                status::clear_registration(tx, &id, &route)?;
                 if fallback {
                     // The same push goes out through the next backend right away.
                     tx.reset_push_attempts(&id)
