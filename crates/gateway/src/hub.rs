@@ -18,7 +18,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 
+mod pickers;
 mod watermarks;
+
+pub use pickers::MAX_OPEN_PICKERS;
 
 /// Why a connection must close, decided outside its own task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,6 +281,18 @@ struct HubState {
     conns: HashMap<u64, Arc<ConnQueue>>,
     devices: HashMap<String, u64>,
     head: u64,
+    /// The pickers open up to `head`.
+    pickers: pickers::OpenPickers,
+}
+
+/// What [`Hub::attach`] saw at the instant a connection was registered.
+pub struct Attached {
+    /// The outbox head: every frame above it reaches the queue.
+    pub head: u64,
+    /// The connection of the same device it replaces, if any.
+    pub replaced: Option<Arc<ConnQueue>>,
+    /// The pickers open up to `head`, as `sync` replays their frames, oldest first.
+    pub open_pickers: Vec<serde_json::Value>,
 }
 
 /// The registry of live connections.
@@ -353,6 +368,7 @@ impl Hub {
     pub fn publish(&self, frames: &[Committed]) {
         let mut st = self.state.lock().expect("hub lock");
         for frame in frames {
+            st.pickers.note(frame);
             let frame = Arc::new(frame.clone());
             for q in st.conns.values() {
                 q.push_durable(frame.clone());
@@ -390,18 +406,38 @@ impl Hub {
         }
     }
 
-    /// Registers a connection. Returns the outbox head at this instant (every frame above it will
-    /// reach the queue) and the connection it replaces, if the device was already connected.
-    pub fn attach(&self, queue: Arc<ConnQueue>) -> (u64, Option<Arc<ConnQueue>>) {
+    /// Registers a connection: the outbox head at this instant (every frame above it will reach
+    /// the queue), the pickers open up to it, and the connection it replaces, if the device was
+    /// already connected.
+    pub fn attach(&self, queue: Arc<ConnQueue>) -> Attached {
         let mut st = self.state.lock().expect("hub lock");
         let head = st.head;
         queue.state.lock().expect("queue lock").last_cursor = head;
-        let old = st
+        let replaced = st
             .devices
             .insert(queue.device_id.clone(), queue.conn_id)
             .and_then(|id| st.conns.remove(&id));
         st.conns.insert(queue.conn_id, queue);
-        (st.head, old)
+        Attached {
+            head,
+            replaced,
+            open_pickers: st.pickers.frames(),
+        }
+    }
+
+    /// The frame at `cursor`, if it opened a picker that is still open.
+    pub fn open_picker(&self, cursor: u64) -> Option<serde_json::Value> {
+        let st = self.state.lock().expect("hub lock");
+        st.pickers.at(cursor).cloned()
+    }
+
+    /// Whether the picker `picker_id` is open.
+    pub fn picker_open(&self, picker_id: &str) -> bool {
+        self.state
+            .lock()
+            .expect("hub lock")
+            .pickers
+            .is_open(picker_id)
     }
 
     /// Removes a connection (if it is still registered).

@@ -8,6 +8,7 @@
 //! [`hub`], [`wire`], [`command`], [`config`], …) imports nothing above it. The store (crate `iris-store`) is the source of truth.
 
 // Server layer.
+pub mod action_route;
 pub mod listener;
 pub mod pair;
 pub mod server;
@@ -25,6 +26,7 @@ pub mod cron;
 pub mod media;
 pub mod push;
 // Ground floor.
+pub mod actions;
 pub mod clock;
 pub mod command;
 pub mod config;

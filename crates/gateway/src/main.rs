@@ -617,11 +617,7 @@ fn devices_table(list: &[iris_gateway::admin::devices::DeviceSummary]) -> String
                 Some(true) => "online now".to_owned(),
                 _ => ago(now - d.last_seen),
             };
-            let push = if d.push.is_empty() {
-                "-".to_owned()
-            } else {
-                d.push.join(", ")
-            };
+            let push = push_column(d, now);
             let addr = d.last_addr.as_deref().map_or("-".to_owned(), printable);
             [
                 printable(&d.device_id),
@@ -650,6 +646,32 @@ fn devices_table(list: &[iris_gateway::admin::devices::DeviceSummary]) -> String
         out.push('\n');
     }
     out
+}
+
+/// Each push backend of a device with how its last push ended: "fcm delivered 2 minutes ago,
+/// webpush expired 1 day ago" (a backend whose registration a push cost still shows, so the
+/// owner learns why it is gone).
+fn push_column(d: &iris_gateway::admin::devices::DeviceSummary, now: i64) -> String {
+    let mut backends: Vec<&str> = d.push.iter().map(String::as_str).collect();
+    for p in &d.last_pushes {
+        if !backends.contains(&p.backend.as_str()) {
+            backends.push(&p.backend);
+        }
+    }
+    if backends.is_empty() {
+        return "-".to_owned();
+    }
+    let parts: Vec<String> = backends
+        .iter()
+        .map(|b| match d.last_pushes.iter().find(|p| p.backend == *b) {
+            Some(p) => {
+                let test = if p.test { " (test)" } else { "" };
+                format!("{b} {}{test} {}", p.result, ago(now - p.at))
+            }
+            None => (*b).to_owned(),
+        })
+        .collect();
+    iris_gateway::credentials::printable(&parts.join(", "))
 }
 
 /// "5 minutes ago" for a duration in milliseconds.
@@ -699,6 +721,7 @@ mod tests {
             last_seen: 0,
             last_addr: Some("203.0.113.7".into()),
             push: Vec::new(),
+            last_pushes: Vec::new(),
             online: Some(true),
         };
         let table = devices_table(&[d]);
@@ -709,5 +732,34 @@ mod tests {
         assert_eq!(table.lines().count(), 2, "{table}");
         assert!(table.contains("Phone]0;owned[2Jroot"), "{table}");
         assert!(table.contains("203.0.113.7"), "{table}");
+    }
+
+    #[test]
+    fn the_push_column_says_how_each_backends_last_push_ended() {
+        let now = 10 * 60_000;
+        let outcome =
+            |backend: &str, result: &str, at: i64, test: bool| iris_protocol::PushOutcome {
+                backend: backend.into(),
+                result: result.into(),
+                detail: None,
+                at,
+                test,
+            };
+        let d = iris_gateway::admin::devices::DeviceSummary {
+            device_id: "phone".into(),
+            name: "Phone".into(),
+            last_seen: 0,
+            last_addr: None,
+            push: vec!["fcm".into(), "ntfy".into()],
+            last_pushes: vec![
+                outcome("fcm", "delivered", now - 120_000, false),
+                outcome("webpush", "expired", now - 5_000, true),
+            ],
+            online: None,
+        };
+        assert_eq!(
+            push_column(&d, now),
+            "fcm delivered 2 minutes ago, ntfy, webpush expired (test) just now"
+        );
     }
 }

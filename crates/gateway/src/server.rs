@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::extract::{ConnectInfo, State, WebSocketUpgrade};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Extension;
 use axum::Router;
 use iris_protocol::{GatewayState, Header, Status};
@@ -198,6 +198,7 @@ impl Gateway {
             media,
             shutdown: CancellationToken::new(),
             searches: Default::default(),
+            push: push.clone(),
         });
         Ok(Gateway {
             ctx,
@@ -330,8 +331,8 @@ struct Routes {
     tasks: TaskTracker,
 }
 
-/// The HTTP routes: `/ws`, `/healthz`, `/metrics` and the web client, each behind the `Host`
-/// check.
+/// The HTTP routes: `/ws`, `/healthz`, `/metrics`, `/v1/actions` and the web client, each
+/// behind the `Host` check.
 fn app(routes: Routes, hsts: bool) -> Router {
     let config = &routes.ctx.shared.config;
     let hosts = Arc::new(KnownHosts::new(
@@ -343,6 +344,12 @@ fn app(routes: Routes, hsts: bool) -> Router {
         .route("/ws", get(ws_upgrade))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .route(
+            "/v1/actions",
+            post(action).layer(axum::extract::DefaultBodyLimit::max(
+                crate::action_route::MAX_BODY,
+            )),
+        )
         .merge(crate::web::routes());
     let router = if hsts {
         router.layer(axum::middleware::map_response(strict_transport))
@@ -408,6 +415,19 @@ async fn check_host(
     tracing::warn!(host = ?host, "request for an unknown host refused");
     let body = "unknown host: add it to public_url or allowed_origins\n";
     (StatusCode::MISDIRECTED_REQUEST, body).into_response()
+}
+
+/// A notification's button answering a picker (`crate::action_route`).
+async fn action(
+    State(routes): State<Routes>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    let config = &routes.ctx.shared.config;
+    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    let client = crate::guard::client_ip(addr.ip(), forwarded, &config.trusted_proxies);
+    crate::action_route::answer(&routes.ctx, client, &headers, body).await
 }
 
 /// Liveness: a small fixed JSON object, built without parsing anything.

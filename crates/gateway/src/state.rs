@@ -1,4 +1,5 @@
-//! What every connection needs: the configuration, the store, the hub and the counters.
+//! What every connection needs: the configuration, the store, the hub, the counters and the
+//! action tokens of pushed pickers.
 //!
 //! Everything else (the agent bridge, media, the scheduler, the door guard) is handed by
 //! [`crate::server`] to whoever needs it.
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use iris_store::Store;
 
+use crate::actions::ActionTokens;
 use crate::config::Config;
 use crate::hub::Hub;
 use crate::metrics::Metrics;
@@ -23,6 +25,8 @@ pub struct Shared {
     pub hub: Arc<Hub>,
     /// Operational counters.
     pub metrics: Arc<Metrics>,
+    /// The action tokens pushes carry, for answering a picker from a notification.
+    pub actions: ActionTokens,
 }
 
 impl Shared {
@@ -33,6 +37,7 @@ impl Shared {
             config,
             store,
             hub,
+            actions: ActionTokens::default(),
         })
     }
 }

@@ -342,3 +342,46 @@ async fn with_previews_off_a_push_says_what_happened_but_not_what_was_said() {
     }
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn by_default_fcm_and_ntfy_pushes_carry_no_text_but_approvals_keep_their_buttons() {
+    let fake = FakeBackends::start().await;
+    // The defaults of `[push] content`: private for the backends that are third parties.
+    let (gw, _keys) = gateway(&fake, |p| p.private = None).await;
+    pair_and_leave(&gw, device(&gw, "phone", Some("fcm-phone"), None)).await;
+    pair_and_leave(&gw, device(&gw, "tablet", None, Some("tablet-topic"))).await;
+    let (mut laptop, _) = gw.connect("laptop").await;
+
+    ask(&mut laptop, "my bank password is hunter2").await;
+    let fcm = fake.fcm(0).await;
+    assert_eq!(
+        fcm.json()["message"]["notification"],
+        json!({"title": "Demo agent replied in Default", "body": "Open Iris to see it."}),
+        "the channel and the kind of event, never the text"
+    );
+    let ntfy = fake.ntfy(0).await;
+    assert_eq!(ntfy.body, "Open Iris to see it.");
+
+    send_text(&mut laptop, "default", "please approve this").await;
+    laptop
+        .wait_for(|e| e.frame_type() == "picker.approval")
+        .await
+        .expect("approval picker");
+    let fcm_approval = fake.fcm(1).await;
+    assert_eq!(
+        fcm_approval.json()["message"]["notification"]["title"],
+        json!("Approval needed")
+    );
+    assert!(
+        !fcm_approval.data("action_token").is_empty(),
+        "an approval is still answerable from the notification"
+    );
+    let ntfy_approval = fake.ntfy(1).await;
+    for request in [&fcm, &ntfy, &fcm_approval, &ntfy_approval] {
+        let all = format!("{:?} {}", request.headers, request.body);
+        for secret in ["hunter2", "password", "demo-scratch", "approve this"] {
+            assert!(!all.contains(secret), "{secret} in {all}");
+        }
+    }
+    gw.stop().await;
+}

@@ -58,6 +58,10 @@ frame_enum! {
         /// Say which lanes this connection shows: streaming updates of the others stay away. An
         /// Iris extension.
         FocusSet(FocusSet) = "focus.set",
+        /// How pushes reach this device and how the last ones ended. An Iris extension.
+        PushStatus(Empty) = "push.status",
+        /// Send this device a test notification now. An Iris extension.
+        PushTest(Empty) = "push.test",
     }
 }
 

@@ -111,6 +111,8 @@ pub enum ResponseFrame {
     MediaUploadAck(MediaUploadAck),
     /// A pairing code made by `pair.create`.
     PairCode(crate::pairing::PairCode),
+    /// This device's push state, for `push.status` and `push.test`.
+    PushStatus(crate::push::PushStatus),
 }
 
 /// Server frame types the connection writes itself, outside the three kinds above: the answer to
@@ -135,6 +137,7 @@ impl From<ResponseFrame> for ServerFrame {
             R::CommandsComplete(p) => ServerFrame::CommandsComplete(p),
             R::MediaUploadAck(p) => ServerFrame::MediaUploadAck(p),
             R::PairCode(p) => ServerFrame::PairCode(p),
+            R::PushStatus(p) => ServerFrame::PushStatus(p),
         }
     }
 }
@@ -305,6 +308,7 @@ mod tests {
             R::CommandsComplete(CommandsComplete::default()),
             R::MediaUploadAck(MediaUploadAck::default()),
             R::PairCode(crate::pairing::PairCode::default()),
+            R::PushStatus(crate::push::PushStatus::default()),
         ]
     }
 

@@ -36,6 +36,10 @@ pub struct PickerModel {
     pub current_provider: Option<String>,
     /// Models grouped by provider.
     pub providers: Vec<ModelProvider>,
+    /// The device whose command opened this picker: only it opens the picker by itself, the
+    /// others list it. An Iris extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_device: Option<String>,
 }
 
 /// One choice of a picker.
@@ -59,6 +63,10 @@ pub struct PickerChoice {
     pub title: String,
     /// The choices.
     pub choices: Vec<Choice>,
+    /// The device whose command opened this picker: only it opens the picker by itself, the
+    /// others list it. An Iris extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_device: Option<String>,
 }
 
 /// `picker.clarify`.

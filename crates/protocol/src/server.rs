@@ -93,6 +93,8 @@ frame_enum! {
         Ack(Ack) = "ack",
         /// Response to `pair.create`. An Iris extension.
         PairCode(crate::pairing::PairCode) = "pair.code",
+        /// Response to `push.status` and `push.test`. An Iris extension.
+        PushStatus(crate::push::PushStatus) = "push.status",
     }
 }
 
@@ -210,6 +212,11 @@ pub struct HelloAck {
     /// mid-answer shows it (with Stop) at once. An Iris extension.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub running: Vec<crate::RunningTurn>,
+    /// The pickers open when this connection began receiving live frames, in order of arrival,
+    /// each as its durable frame with its `cursor` (as `sync` would replay it): a device whose
+    /// cursor is past them still lists them. An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open_pickers: Vec<serde_json::Value>,
 }
 
 /// Who wrote a message.

@@ -113,11 +113,18 @@ fn every_seed_example_round_trips() {
     );
     // Every client frame type has a seed example, except channel.delete, which the seed describes
     // in prose only, and the Iris extensions pair.create (see pairing.rs), message.retry,
-    // channel.set_agent and focus.set (docs/protocol.md; focus.set in tests/focus.rs).
+    // channel.set_agent, focus.set, push.status and push.test (docs/protocol.md; focus.set in
+    // tests/focus.rs, the push frames in push.rs).
     for t in ClientFrame::TYPES.iter().filter(|t| {
         !matches!(
             **t,
-            "channel.delete" | "pair.create" | "message.retry" | "channel.set_agent" | "focus.set"
+            "channel.delete"
+                | "pair.create"
+                | "message.retry"
+                | "channel.set_agent"
+                | "focus.set"
+                | "push.status"
+                | "push.test"
         )
     }) {
         assert!(

@@ -245,6 +245,19 @@ CREATE TABLE client_requests (
     PRIMARY KEY (device_id, client_id)
 ) WITHOUT ROWID;
 "#,
+    // 11: the last push to each device through each backend and how it ended, so that the owner
+    // can see whether pushes arrive; it goes with its device.
+    r#"
+CREATE TABLE push_log (
+    device_id TEXT NOT NULL REFERENCES devices(device_id) ON DELETE CASCADE,
+    backend   TEXT NOT NULL,
+    result    TEXT NOT NULL,
+    detail    TEXT,
+    at        INTEGER NOT NULL,
+    test      INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (device_id, backend)
+) WITHOUT ROWID;
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.

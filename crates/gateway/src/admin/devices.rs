@@ -58,6 +58,9 @@ pub struct DeviceSummary {
     pub last_addr: Option<String>,
     /// Push backends it is registered with (`fcm`, `ntfy`, `webpush`).
     pub push: Vec<String>,
+    /// How the last push through each backend ended (also one whose registration it cost).
+    #[serde(default)]
+    pub last_pushes: Vec<iris_protocol::PushOutcome>,
     /// Whether it is connected now (only known when the gateway runs).
     pub online: Option<bool>,
 }
@@ -80,6 +83,7 @@ impl DeviceSummary {
             last_seen: row.last_seen,
             last_addr: addr.map(|a| a.addr.clone()),
             push,
+            last_pushes: Vec::new(),
             online,
         }
     }
@@ -403,8 +407,10 @@ pub async fn revoke_live(shared: &Shared, device_id: &str) -> Result<Revoked, St
         .write(move |tx| revoke_in(tx, &id, now))
         .await?;
     let disconnected = shared.hub.kick(device_id, CloseReason::GoingAway);
+    shared.actions.forget_device(device_id);
     for other in &also {
         shared.hub.kick(other, CloseReason::GoingAway);
+        shared.actions.forget_device(other);
     }
     tracing::info!(device_id = %device_id, existed, disconnected, also = ?also, "device revoked");
     Ok(Revoked {
@@ -489,11 +495,24 @@ pub async fn list(data_dir: &Path) -> Result<Vec<DeviceSummary>, DevicesError> {
 async fn summaries(store: &Store, live: Option<&Shared>) -> Result<Vec<DeviceSummary>, StoreError> {
     let rows = store.list_devices().await?;
     let addrs = store.device_addresses().await?;
+    let log = store.push_log().await?;
     Ok(rows
         .iter()
         .map(|r| {
             let online = live.map(|s| s.hub.is_online(&r.device_id));
-            DeviceSummary::from_row(r, addrs.get(&r.device_id), online)
+            let mut summary = DeviceSummary::from_row(r, addrs.get(&r.device_id), online);
+            summary.last_pushes = log
+                .iter()
+                .filter(|e| e.device_id == r.device_id)
+                .map(|e| iris_protocol::PushOutcome {
+                    backend: e.backend.clone(),
+                    result: e.result.clone(),
+                    detail: e.detail.clone(),
+                    at: e.at,
+                    test: e.test,
+                })
+                .collect();
+            summary
         })
         .collect())
 }

@@ -27,6 +27,11 @@ pub struct PushFileConfig {
     /// Put a short excerpt of the content into the push (default true). Off, pushes say only
     /// what happened ("Hermes replied in Reports").
     pub previews: Option<bool>,
+    /// `"full"` or `"private"`: whether a push carries the conversation's text. Private pushes
+    /// name the channel and the kind of event only. Default: full for Web Push (its payload is
+    /// encrypted for the browser alone), private for FCM and ntfy (their payloads pass through
+    /// Google's or the ntfy server's hands).
+    pub content: Option<String>,
     /// Frames for one device within this many milliseconds become one push (default 2000).
     pub coalesce_ms: Option<u64>,
     /// First retry delay in milliseconds, doubled per attempt (default 1000).
@@ -98,6 +103,9 @@ impl fmt::Debug for NtfyFileConfig {
 pub struct PushConfig {
     /// Content excerpts in pushes.
     pub previews: bool,
+    /// `[push] content`: `Some(true)` private for every backend, `Some(false)` full for every
+    /// backend, `None` the default of each (see [`PushConfig::private_for`]).
+    pub private: Option<bool>,
     /// The coalescing window.
     pub coalesce: Duration,
     /// First retry delay.
@@ -119,6 +127,7 @@ impl Default for PushConfig {
     fn default() -> Self {
         PushConfig {
             previews: true,
+            private: None,
             coalesce: Duration::from_millis(2000),
             retry_initial: Duration::from_millis(1000),
             retry_max: Duration::from_secs(600),
@@ -270,8 +279,20 @@ impl PushConfig {
                 message: "must be at least 1".into(),
             });
         }
+        let private = match file.content.as_deref() {
+            None => None,
+            Some("full") => Some(false),
+            Some("private") => Some(true),
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    key: "push.content",
+                    message: "must be \"full\" or \"private\"".into(),
+                })
+            }
+        };
         Ok(PushConfig {
             previews: file.previews.unwrap_or(d.previews),
+            private,
             coalesce: file
                 .coalesce_ms
                 .map(Duration::from_millis)
@@ -291,6 +312,13 @@ impl PushConfig {
             ntfy,
             webpush,
         })
+    }
+
+    /// Whether pushes through `backend` (`"fcm"`, `"ntfy"`, `"webpush"`) leave out the
+    /// conversation's text: always with `previews = false`, else as `content` says, else for
+    /// every backend but Web Push.
+    pub fn private_for(&self, backend: &str) -> bool {
+        !self.previews || self.private.unwrap_or(backend != "webpush")
     }
 
     /// What `hello.ack` announces as `server_caps.push`: the configured backends, comma-separated

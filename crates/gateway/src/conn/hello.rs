@@ -388,8 +388,9 @@ async fn attach(
     if let Some(lanes) = hello.caps.as_ref().and_then(|c| c.focus.clone()) {
         queue.set_focus(lanes);
     }
-    let (head, replaced) = shared.hub.attach(queue.clone());
-    if let Some(old) = replaced {
+    let attached = shared.hub.attach(queue.clone());
+    let head = attached.head;
+    if let Some(old) = attached.replaced {
         old.close(CloseReason::Replaced);
     }
     let appends = hello
@@ -420,6 +421,7 @@ async fn attach(
         running: crate::agent::recovery::running(&shared.store)
             .await
             .unwrap_or_default(),
+        open_pickers: attached.open_pickers,
     };
     let mut frames = vec![encode(
         &Header::default().with_id(hello_id),

@@ -29,6 +29,8 @@ pub struct Context {
     pub shutdown: CancellationToken,
     /// Each device's search rate.
     pub searches: SearchRate,
+    /// The push backends, for `push.status` and `push.test`.
+    pub push: crate::push::Push,
 }
 
 /// Searches each device may run: `limits.searches_per_minute` in any 60 seconds (a sliding

@@ -75,6 +75,8 @@ pub async fn handle(
         ClientFrame::MediaUploadEnd(req) => media.end(&ctx.media, device, req).await,
         ClientFrame::MediaPull(req) => media.pull(&ctx.media, header, req).await,
         ClientFrame::PairCreate(_) => pairing::create(ctx, device, header).await,
+        ClientFrame::PushStatus(_) => registration::push_status(ctx, device).await,
+        ClientFrame::PushTest(_) => registration::push_test(ctx, device).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(
@@ -112,5 +114,6 @@ fn changes_state(body: &ClientFrame) -> bool {
             | ClientFrame::ChannelDelete(_)
             | ClientFrame::FcmRegister(_)
             | ClientFrame::PairCreate(_)
+            | ClientFrame::PushTest(_)
     )
 }

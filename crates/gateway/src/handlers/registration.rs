@@ -1,7 +1,8 @@
 //! A device's registration: its name and caps at `hello`, and its push registrations (FCM,
-//! ntfy, Web Push) then and through `fcm.register`.
+//! ntfy, Web Push) then and through `fcm.register`; `push.status` and `push.test` for how its
+//! pushes fare.
 
-use iris_protocol::{ClientCaps, FcmRegister, Header, Hello};
+use iris_protocol::{ClientCaps, ErrorCode, FcmRegister, Header, Hello, ResponseFrame};
 use iris_store::{DeviceRow, StoreError};
 
 use super::context::Context;
@@ -91,4 +92,32 @@ pub(super) async fn fcm_register(
         })
         .await?;
     Ok(Reply::ack(header))
+}
+
+/// `push.status`: how pushes reach this device and how the last ones ended.
+pub(super) async fn push_status(ctx: &Context, device_id: &str) -> Result<Reply> {
+    let status = ctx.push.status(&ctx.shared, device_id).await?;
+    Ok(Reply::Direct(
+        ResponseFrame::PushStatus(status),
+        Header::default(),
+    ))
+}
+
+/// `push.test`: a test notification to this device now (at most one per
+/// [`crate::push::TEST_INTERVAL`]), answered with its push status, the test's outcome first.
+pub(super) async fn push_test(ctx: &Context, device_id: &str) -> Result<Reply> {
+    if !ctx.push.take_test(device_id) {
+        return Err(WireError::new(
+            ErrorCode::RateLimited,
+            format!(
+                "one test notification per {} seconds",
+                crate::push::TEST_INTERVAL.as_secs()
+            ),
+        ));
+    }
+    let status = ctx.push.test(&ctx.shared, device_id).await?;
+    Ok(Reply::Direct(
+        ResponseFrame::PushStatus(status),
+        Header::default(),
+    ))
 }

@@ -265,7 +265,7 @@ fn oauth_error(body: &Value) -> ErrorBody {
 
 /// The `messages:send` body. FCM wants every `data` value as a string.
 fn message(registration: &str, push: &PushContent) -> Value {
-    json!({
+    let mut message = json!({
         "message": {
             "token": registration,
             "notification": { "title": push.title, "body": push.body },
@@ -283,7 +283,22 @@ fn message(registration: &str, push: &PushContent) -> Value {
                 "notification": { "tag": push.collapse_key },
             },
         }
-    })
+    });
+    if let Some(action) = &push.action {
+        // The app offers the choices as the notification's buttons; the answer goes to
+        // POST /v1/actions with the token.
+        let data = &mut message["message"]["data"];
+        data["picker_id"] = json!(action.picker_id);
+        data["action_token"] = json!(action.token);
+        data["action_url"] = json!(action.url);
+        let actions: Vec<Value> = action
+            .choices
+            .iter()
+            .map(|(v, l)| json!({"action": v, "title": l}))
+            .collect();
+        data["actions"] = json!(Value::Array(actions).to_string());
+    }
+    message
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub mod fcm;
 pub mod ntfy;
 mod outcome;
 pub mod policy;
+mod status;
 pub mod webpush;
 mod worker;
 
@@ -55,7 +56,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iris_store::Committed;
+use iris_protocol::PushStatus;
+use iris_store::{Committed, StoreError};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -65,12 +67,16 @@ use crate::state::Shared;
 use backends::Backends;
 pub use error::PushError;
 pub use outcome::Outcome;
+pub use status::TEST_INTERVAL;
 
 /// The push service of one gateway: its backends and its wake-up signal. Built before the store
 /// opens, so that the commit hook can hold a [`PushWaker`].
+#[derive(Clone)]
 pub struct Push {
     backends: Arc<Backends>,
     wake: Arc<Notify>,
+    /// When each device last asked for a test notification (`push.test`).
+    tests: Arc<std::sync::Mutex<status::TestTimes>>,
 }
 
 impl Push {
@@ -124,7 +130,27 @@ impl Push {
                 webpush,
             }),
             wake: Arc::new(Notify::new()),
+            tests: Arc::default(),
         })
+    }
+
+    /// This device's push registrations, its route and how its last pushes ended (`push.status`).
+    pub async fn status(&self, shared: &Shared, device_id: &str) -> Result<PushStatus, StoreError> {
+        status::status(&self.backends, shared, device_id).await
+    }
+
+    /// Whether the device may have a test notification now (one per [`TEST_INTERVAL`]); counts
+    /// it when it may.
+    pub fn take_test(&self, device_id: &str) -> bool {
+        self.tests
+            .lock()
+            .expect("test times lock")
+            .take(device_id, std::time::Instant::now())
+    }
+
+    /// Sends the device a test notification now and answers its push status (`push.test`).
+    pub async fn test(&self, shared: &Shared, device_id: &str) -> Result<PushStatus, StoreError> {
+        status::test(&self.backends, shared, device_id).await
     }
 
     /// The VAPID public key, when Web Push is on.
@@ -242,6 +268,23 @@ mod tests {
         assert_eq!(cfg.coalesce, Duration::from_millis(500));
         assert_eq!(cfg.fcm.expect("fcm").base_url, FCM_BASE_URL);
         assert_eq!(cfg.ntfy.expect("ntfy").server, "https://push.example.com");
+    }
+
+    #[test]
+    fn pushes_through_third_parties_are_private_unless_content_is_full() {
+        let cfg = resolve("").expect("defaults");
+        assert_eq!(
+            ["fcm", "ntfy", "webpush"].map(|b| cfg.private_for(b)),
+            [true, true, false]
+        );
+        let cfg = resolve("content = \"full\"\n").expect("full");
+        assert!(!cfg.private_for("fcm") && !cfg.private_for("webpush"));
+        let cfg = resolve("content = \"private\"\n").expect("private");
+        assert!(cfg.private_for("webpush") && cfg.private_for("ntfy"));
+        let cfg = resolve("content = \"full\"\npreviews = false\n").expect("both");
+        assert!(cfg.private_for("webpush"), "previews = false wins");
+        let err = resolve("content = \"some\"\n").expect_err("not a mode");
+        assert!(err.contains("push.content"), "{err}");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! ntfy: a POST of the push text to `<server>/<topic>`, with the title, priority, tags, click
-//! target and sequence id in headers.
+//! target, sequence id and, for a push with buttons, ntfy `http` actions in headers.
 
 use base64::Engine;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
@@ -99,7 +99,51 @@ fn headers(push: &PushContent) -> HeaderMap {
     put("click", click_url(push).as_str());
     // Pushes of one lane share a sequence id, so a newer one (or a resend) replaces the older.
     put("x-sequence-id", &push.collapse_key);
+    if let Some(actions) = actions_header(push) {
+        put("actions", &actions);
+    }
     h
+}
+
+/// Most actions ntfy shows on one notification.
+const NTFY_MAX_ACTIONS: usize = 3;
+
+/// ntfy's `Actions` header for a push with buttons: one `http` action per choice, which the ntfy
+/// app sends itself (`POST <public_url>/v1/actions` with the token and the choice as JSON) and
+/// then clears the notification. None when there are more choices than ntfy shows: offering
+/// some of a question's answers would be a different question.
+///
+/// The labels and values come from the agent, so nothing in them may end a field or an action:
+/// labels keep only printable ASCII other than `,;'"`, and the body, a quoted field, has its
+/// single quotes escaped as JSON does (`\u0027`).
+pub fn actions_header(push: &PushContent) -> Option<String> {
+    let action = push.action.as_ref()?;
+    if action.choices.len() > NTFY_MAX_ACTIONS || action.url.contains([',', ';', '\'', '"']) {
+        return None;
+    }
+    let fields: Vec<String> = action
+        .choices
+        .iter()
+        .map(|(value, label)| {
+            let label: String = label
+                .chars()
+                .filter(|c| c.is_ascii_graphic() || *c == ' ')
+                .filter(|c| !matches!(c, ',' | ';' | '\'' | '"'))
+                .collect();
+            let label = match label.trim() {
+                "" => "Answer",
+                l => l,
+            };
+            let body = serde_json::json!({"token": action.token, "value": value})
+                .to_string()
+                .replace('\'', "\\u0027");
+            format!(
+                "http, {label}, {}, method=POST, headers.content-type=application/json, body='{body}', clear=true",
+                action.url
+            )
+        })
+        .collect();
+    Some(fields.join("; "))
 }
 
 /// Header values must be ASCII: other text goes as an RFC 2047 encoded word, which ntfy decodes.

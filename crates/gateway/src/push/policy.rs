@@ -198,19 +198,92 @@ pub struct PushContent {
     /// Same for every push of a lane, so that a newer push (or a resend) replaces the older one
     /// on the device: FCM `collapse_key` and notification `tag`, ntfy sequence id.
     pub collapse_key: String,
+    /// The answers the notification offers as buttons, when it describes a picker still open.
+    pub action: Option<PushAction>,
+}
+
+/// A picker's answers offered on a notification, with the token that allows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushAction {
+    /// The picker.
+    pub picker_id: String,
+    /// The action token (`crate::actions`): one answer, by this device, to this picker.
+    pub token: String,
+    /// `(value, label)` of each answer offered, in the picker's order.
+    pub choices: Vec<(String, String)>,
+    /// Where a button sends its answer, absolute (`<public_url>/v1/actions`), for an app that
+    /// is not a page of the gateway.
+    pub url: String,
+}
+
+/// Most answers a notification offers; a question with more choices offers none.
+pub const MAX_ACTIONS: usize = 4;
+/// Longest label offered on a notification's button, in characters.
+pub const MAX_ACTION_LABEL: usize = 40;
+
+/// The answers a notification may offer for an open picker's frame: an approval's choices, or a
+/// question's when it has at most [`MAX_ACTIONS`] short ones (and takes no typed answer).
+pub fn action_choices(frame: &serde_json::Value) -> Option<(String, Vec<(String, String)>)> {
+    let kind = frame["type"].as_str()?;
+    let p = &frame["payload"];
+    if !matches!(kind, "picker.approval" | "picker.clarify") || p["free_text"] == true {
+        return None;
+    }
+    let choices: Vec<(String, String)> = p["choices"]
+        .as_array()?
+        .iter()
+        .filter_map(|c| {
+            Some((
+                c["value"].as_str()?.to_owned(),
+                c["label"].as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    let short = choices
+        .iter()
+        .all(|(_, label)| label.chars().count() <= MAX_ACTION_LABEL);
+    if choices.is_empty() || choices.len() > MAX_ACTIONS || !short {
+        return None;
+    }
+    Some((p["picker_id"].as_str()?.to_owned(), choices))
+}
+
+/// The body of a push without the conversation's text.
+fn neutral_body(count: usize) -> String {
+    match count {
+        1 => "Open Iris to see it.".to_owned(),
+        n => format!("{n} new updates. Open Iris to see them."),
+    }
+}
+
+impl PushContent {
+    /// Leaves out everything the conversation said (`[push] content = "private"`): the body
+    /// becomes neutral, a notification's own title gives way to "Notification", and a
+    /// question's answers are not offered as buttons, since their labels are the agent's words.
+    /// An approval keeps its buttons: their labels name the kind of permission only.
+    pub fn make_private(&mut self) {
+        self.body = neutral_body(self.count);
+        if self.kind == Kind::Notice {
+            self.title = "Notification".to_owned();
+        }
+        if self.kind != Kind::Approval {
+            self.action = None;
+        }
+    }
 }
 
 /// Coalesces a device's queued frames (cursor order) into one push: it describes the most
-/// important frame (the latest among equals) and carries the highest cursor.
+/// important frame (among equals a picker before the `notification` that announces it, then the
+/// latest) and carries the highest cursor.
 pub fn summarize(items: &[PushItem]) -> Option<PushContent> {
     let cursor = items.iter().map(|i| i.cursor).max()?;
-    let head = items
-        .iter()
-        .max_by_key(|i| (Kind::parse(&i.kind).rank(), i.cursor))?;
-    let body = match (head.preview.is_empty(), items.len()) {
-        (false, _) => head.preview.clone(),
-        (true, 1) => "Open Iris to see it.".to_owned(),
-        (true, n) => format!("{n} new updates. Open Iris to see them."),
+    let head = items.iter().max_by_key(|i| {
+        let picker = i.frame_type.starts_with("picker.");
+        (Kind::parse(&i.kind).rank(), picker, i.cursor)
+    })?;
+    let body = match head.preview.is_empty() {
+        false => head.preview.clone(),
+        true => neutral_body(items.len()),
     };
     Some(PushContent {
         cursor,
@@ -223,6 +296,7 @@ pub fn summarize(items: &[PushItem]) -> Option<PushContent> {
         title: head.title.clone(),
         body,
         collapse_key: collapse_key(head.chat_id.as_deref(), head.thread_id.as_deref()),
+        action: None,
     })
 }
 
@@ -326,6 +400,52 @@ mod tests {
         ])
         .expect("a push");
         assert_eq!(quiet.body, "2 new updates. Open Iris to see them.");
+    }
+
+    #[test]
+    fn a_picker_describes_the_push_rather_than_the_notification_announcing_it() {
+        let mut picker = item(5, Kind::Approval, "Approval needed", "terminal: rm -rf");
+        picker.frame_type = "picker.approval".into();
+        let mut notice = item(6, Kind::Approval, "Approval needed", "Approve terminal?");
+        notice.frame_type = "notification".into();
+        let push = summarize(&[picker, notice]).expect("a push");
+        assert_eq!(
+            (push.frame_type.as_str(), push.body.as_str(), push.cursor),
+            ("picker.approval", "terminal: rm -rf", 6)
+        );
+    }
+
+    #[test]
+    fn a_notification_offers_an_approvals_choices_and_a_short_questions() {
+        let frame = |kind: &str, labels: &[&str], free_text: bool| {
+            let choices: Vec<_> = labels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| serde_json::json!({"value": format!("v{i}"), "label": l}))
+                .collect();
+            serde_json::json!({"type": kind, "payload": {"picker_id": "p1", "choices": choices, "free_text": free_text}})
+        };
+        let approval = action_choices(&frame("picker.approval", &["Allow once", "Deny"], false));
+        assert_eq!(
+            approval,
+            Some((
+                "p1".into(),
+                vec![
+                    ("v0".into(), "Allow once".into()),
+                    ("v1".into(), "Deny".into())
+                ]
+            ))
+        );
+        let long = "a label much longer than a notification button can show";
+        for none in [
+            frame("picker.clarify", &["1", "2", "3", "4", "5"], false),
+            frame("picker.clarify", &["yes", long], false),
+            frame("picker.clarify", &["yes", "no"], true),
+            frame("picker.clarify", &[], false),
+            frame("picker.model", &["a"], false),
+        ] {
+            assert_eq!(action_choices(&none), None, "{none}");
+        }
     }
 
     #[test]

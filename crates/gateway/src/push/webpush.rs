@@ -396,6 +396,17 @@ fn payload(push: &PushContent) -> Vec<u8> {
         "count": push.count,
         "tag": push.collapse_key,
     });
+    if let Some(action) = &push.action {
+        // The service worker offers these as the notification's buttons and answers with the
+        // token (POST /v1/actions), without opening the page.
+        value["picker_id"] = json!(action.picker_id);
+        value["action_token"] = json!(action.token);
+        value["actions"] = action
+            .choices
+            .iter()
+            .map(|(v, l)| json!({"action": v, "title": l}))
+            .collect();
+    }
     let mut bytes = value.to_string().into_bytes();
     if bytes.len() > MAX_PLAINTEXT {
         // Only the text can be long (a chat name in the title, a notification's own title).

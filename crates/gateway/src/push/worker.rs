@@ -6,14 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iris_protocol::{decode, FrameBody, ServerFrame};
-use iris_store::{DeviceRow, PushItem, PushPending, StoreError, WebPushRow};
+use iris_store::{DeviceRow, PushItem, PushPending, StoreError};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::backends::Backends;
+use super::backends::{Backends, Route};
 use super::outcome::Outcome;
 use super::policy::{self, Context};
+use super::status;
 use crate::ids::now_ms;
 use crate::metrics::Metrics;
 use crate::state::Shared;
@@ -37,23 +38,6 @@ struct Ctx {
     /// The agent's name, the title of its pushes.
     agent_label: String,
     backends: Arc<Backends>,
-}
-
-/// Where a device's push goes.
-enum Route {
-    Fcm(String),
-    Ntfy(String),
-    WebPush(WebPushRow),
-}
-
-impl Route {
-    fn backend(&self) -> &'static str {
-        match self {
-            Route::Fcm(_) => "fcm",
-            Route::Ntfy(_) => "ntfy",
-            Route::WebPush(_) => "webpush",
-        }
-    }
 }
 
 impl Worker {
@@ -233,7 +217,7 @@ impl Ctx {
             .list_devices()
             .await?
             .into_iter()
-            .filter(|d| self.route(d).is_some())
+            .filter(|d| self.backends.route(d).is_some())
             .collect();
         if devices.is_empty() {
             return Ok(Vec::new());
@@ -282,37 +266,6 @@ impl Ctx {
         Ok(items)
     }
 
-    /// The backend a device is reached through: the one its `hello` caps name when it has that
-    /// registration, else FCM, else ntfy, else Web Push; `None` when no configured backend knows
-    /// it.
-    fn route(&self, d: &DeviceRow) -> Option<Route> {
-        let fcm = d
-            .fcm_token
-            .as_deref()
-            .filter(|t| !t.is_empty() && self.backends.fcm.is_some());
-        let ntfy = d
-            .ntfy_topic
-            .as_deref()
-            .filter(|t| !t.is_empty() && self.backends.ntfy.is_some());
-        let webpush = d
-            .webpush
-            .as_ref()
-            .filter(|_| self.backends.webpush.is_some());
-        let wanted = iris_protocol::ClientCaps::from_stored(&d.caps).push;
-        let fcm = fcm.map(|t| Route::Fcm(t.to_owned()));
-        let ntfy = ntfy.map(|t| Route::Ntfy(t.to_owned()));
-        let webpush = webpush.map(|w| Route::WebPush(w.clone()));
-        let mut routes = [fcm, ntfy, webpush];
-        let preferred = routes.iter().position(|r| {
-            r.as_ref()
-                .is_some_and(|r| wanted.as_deref() == Some(r.backend()))
-        });
-        match preferred {
-            Some(i) => routes[i].take(),
-            None => routes.into_iter().flatten().next(),
-        }
-    }
-
     /// The delay before attempt `attempt + 1`: doubling from the initial delay up to the maximum,
     /// with ±20 % jitter so that many devices do not retry in lockstep.
     fn backoff(&self, attempt: u32) -> Duration {
@@ -331,6 +284,38 @@ impl Ctx {
             .store
             .write(move |tx| tx.finish_push(&id, upto).map(|_| ()))
             .await
+    }
+
+    /// The answers a push describing a picker offers as buttons, with a new token for this
+    /// device: only while the picker is open, and only for approvals and short questions.
+    fn action_for(
+        &self,
+        content: &policy::PushContent,
+        items: &[PushItem],
+        device_id: &str,
+    ) -> Option<policy::PushAction> {
+        if !matches!(content.kind, policy::Kind::Approval | policy::Kind::Clarify) {
+            return None;
+        }
+        // The latest picker of the kind described (its notification frame comes just after it).
+        let item = items.iter().rev().find(|i| {
+            i.frame_type.starts_with("picker.") && policy::Kind::parse(&i.kind) == content.kind
+        })?;
+        let frame = self.shared.hub.open_picker(item.cursor)?;
+        let (picker_id, choices) = policy::action_choices(&frame)?;
+        let grant = crate::actions::Grant {
+            device_id: device_id.to_owned(),
+            picker_id: picker_id.clone(),
+            values: choices.iter().map(|(v, _)| v.clone()).collect(),
+        };
+        let token = self.shared.actions.mint(grant, std::time::Instant::now());
+        let base = self.shared.config.public_url();
+        Some(policy::PushAction {
+            picker_id,
+            token,
+            choices,
+            url: format!("{}/v1/actions", base.trim_end_matches('/')),
+        })
     }
 
     /// Sends one device's coalesced push and records the outcome.
@@ -358,14 +343,22 @@ impl Ctx {
             .into_iter()
             .filter(|i| i.cursor > device.confirmed_cursor)
             .collect();
-        let (Some(route), Some(content)) = (self.route(&device), policy::summarize(&items)) else {
+        let (Some(route), Some(mut content)) =
+            (self.backends.route(&device), policy::summarize(&items))
+        else {
             // Received meanwhile, or no registration left for a configured backend.
             return self.drop_queued(device_id, last).await;
         };
         if p.attempts >= self.backends.config.max_attempts {
             tracing::warn!(device_id, attempts = p.attempts, "push: giving up");
             Metrics::inc(&self.shared.metrics.push_failed);
+            let entry = status::unreachable_entry(device_id, route.backend(), p.attempts);
+            status::record(&self.shared, entry).await;
             return self.drop_queued(device_id, last).await;
+        }
+        content.action = self.action_for(&content, &items, device_id);
+        if self.backends.config.private_for(route.backend()) {
+            content.make_private();
         }
         // Recorded before the request: should the gateway die during it, the push is sent again
         // after the restart, with the same collapse key, so the device shows it once.
@@ -375,13 +368,10 @@ impl Ctx {
             .write(move |tx| tx.record_push_attempt(&id, next_at))
             .await?;
         let backends = &self.backends;
-        let outcome = match (&route, &backends.fcm, &backends.ntfy, &backends.webpush) {
-            (Route::Fcm(token), Some(fcm), _, _) => fcm.send(token, &content).await,
-            (Route::Ntfy(topic), _, Some(ntfy), _) => ntfy.send(topic, &content).await,
-            (Route::WebPush(sub), _, _, Some(webpush)) => webpush.send(sub, &content).await,
-            _ => Outcome::Rejected("backend not configured".into()),
-        };
+        let outcome = backends.send(&route, &content).await;
         let backend = route.backend();
+        // Recorded once the outcome's effects are stored, so what `devices list` says is so.
+        let entry = status::log_entry(device_id, backend, &outcome, false);
         let id = device_id.to_owned();
         match outcome {
             Outcome::Delivered => {
@@ -416,33 +406,7 @@ impl Ctx {
                     backend,
                     "push registration no longer valid; removed"
                 );
-                // Another registration of the device, if any, takes over.
-                let mut rest = device.clone();
-                match &route {
-                    Route::Fcm(_) => rest.fcm_token = None,
-                    Route::WebPush(_) => rest.webpush = None,
-                    // ntfy has no registrations to lose; never retry it in a loop.
-                    Route::Ntfy(_) => return self.drop_queued(device_id, last).await,
-                }
-                let fallback = self.route(&rest).is_some();
-                if !fallback {
-                    Metrics::inc(&self.shared.metrics.push_failed);
-                }
-                store
-                    .write(move |tx| {
-                        match &route {
-                            Route::Fcm(token) => tx.clear_fcm_token_if(&id, token)?,
-                            Route::WebPush(sub) => tx.clear_webpush_if(&id, &sub.endpoint)?,
-                            Route::Ntfy(_) => false,
-                        };
-                        if fallback {
-                            // The same push goes out through the next backend right away.
-                            tx.reset_push_attempts(&id)
-                        } else {
-                            tx.finish_push(&id, last).map(|_| ())
-                        }
-                    })
-                    .await?;
+                self.unregistered(&device, route, last).await?;
             }
             Outcome::Rejected(reason) => {
                 tracing::warn!(device_id, backend, %reason, "push refused; dropped");
@@ -450,6 +414,41 @@ impl Ctx {
                 self.drop_queued(device_id, last).await?;
             }
         }
+        status::record(&self.shared, entry).await;
         Ok(())
+    }
+
+    /// Removes the registration `route` used, which its backend said is gone. Another
+    /// registration of the device, if any, takes over at once with the same push.
+    async fn unregistered(
+        &self,
+        device: &DeviceRow,
+        route: Route,
+        last: u64,
+    ) -> Result<(), StoreError> {
+        let mut rest = device.clone();
+        match &route {
+            Route::Fcm(_) => rest.fcm_token = None,
+            Route::WebPush(_) => rest.webpush = None,
+            // ntfy has no registrations to lose; never retry it in a loop.
+            Route::Ntfy(_) => return self.drop_queued(&device.device_id, last).await,
+        }
+        let fallback = self.backends.route(&rest).is_some();
+        if !fallback {
+            Metrics::inc(&self.shared.metrics.push_failed);
+        }
+        let id = device.device_id.clone();
+        self.shared
+            .store
+            .write(move |tx| {
+                status::clear_registration(tx, &id, &route)?;
+                if fallback {
+                    // The same push goes out through the next backend right away.
+                    tx.reset_push_attempts(&id)
+                } else {
+                    tx.finish_push(&id, last).map(|_| ())
+                }
+            })
+            .await
     }
 }

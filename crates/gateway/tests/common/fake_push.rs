@@ -161,10 +161,12 @@ impl FakeBackends {
         path
     }
 
-    /// Push settings pointing both backends at this fake: a short coalescing window and fast
-    /// retries.
+    /// Push settings pointing both backends at this fake: a short coalescing window, fast
+    /// retries, and the conversation's text in the pushes (`content = "full"`) so that tests can
+    /// tell pushes apart by it.
     pub fn config(&self, service_account: PathBuf) -> PushConfig {
         PushConfig {
+            private: Some(false),
             coalesce: Duration::from_millis(600),
             retry_initial: Duration::from_millis(100),
             retry_max: Duration::from_secs(1),

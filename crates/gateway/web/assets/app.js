@@ -6,8 +6,9 @@
 // it needs), starts a session with a token, and routes the connection's callbacks and every
 // received frame to the view that owns it. The views are session.js (sign-in, connection
 // banner), sidebar.js (chat list), transcript.js (messages, streaming, tool cards), composer.js
-// (message box, slash commands, attachments), pickers.js, search.js, menu.js and notify.js; the
-// state they share is in state.js. activity.js says what the agent is doing (the busy bar) and
+// (message box, slash commands, attachments), pickers.js and inbox.js (the agent's open questions,
+// listed by hello.ack and replayed or live frames), search.js, menu.js and notify.js; the state
+// they share is in state.js. activity.js says what the agent is doing (the busy bar) and
 // keeps the read ticks.
 
 import { trackTool, watchTicks } from './activity.js';
@@ -16,8 +17,11 @@ import { Connection } from './conn.js';
 import { Media } from './media.js';
 import { onEcho, resendAll } from './outbox.js';
 import { initMenu } from './menu.js';
-import { onNotification, refreshWebPush } from './notify.js';
-import { closeStalePickers, initPickers, onPicker } from './pickers.js';
+import { onNotification, refreshWebPush, releaseHeldNotifications } from './notify.js';
+import { initInbox } from './inbox.js';
+import {
+  closeStalePickers, initPickers, onOpenPickers, onPicker, settleGonePickers,
+} from './pickers.js';
 import { initSearch } from './search.js';
 import {
   deviceId, deviceName, forgetKept, initSession, renderConnState, showApp, showSignin, tokenAtLoad,
@@ -73,10 +77,15 @@ function onHello(ack) {
   app.agents = (ack.server_caps && ack.server_caps.agents) || [];
   // Answers streaming now, whose start this page may never see (its cursor is past it).
   joinRunning(ack.running || []);
+  // Pickers still open, which the replay may not bring (a reloaded page's cursor is past them).
+  onOpenPickers(ack.open_pickers);
   renderSidebar();
 }
 
 function onSynced(done) {
+  // The replay is over: what it did not settle is still open, and only those are announced.
+  settleGonePickers();
+  releaseHeldNotifications();
   // Messages kept while the connection was away go out now, each under its client_id.
   resendAll((e) => toast(`Not sent: ${e.message}`, 'error'));
   loadCatalog();
@@ -194,6 +203,7 @@ initSession({ start });
 initTranscript({ renderSidebar, updateComposer, closeStalePickers });
 initSidebar();
 initPickers();
+initInbox();
 initComposer();
 initSearch();
 initMenu();

@@ -1,12 +1,12 @@
 // The top-bar menu (`#menu`): opening and closing it, its keyboard (arrows, Esc), and its
 // actions (the command list, the chat's agent, exporting the chat, the runtime-footer and
-// tool-details display settings with the body classes that apply them, notifications, pairing
-// another device, signing out). A click anywhere else closes it, and closes any popup menu too; Esc closes whatever menu
+// tool-details display settings with the body classes that apply them, the Notifications dialog,
+// pairing another device, signing out). A click anywhere else closes it, and closes any popup menu too; Esc closes whatever menu
 // or panel is open and gives the focus back to the button that opened it. A tap on an answer's
 // runtime footer shows all of it (narrow screens show one line).
 
 import { exportChat } from './export.js';
-import { toggleNotifications } from './notify.js';
+import { showNotificationSettings } from './notifysettings.js';
 import { showPairDialog } from './pairing.js';
 import { signOut } from './session.js';
 import { chooseAgent } from './sidebar.js';
@@ -47,15 +47,13 @@ function closeMainMenu() {
   $('open-menu').setAttribute('aria-expanded', 'false');
 }
 
-/** Toggles the menu, with its checkboxes and the notifications item up to date. */
+/** Toggles the menu, with its checkboxes up to date. */
 function openMainMenu() {
   const menu = $('menu');
   menu.hidden = !menu.hidden;
   $('open-menu').setAttribute('aria-expanded', String(!menu.hidden));
   menu.querySelector('[data-action=footer]').setAttribute('aria-checked', String(app.settings.footer));
   menu.querySelector('[data-action=tools]').setAttribute('aria-checked', String(app.settings.tools));
-  menu.querySelector('[data-action=notify]').textContent =
-    store.getItem('iris.webpush') === 'on' ? 'Turn off notifications' : 'Enable notifications';
   const chat = app.channels.get(currentLane().chat_id);
   const agentItem = menu.querySelector('[data-action=agent]');
   agentItem.hidden = app.agents.length < 2 || !chat;
@@ -85,7 +83,7 @@ function runAction(action) {
       document.body.classList.toggle('no-tools', !app.settings.tools);
       break;
     case 'notify':
-      toggleNotifications();
+      showNotificationSettings();
       break;
     case 'pair':
       showPairDialog();

@@ -1,14 +1,52 @@
 // Notifications: `notification` frames shown as toasts (and as system notifications while the
 // page is hidden, if allowed), and Web Push, which delivers them while no Iris tab is connected.
-// Push is on only after the user turns it on in the menu (`toggleNotifications`); each
-// connection re-sends the subscription (`refreshWebPush`), so the gateway learns of a renewed
-// one, and a subscription made with a replaced gateway key is made again.
+// Replayed approval and question notifications wait until the replay ends
+// (`releaseHeldNotifications`) and show only while their picker is still open, so that a device
+// coming back never announces what was answered meanwhile.
+// Push is on only after the user turns it on in the Notifications dialog (`toggleNotifications`,
+// notifysettings.js); each connection re-sends the subscription (`refreshWebPush`), so the
+// gateway learns of a renewed one, and a subscription made with a replaced gateway key is made
+// again.
 
-import { app, store } from './state.js';
+import { app, laneOf, store } from './state.js';
 import { toast } from './ui.js';
-import { dropSubscription, ensureSubscription, subscriptionPayload, webPushAvailable } from './webpush.js';
+import { currentSubscription, dropSubscription, ensureSubscription, subscriptionPayload, webPushAvailable } from './webpush.js';
+
+/** Replayed approval and question notifications, until the replay ends. */
+let held = [];
+
+const PICKER_NOTES = new Set(['approval', 'clarify']);
 
 export function onNotification(frame) {
+  if (frame.replayed && PICKER_NOTES.has(frame.payload.kind)) {
+    held.push(frame);
+    return;
+  }
+  showNotification(frame);
+}
+
+/**
+ * After the replay (`sync.done`): of the held approval and question notifications, those of a
+ * lane whose pickers of that kind are still open, as many as are open there (the latest ones).
+ */
+export function releaseHeldNotifications() {
+  const open = new Map();
+  for (const entry of app.pickers.values()) {
+    const key = `${entry.lane.key}|${entry.frame.type}`;
+    open.set(key, (open.get(key) || 0) + 1);
+  }
+  const shown = [];
+  for (const frame of held.reverse()) {
+    const key = `${laneOf(frame).key}|picker.${frame.payload.kind}`;
+    if (!open.get(key)) continue;
+    open.set(key, open.get(key) - 1);
+    shown.unshift(frame);
+  }
+  held = [];
+  for (const frame of shown) showNotification(frame);
+}
+
+function showNotification(frame) {
   const p = frame.payload;
   // A long offline gap replays many notifications: show only the first few.
   if (frame.replayed && app.toastBudget-- <= 0) return;
@@ -38,11 +76,12 @@ export async function refreshWebPush() {
   }
 }
 
+/**
+ * Turns notifications on or off in this browser: asks for the permission, subscribes to Web Push
+ * and tells the gateway (or ends the subscription). Resolves with a sentence saying how it went.
+ */
 export async function toggleNotifications() {
-  if (!('Notification' in window)) {
-    toast('This browser cannot show notifications.');
-    return;
-  }
+  if (!('Notification' in window)) return 'This browser cannot show notifications.';
   if (store.getItem('iris.webpush') === 'on') {
     store.setItem('iris.webpush', 'off');
     try {
@@ -51,24 +90,33 @@ export async function toggleNotifications() {
     } catch (e) {
       console.warn('web push', e);
     }
-    toast('Notifications are off while Iris is closed.');
-    return;
+    return 'Notifications are off while Iris is closed.';
   }
   const permission = await Notification.requestPermission();
-  if (permission !== 'granted') {
-    toast('Notifications stay off.');
-    return;
-  }
-  if (!webPushAvailable(window, app.webpushKey)) {
-    toast('Notifications are on while Iris is open in a tab.');
-    return;
-  }
+  if (permission !== 'granted') return 'Notifications stay off.';
+  if (!webPushAvailable(window, app.webpushKey)) return 'Notifications are on while Iris is open in a tab.';
   try {
     const sub = await ensureSubscription(app.webpushKey);
     await app.conn.request('fcm.register', { webpush: subscriptionPayload(sub) });
     store.setItem('iris.webpush', 'on');
-    toast('Notifications are on, also while Iris is closed.');
+    return 'Notifications are on, also while Iris is closed.';
   } catch (e) {
-    toast(`Notifications are on while Iris is open in a tab; push is unavailable here (${e.message || e}).`);
+    return `Notifications are on while Iris is open in a tab; push is unavailable here (${e.message || e}).`;
   }
+}
+
+/**
+ * Whether this browser shows notifications: `{on, text}`, `on` when push is on here (the user
+ * turned it on, the permission stands and the browser has a subscription).
+ */
+export async function browserNotifications() {
+  if (!('Notification' in window)) return { on: false, text: "This browser can't show notifications." };
+  if (Notification.permission === 'denied') return { on: false, text: "Blocked in this browser's site settings." };
+  const wanted = store.getItem('iris.webpush') === 'on';
+  if (wanted && Notification.permission === 'granted' && await currentSubscription()) {
+    return { on: true, text: 'On: this browser shows notifications, also while Iris is closed.' };
+  }
+  if (wanted && Notification.permission === 'granted') return { on: true, text: 'On, but this browser has no push subscription yet: it is made again when Iris connects.' };
+  if (Notification.permission === 'granted') return { on: false, text: 'Only while Iris is open in a tab: push is off.' };
+  return { on: false, text: 'Off: nothing shows while Iris is closed.' };
 }

@@ -1,13 +1,18 @@
 // Pickers: the agent's questions that wait for an answer (approval, clarify, model, choice and
-// confirm frames). Each one gets a card in its lane and is shown in the `#picker` dialog, one at
-// a time, until it is answered here, or closed by the gateway (`picker.closed`: answered on
-// another device, expired or cancelled), or made stale by the lane moving on
-// (`closeStalePickers`, for gateways that do not send `picker.closed`). Answers go to the gateway
-// as `picker.select`; a clarify question takes a typed answer only when it says `free_text`.
+// confirm frames). Each one gets a card in its lane and a row in the inbox (inbox.js), and is
+// shown in the `#picker` dialog, one at a time, until it is answered here, or closed by the
+// gateway (`picker.closed`: answered on another device, expired or cancelled), or made stale by
+// the lane moving on (`closeStalePickers`, for gateways that do not send `picker.closed`; a
+// `picker.closed` that comes after still writes the choice on the card). The dialog opens by
+// itself only for a picker that arrived live (not replayed, not listed in `hello.ack`), and for
+// a model or choice picker only on the device that asked for it (`for_device`); "Later" leaves a
+// picker to the inbox. Answers go to the gateway as `picker.select`; a clarify question takes a
+// typed answer only when it says `free_text`.
 
 import { RequestError } from './conn.js';
 import { $, app, laneOf, laneTitle, store } from './state.js';
 import { pickerOutcomeText } from './steps.js';
+import { renderInbox } from './inbox.js';
 import { appendToLane } from './transcript.js';
 import { toast } from './ui.js';
 import { h } from './util.js';
@@ -19,11 +24,36 @@ const CARD_LABEL = {
   'picker.confirm': 'Please confirm',
 };
 
+/**
+ * Pickers settled as "answered elsewhere" because their lane moved on, by id: the
+ * `picker.closed` that follows writes the choice on their card. Only the last few are kept.
+ */
+const settledStale = new Map();
+const SETTLED_STALE_KEPT = 50;
+
+/** Ids of the pickers open here when `hello.ack` came that it did not list: closed meanwhile. */
+let goneAtHello = [];
+
 export function initPickers() {
-  $('picker').addEventListener('cancel', () => { app.pickerShown = null; });
+  $('picker').addEventListener('cancel', () => { laterPicker(); });
 }
 
-/** A `picker.*` frame: a card in its lane, and the dialog when no other picker is shown. */
+/** The kind of a picker as its card and the inbox name it: "Approval requested", "Question", … */
+export function pickerLabel(frame) {
+  return frame.type === 'picker.choice' ? frame.payload.title || 'Choose' : CARD_LABEL[frame.type] || 'Choose';
+}
+
+/** A model or choice picker asked for by another device (`for_device`) does not open here. */
+function askedHere(frame) {
+  if (frame.type !== 'picker.model' && frame.type !== 'picker.choice') return true;
+  const forDevice = frame.payload.for_device;
+  return !forDevice || forDevice === store.getItem('iris.device_id');
+}
+
+/**
+ * A `picker.*` frame: a card in its lane, a row in the inbox, and the dialog when the picker
+ * arrived live, is for this device and no other picker is shown.
+ */
 export function onPicker(frame) {
   const p = frame.payload;
   if (frame.type === 'picker.closed') {
@@ -32,35 +62,79 @@ export function onPicker(frame) {
   }
   if (app.pickers.has(p.picker_id)) return;
   const lane = laneOf(frame);
-  const entry = { frame, lane, state: 'open' };
+  const entry = { frame, lane, state: 'open', autoOpen: !frame.replayed && askedHere(frame) };
   // A newer model or choice picker in the same lane replaces an older unanswered one.
   if (frame.type === 'picker.model' || frame.type === 'picker.choice') closeStalePickers(lane, [frame.type]);
   app.pickers.set(p.picker_id, entry);
-  const label = frame.type === 'picker.choice' ? p.title || 'Choose' : CARD_LABEL[frame.type] || 'Choose';
   entry.card = h('div', { class: 'picker-card', dataset: { id: p.picker_id, kind: frame.type } },
-    h('span', { class: 'picker-card-label' }, label, p.title && frame.type !== 'picker.choice' ? `: ${p.title}` : ''),
+    h('span', { class: 'picker-card-label' }, pickerLabel(frame), p.title && frame.type !== 'picker.choice' ? `: ${p.title}` : ''),
     h('button', { type: 'button', class: 'secondary', onclick: () => showPicker(p.picker_id) }, 'Answer'));
   appendToLane(lane, `picker:${p.picker_id}`, entry.card, frame);
-  if (!app.pickerShown) showPicker(p.picker_id);
+  renderInbox();
+  if (!app.pickerShown && entry.autoOpen) showPicker(p.picker_id);
+}
+
+/**
+ * `hello.ack.open_pickers`: the pickers still open when the connection started, each as a
+ * replayed frame. They join the inbox without opening the dialog (a reloaded page's cursor is
+ * past them). Pickers open here that the list leaves out were closed while away; those the
+ * replay does not settle are settled by `settleGonePickers` once it ends. Absent (an older
+ * gateway): nothing changes.
+ */
+export function onOpenPickers(list) {
+  if (!Array.isArray(list)) {
+    goneAtHello = [];
+    return;
+  }
+  const open = new Set(list.map((f) => f.payload && f.payload.picker_id));
+  goneAtHello = [...app.pickers.keys()].filter((id) => !open.has(id));
+  for (const f of list) {
+    if (f && f.payload && f.type && f.type.startsWith('picker.') && f.type !== 'picker.closed') onPicker({ ...f, replayed: true });
+  }
+}
+
+/** After the replay: pickers that were closed while away and that it did not settle. */
+export function settleGonePickers() {
+  for (const id of goneAtHello) if (app.pickers.has(id) && !app.pickers.get(id).answering) settlePicker(id, 'closed while away');
+  goneAtHello = [];
 }
 
 /** Settles the open pickers of a lane with one of `types` that are not being answered here. */
 export function closeStalePickers(lane, types) {
   for (const [id, entry] of app.pickers) {
-    if (entry.lane === lane && !entry.answering && types.includes(entry.frame.type)) settlePicker(id, 'answered elsewhere');
+    if (entry.lane === lane && !entry.answering && types.includes(entry.frame.type)) {
+      settlePicker(id, 'answered elsewhere');
+      settledStale.set(id, entry);
+      if (settledStale.size > SETTLED_STALE_KEPT) settledStale.delete(settledStale.keys().next().value);
+    }
   }
 }
 
-/** `picker.closed`: the gateway closed a picker; a card still open here settles with the outcome. */
+/**
+ * `picker.closed`: the gateway closed a picker; a card still open here settles with the outcome,
+ * and one settled before as "answered elsewhere" now says what was chosen.
+ */
 function onPickerClosed(p) {
+  const stale = settledStale.get(p.picker_id);
+  if (stale) {
+    settledStale.delete(p.picker_id);
+    const state = stale.card && stale.card.querySelector('.picker-card-state');
+    if (state) state.textContent = `— ${closedText(stale, p)}`;
+    return;
+  }
   const entry = app.pickers.get(p.picker_id);
   if (!entry || entry.answering) return;
+  settlePicker(p.picker_id, closedText(entry, p));
+}
+
+/** How a `picker.closed` ends a picker's card: "you chose Allow once", "answered elsewhere: Deny", … */
+function closedText(entry, p) {
   const choices = entry.frame.payload.choices || [];
   const choice = choices.find((c) => c.value === p.value);
   const mine = !!p.by_device && p.by_device === store.getItem('iris.device_id');
-  settlePicker(p.picker_id, pickerOutcomeText(p.outcome, {
+  return pickerOutcomeText(p.outcome, {
     label: choice && choice.label, value: p.value, byDevice: p.by_device, mine,
-  }));
+  });
 }
 
 function settlePicker(id, how) {
@@ -73,12 +147,20 @@ function settlePicker(id, how) {
     if (btn) btn.remove();
     entry.card.append(h('span', { class: 'picker-card-state' }, `— ${how}`));
   }
+  renderInbox();
   if (app.pickerShown === id) {
     app.pickerShown = null;
     $('picker').close();
-    const next = [...app.pickers.keys()][0];
-    if (next) showPicker(next);
+    const next = [...app.pickers.entries()].find(([, e]) => e.autoOpen);
+    if (next) showPicker(next[0]);
   }
+}
+
+/** "Later" (or Esc): the dialog closes and the picker waits in the inbox, not reopening by itself. */
+function laterPicker() {
+  const entry = app.pickers.get(app.pickerShown);
+  if (entry) entry.autoOpen = false;
+  app.pickerShown = null;
 }
 
 async function answerPicker(id, value, label) {
@@ -100,7 +182,7 @@ async function answerPicker(id, value, label) {
   }
 }
 
-function showPicker(id) {
+export function showPicker(id) {
   const entry = app.pickers.get(id);
   if (!entry) return;
   const { frame, lane } = entry;
@@ -110,7 +192,7 @@ function showPicker(id) {
     h('div', { class: 'picker-lane' }, laneTitle(lane.chat_id, lane.thread_id)),
     ...pickerBody(id, frame),
   ];
-  content.push(h('div', { class: 'dialog-actions' }, h('button', { type: 'button', class: 'secondary', onclick: () => { app.pickerShown = null; dialog.close(); } }, 'Later')));
+  content.push(h('div', { class: 'dialog-actions' }, h('button', { type: 'button', class: 'secondary', onclick: () => { laterPicker(); dialog.close(); } }, 'Later')));
   dialog.replaceChildren(...content);
   if (!dialog.open) dialog.showModal();
 }

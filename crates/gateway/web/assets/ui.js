@@ -1,4 +1,4 @@
-// Small shared widgets used by several views: toasts, requests whose failure is reported as a
+// Small shared widgets used by several views: toasts (at the bottom, above the composer), requests whose failure is reported as a
 // toast, popup menus anchored to a button (closed by `closePopups`), and the two modal questions
 // of the `#ask` dialog (a one-line text answer and a yes/no confirmation). It knows nothing about
 // chats or messages; it imports only state.js and util.js.
@@ -6,10 +6,17 @@
 import { $, app } from './state.js';
 import { h } from './util.js';
 
+/**
+ * A short message at the bottom of the page, just above the composer and whatever sits on it
+ * (the busy bar, the attachments), so that it never hides the top bar, its menu or a dialog.
+ */
 export function toast(text, kind = 'info', title) {
   const el = h('div', { class: `toast ${kind}` }, title ? h('strong', {}, title) : null, title ? h('br') : null, text);
   el.addEventListener('click', () => el.remove());
-  $('toasts').append(el);
+  const box = $('toasts');
+  const scroller = $('scroller').getBoundingClientRect();
+  box.style.bottom = `${scroller.height ? Math.max(12, window.innerHeight - scroller.bottom + 12) : 16}px`;
+  box.append(el);
   setTimeout(() => el.remove(), kind === 'error' ? 8000 : 6000);
 }
 

@@ -2,7 +2,7 @@
 // button with its "new messages" marker while the user reads further up), the "N new" button
 // that jumps to the first unread message (of a chat opened with unread messages, or of those
 // that arrived while the user read further up) until it has been seen, date separators
-// between messages of different days, the unread count in the tab title, and the empty state
+// between messages of different days, the unread and waiting counts in the tab title, and the empty state
 // of a chat without messages (with the demo agent's keywords when the chat talks to it). It
 // draws only into the lane elements, the button it adds below the scroller and the title; the
 // transcript calls it whenever a lane changes.
@@ -270,8 +270,13 @@ export function unreadTotal() {
   return n;
 }
 
-/** The tab title with the unread count in front: "(3) Chat · Iris". */
+/**
+ * The tab title with the unread count in front: "(3) Chat · Iris"; while pickers wait for an
+ * answer (the inbox), their count comes first: "[2 waiting] (3) Chat · Iris",
+ * "[1 waiting] Chat · Iris".
+ */
 export function titleWithUnread(title) {
   const n = unreadTotal();
-  return n ? `(${n}) ${title}` : title;
+  const unread = n ? `(${n}) ${title}` : title;
+  return app.pickers.size ? `[${app.pickers.size} waiting] ${unread}` : unread;
 }

@@ -49,6 +49,17 @@ export async function ensureSubscription(key) {
   return sub || reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: want });
 }
 
+/** This browser's subscription, if it has one (never subscribes). */
+export async function currentSubscription() {
+  if (!('serviceWorker' in navigator) || !('PushManager' in window)) return null;
+  try {
+    const reg = await navigator.serviceWorker.getRegistration();
+    return (reg && await reg.pushManager.getSubscription()) || null;
+  } catch {
+    return null;
+  }
+}
+
 /** Ends this browser's subscription, if it has one. */
 export async function dropSubscription() {
   if (!('serviceWorker' in navigator)) return;

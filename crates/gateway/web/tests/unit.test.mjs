@@ -1,5 +1,5 @@
 // Unit tests of the page's pure modules (the vendored SHA-256, command matching, the Web Push
-// subscription the gateway is sent). The
+// subscription the gateway is sent, what the Notifications dialog says of push outcomes). The
 // behaviour a person sees is covered end to end in e2e.test.mjs.
 
 import assert from 'node:assert/strict';
@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { applyUpdate } from '../assets/conn.js';
 import { sha256 } from '../assets/vendor/noble-hashes/sha2.js';
 import { bytesToHex } from '../assets/vendor/noble-hashes/utils.js';
+import { ago, outcomeText, routeText } from '../assets/pushstatus.js';
 import { fuzzyScore, matchCommands, runtimeFooter, snippetParts } from '../assets/util.js';
 import { base64UrlToBytes, subscriptionPayload, webPushAvailable } from '../assets/webpush.js';
 
@@ -77,4 +78,23 @@ test('append-form message.update frames rebuild the whole text, counted in UTF-1
   const p = { message_id: 'n', offset: 0, text: 'a' };
   applyUpdate(texts, p);
   assert.equal('offset' in p, false, 'the rest of the client sees whole texts only');
+});
+
+test('push outcomes in plain words', () => {
+  const now = 1_700_000_000_000;
+  assert.equal(ago(now - 3000, now), 'just now');
+  assert.equal(ago(now + 2000, now), 'just now', 'a clock a little ahead');
+  assert.equal(ago(now - 60_000, now), '1 minute ago');
+  assert.equal(ago(now - 150_000, now), '3 minutes ago');
+  assert.equal(ago(now - 2 * 3600_000, now), '2 hours ago');
+  assert.equal(ago(now - 3 * 86400_000, now), '3 days ago');
+  assert.equal(routeText('webpush'), 'Web Push (this browser)');
+  assert.equal(routeText(undefined), "None: notifications can't reach this device.");
+  const at = now - 120_000;
+  assert.equal(outcomeText({ backend: 'webpush', result: 'delivered', at }, now), 'Delivered 2 minutes ago');
+  assert.equal(outcomeText({ backend: 'webpush', result: 'expired', detail: 'gone', at }, now),
+    "Expired 2 minutes ago — this browser's subscription was removed. Turn notifications on again.");
+  assert.equal(outcomeText({ backend: 'fcm', result: 'rejected', detail: 'INVALID_ARGUMENT', at }, now), 'Refused: INVALID_ARGUMENT (2 minutes ago)');
+  assert.equal(outcomeText({ backend: 'ntfy', result: 'retrying', detail: 'HTTP 503', at }, now), 'Retrying: HTTP 503 (2 minutes ago)');
+  assert.equal(outcomeText({ backend: 'ntfy', result: 'unreachable', detail: 'given up after 8 attempts', at }, now), 'Gave up after retries (2 minutes ago)');
 });

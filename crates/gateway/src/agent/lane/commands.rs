@@ -11,6 +11,8 @@ impl LaneActor {
     /// Runs a gateway command in this lane.
     pub(super) async fn command(&mut self, c: CommandJob) {
         self.out.read_receipt(c.origin_conn, &c.message_id);
+        // The device that asked: a picker opens by itself there only.
+        let device = self.env.shared.hub.device_of(c.origin_conn);
         match c.command {
             Command::New => self.new_session().await,
             Command::Stop => self.out.system("Nothing is running in this chat.").await,
@@ -35,7 +37,7 @@ impl LaneActor {
             Command::Reasoning(Reasoning::Show) => self.set_reasoning(true).await,
             Command::Reasoning(Reasoning::Hide) => self.set_reasoning(false).await,
             Command::Reasoning(Reasoning::Ask) => {
-                let frame = self.pickers.reasoning_picker(self.show_reasoning);
+                let frame = self.pickers.reasoning_picker(self.show_reasoning, device);
                 self.out.durable(vec![frame], None, None).await
             }
             Command::Reasoning(Reasoning::Unknown(other)) => {
@@ -46,7 +48,6 @@ impl LaneActor {
                     .await
             }
             Command::Cron(args) => {
-                let device = self.env.shared.hub.device_of(c.origin_conn);
                 let text = crate::cron::command::run(
                     &self.env.cron,
                     self.out.lane(),
@@ -60,11 +61,13 @@ impl LaneActor {
                 self.out.system("Usage: /title <new name>").await
             }
             Command::Title(title) => self.user_title(&title).await,
-            Command::Model(wanted) => self.model(wanted).await,
+            Command::Model(wanted) => self.model(wanted, device).await,
             Command::Agent(Some(name)) => self.switch_agent(&name).await,
             Command::Agent(None) => {
                 let current = self.host().name.clone();
-                let frame = self.pickers.agent_picker(self.env.hosts.names(), &current);
+                let frame = self
+                    .pickers
+                    .agent_picker(self.env.hosts.names(), &current, device);
                 self.out.durable(vec![frame], None, None).await
             }
         }
@@ -100,7 +103,7 @@ impl LaneActor {
     }
 
     /// `/model`: the picker, or a switch to the named model ([`find_model`]).
-    pub(super) async fn model(&mut self, wanted: Option<String>) {
+    pub(super) async fn model(&mut self, wanted: Option<String>, device: Option<String>) {
         if let Err(e) = self.ensure_session().await {
             self.out
                 .system(format!("The agent is not available: {e}"))
@@ -111,7 +114,7 @@ impl LaneActor {
             let models = self.session.current().and_then(|s| s.models.clone());
             match models {
                 Some(models) => {
-                    let frame = self.pickers.model_picker(&models);
+                    let frame = self.pickers.model_picker(&models, device);
                     self.out.durable(vec![frame], None, None).await
                 }
                 None => {

@@ -357,8 +357,14 @@ impl PickerBook {
         })
     }
 
-    /// `/agent` without a name: the agents this channel can talk to, `current` marked.
-    pub(crate) fn agent_picker(&mut self, names: Vec<String>, current: &str) -> DurableFrame {
+    /// `/agent` without a name: the agents this channel can talk to, `current` marked. Opened
+    /// by itself on `for_device` only (the device that asked).
+    pub(crate) fn agent_picker(
+        &mut self,
+        names: Vec<String>,
+        current: &str,
+        for_device: Option<String>,
+    ) -> DurableFrame {
         let choices = names
             .iter()
             .map(|n| Choice {
@@ -372,11 +378,16 @@ impl PickerBook {
             picker_id: id,
             title: "Agent".into(),
             choices,
+            for_device,
         })
     }
 
     /// `/reasoning` without an option: show or hide, the current one marked.
-    pub(crate) fn reasoning_picker(&mut self, shown: bool) -> DurableFrame {
+    pub(crate) fn reasoning_picker(
+        &mut self,
+        shown: bool,
+        for_device: Option<String>,
+    ) -> DurableFrame {
         let id = self.register(Pending::Reasoning);
         let choice = |value: &str, label: &str, is_current| Choice {
             value: value.into(),
@@ -390,11 +401,16 @@ impl PickerBook {
                 choice("show", "Show reasoning", shown),
                 choice("hide", "Hide reasoning", !shown),
             ],
+            for_device,
         })
     }
 
     /// `/model` without a name: the session's models grouped by provider.
-    pub(crate) fn model_picker(&mut self, models: &SessionModelState) -> DurableFrame {
+    pub(crate) fn model_picker(
+        &mut self,
+        models: &SessionModelState,
+        for_device: Option<String>,
+    ) -> DurableFrame {
         let mut providers: Vec<ModelProvider> = Vec::new();
         for m in &models.available_models {
             let provider = provider_of(&m.model_id).0.to_owned();
@@ -423,6 +439,7 @@ impl PickerBook {
             current_provider: current.split_once(':').map(|(p, _)| p.to_owned()),
             current_model: Some(current),
             providers,
+            for_device,
         })
     }
 
