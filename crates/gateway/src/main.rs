@@ -1,5 +1,6 @@
 //! The `iris-gateway` binary: `serve` runs the gateway, `pair` shows how to connect a device,
 //! `devices` lists and revokes devices; `backup` and `export` copy the owner's data out;
+//! `doctor` checks the setup;
 //! `demo-agent` is the built-in demo ACP agent.
 
 use std::path::PathBuf;
@@ -47,6 +48,15 @@ enum Command {
     },
     /// Export conversations as Markdown or JSON files.
     Export(ExportArgs),
+    /// Check the setup the way a phone comes in: private data dir, TLS, public_url and a
+    /// WebSocket through it, the agents, credentials. Exits 1 when something is broken.
+    Doctor {
+        #[command(flatten)]
+        args: ConfigArgs,
+        /// Agent command line, as given to `serve`.
+        #[arg(long, env = "IRIS_AGENT")]
+        agent: Option<String>,
+    },
     /// Run the built-in demo ACP agent on stdin/stdout (a deterministic stand-in for a real agent).
     #[command(hide = true)]
     DemoAgent,
@@ -256,7 +266,29 @@ fn main() -> ExitCode {
         Command::Devices { command } => devices(command),
         Command::Backup { file, args } => backup(&file, args),
         Command::Export(args) => export(args),
+        Command::Doctor { args, agent } => doctor(args, agent),
         Command::DemoAgent => demo_agent(),
+    }
+}
+
+fn doctor(args: ConfigArgs, agent: Option<String>) -> ExitCode {
+    use iris_gateway::admin::doctor::{self, Level};
+    let config = match args.resolve_with(agent) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let found = rt.block_on(doctor::run(&config));
+    for finding in &found {
+        println!("{finding}");
+    }
+    if found.iter().any(|f| f.level == Level::Fail) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

@@ -13,67 +13,13 @@ use common::{TestGateway, TOKEN};
 use futures_util::{SinkExt, StreamExt};
 use iris_gateway::config::tls::TlsConfig;
 use iris_gateway::credentials::Link;
-use iris_gateway::tls::fingerprint;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use iris_gateway::tls::{fingerprint, pinned_client};
+use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 use tokio_tungstenite::tungstenite::Message;
-
-/// Accepts exactly the certificate whose SHA-256 is `pin`, as the Iris app does with the
-/// fingerprint of a pairing link.
-#[derive(Debug)]
-struct Pinned {
-    pin: String,
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        if fingerprint(end_entity) == self.pin {
-            Ok(ServerCertVerified::assertion())
-        } else {
-            Err(rustls::Error::General("not the pinned certificate".into()))
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algs = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, algs)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algs = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, algs)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
 
 fn addr(gw: &TestGateway) -> SocketAddr {
     let hostport = gw
@@ -86,16 +32,7 @@ fn addr(gw: &TestGateway) -> SocketAddr {
 
 /// A TLS connection that trusts only the certificate `pin`.
 async fn connect_pinned(gw: &TestGateway, pin: &str) -> std::io::Result<TlsStream<TcpStream>> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .expect("protocols")
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(Pinned {
-            pin: pin.to_owned(),
-            provider,
-        }))
-        .with_no_client_auth();
+    let config = pinned_client(pin);
     let tcp = TcpStream::connect(addr(gw)).await?;
     let name = ServerName::try_from("localhost").expect("name");
     TlsConnector::from(Arc::new(config))

@@ -229,7 +229,7 @@ fn names(agents: &[AgentChoice]) -> String {
 /// The spec to start an agent with: every `IRIS_*` variable of the gateway (the token,
 /// credentials, settings) kept from the agent and the commands it runs, as the gateway's
 /// environment is when the agent starts. Variables configured for the agent itself still reach it.
-pub(crate) fn without_gateway_env(spec: &AgentSpec) -> AgentSpec {
+pub fn without_gateway_env(spec: &AgentSpec) -> AgentSpec {
     let mut spec = spec.clone();
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();

@@ -27,7 +27,8 @@ mod verbs;
 pub use bridge::{Agents, LANE_QUEUE};
 pub use catalog::catalog;
 pub use choice::{
-    choose_agent, roster, split_command, AgentChoice, Roster, DEMO_NAME, DEMO_NOTICE,
+    choose_agent, roster, split_command, without_gateway_env, AgentChoice, Roster, DEMO_NAME,
+    DEMO_NOTICE,
 };
 pub use env::{AgentReport, BridgeConfig};
 pub use error::AgentError;

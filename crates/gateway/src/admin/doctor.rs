@@ -1,0 +1,436 @@
+//! `iris-gateway doctor`: what a person setting the gateway up gets wrong, checked from the
+//! gateway's side and through `public_url` (the way a phone comes in), one line per finding with
+//! what to do. Failures make the command exit 1, so scripts can use it; warnings do not.
+//!
+//! Checked: the data dir and its secrets are private; plain HTTP is not served on a network
+//! address; the certificate the gateway serves loads and is not near expiry; `public_url`
+//! reaches a gateway (`/healthz`) and a WebSocket upgrade through it succeeds with the web
+//! client's `Origin` (a proxy that drops `Upgrade`, a host or origin the gateway refuses); each
+//! agent starts and answers ACP `initialize`; the shared token, still on once devices are paired;
+//! push credentials are readable.
+
+use std::fmt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config::tls::TlsSource;
+use crate::config::Config;
+
+/// How long one network check or an agent's start may take.
+const PATIENCE: Duration = Duration::from_secs(20);
+/// A certificate expiring sooner than this is worth a warning.
+const RENEW_WITHIN_DAYS: i64 = 14;
+
+/// How a finding weighs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// As it should be.
+    Ok,
+    /// Works, but the owner should act.
+    Warn,
+    /// Broken: the command exits 1.
+    Fail,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Its weight.
+    pub level: Level,
+    /// What was found.
+    pub what: String,
+    /// What to do about it (for warnings and failures).
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    fn ok(what: impl Into<String>) -> Finding {
+        Finding {
+            level: Level::Ok,
+            what: what.into(),
+            fix: None,
+        }
+    }
+
+    fn warn(what: impl Into<String>, fix: impl Into<String>) -> Finding {
+        Finding {
+            level: Level::Warn,
+            what: what.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    fn fail(what: impl Into<String>, fix: impl Into<String>) -> Finding {
+        Finding {
+            level: Level::Fail,
+            what: what.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tag = match self.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        write!(f, "{tag}  {}", self.what)?;
+        if let Some(fix) = &self.fix {
+            write!(f, ": {fix}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs every check.
+pub async fn run(config: &Config) -> Vec<Finding> {
+    let mut found = private_files(&config.data_dir);
+    found.extend(exposure(config));
+    found.extend(certificate(config));
+    found.extend(reach(config).await);
+    found.extend(agents(config).await);
+    found.extend(credentials(config).await);
+    found
+}
+
+/// The data dir and the secrets in it: nobody but the owner may read them.
+fn private_files(dir: &Path) -> Vec<Finding> {
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return vec![Finding::warn(
+            format!("data dir {} does not exist yet", dir.display()),
+            "it is made (mode 0700) by the first `iris-gateway serve`",
+        )];
+    };
+    let mut found = Vec::new();
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        found.push(Finding::fail(
+            format!(
+                "data dir {} is open to other users (mode {mode:04o})",
+                dir.display()
+            ),
+            format!("chmod 700 {}", dir.display()),
+        ));
+    } else {
+        found.push(Finding::ok(format!(
+            "data dir {} is private",
+            dir.display()
+        )));
+    }
+    let secrets = ["token", "admin.key", "vapid.pem", "iris.db", "tls/key.pem"];
+    for name in secrets {
+        let path = dir.join(name);
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            found.push(Finding::fail(
+                format!(
+                    "{} is readable by other users (mode {mode:04o})",
+                    path.display()
+                ),
+                format!("chmod 600 {}", path.display()),
+            ));
+        }
+    }
+    found
+}
+
+/// Plain HTTP on an address other machines reach carries tokens and messages in the clear.
+fn exposure(config: &Config) -> Option<Finding> {
+    let https = config
+        .public_url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("https://"));
+    if config.tls.is_some() || https || config.listen.ip().is_loopback() {
+        return None;
+    }
+    Some(Finding::warn(
+        format!("plain HTTP on {}, a network address", config.listen),
+        "tokens and messages cross the network unencrypted; serve TLS (--tls-self-signed on a \
+         LAN, --tls-cert/--tls-key) or put a TLS reverse proxy in front and set public_url",
+    ))
+}
+
+/// The certificate of `[tls]`: it loads, and it is not about to expire.
+fn certificate(config: &Config) -> Option<Finding> {
+    let cert = match &config.tls.as_ref()?.source {
+        TlsSource::Files { cert, .. } => cert.clone(),
+        TlsSource::SelfSigned => config
+            .data_dir
+            .join(crate::tls::SELF_SIGNED_DIR)
+            .join("cert.pem"),
+    };
+    use rustls_pki_types::pem::PemObject;
+    let leaf = rustls_pki_types::CertificateDer::pem_file_iter(&cert)
+        .ok()
+        .and_then(|mut certs| certs.next())
+        .and_then(Result::ok);
+    let Some(leaf) = leaf else {
+        return Some(match config.tls.as_ref()?.source {
+            TlsSource::SelfSigned => Finding::warn(
+                format!("no self-signed certificate in {} yet", cert.display()),
+                "it is made by the first `iris-gateway serve --tls-self-signed`",
+            ),
+            TlsSource::Files { .. } => Finding::fail(
+                format!("{} holds no PEM certificate", cert.display()),
+                "point tls.cert at the full chain (e.g. fullchain.pem)",
+            ),
+        });
+    };
+    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(&leaf) else {
+        return Some(Finding::fail(
+            format!("{} is not a certificate that can be read", cert.display()),
+            "replace it with the PEM chain your certificate authority issued",
+        ));
+    };
+    let until = parsed.validity().not_after;
+    let days = (until.timestamp() - crate::ids::now_ms() / 1000) / 86_400;
+    Some(if days < 0 {
+        Finding::fail(
+            format!("the certificate {} expired on {until}", cert.display()),
+            "renew it; the gateway picks up the new files by itself",
+        )
+    } else if days < RENEW_WITHIN_DAYS {
+        Finding::warn(
+            format!(
+                "the certificate {} expires in {days} days ({until})",
+                cert.display()
+            ),
+            "renew it now; the gateway picks up the new files by itself",
+        )
+    } else {
+        Finding::ok(format!("certificate valid for {days} more days ({until})"))
+    })
+}
+
+/// `public_url` reaches this gateway, and a WebSocket upgrade through it is let in.
+async fn reach(config: &Config) -> Vec<Finding> {
+    let base = config.public_url();
+    let client = match http_client(config) {
+        Ok(client) => client,
+        Err(e) => return vec![Finding::fail(format!("no HTTP client: {e}"), "report this")],
+    };
+    let health = format!("{base}/healthz");
+    match client.get(&health).send().await {
+        Ok(r) if r.status().is_success() => {}
+        Ok(r) => {
+            return vec![Finding::fail(
+                format!("{health} answered {}", r.status()),
+                "public_url must lead to this gateway (a proxy passing every path to it)",
+            )]
+        }
+        Err(e) => {
+            return vec![Finding::fail(
+                format!("cannot reach {health}: {}", error_chain(&e)),
+                "is the gateway running (`iris-gateway serve`), and does public_url name an \
+                 address this machine reaches the way a phone does?",
+            )]
+        }
+    }
+    let mut found = vec![Finding::ok(format!("{base} reaches the gateway"))];
+    let origin = url::Url::parse(&base)
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default();
+    let key: [u8; 16] = rand::random();
+    let upgrade = client
+        .get(config.public_ws_url().replacen("ws", "http", 1))
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header(
+            "sec-websocket-key",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, key),
+        )
+        .header("origin", &origin)
+        .send()
+        .await;
+    found.push(match upgrade {
+        Ok(r) if r.status() == reqwest::StatusCode::SWITCHING_PROTOCOLS => Finding::ok(format!(
+            "a WebSocket upgrade through {} from {origin} is let in",
+            config.public_ws_url()
+        )),
+        Ok(r) if r.status() == reqwest::StatusCode::FORBIDDEN => Finding::fail(
+            format!("the gateway refuses WebSockets from the origin {origin}"),
+            "set public_url to the address browsers use, or add the origin to allowed_origins",
+        ),
+        Ok(r) if r.status() == reqwest::StatusCode::MISDIRECTED_REQUEST => Finding::fail(
+            "the gateway does not know the host name the request came with (421)",
+            "set public_url to that name, or make the proxy pass the Host header",
+        ),
+        Ok(r) => Finding::fail(
+            format!(
+                "a WebSocket upgrade through {} was answered {}",
+                config.public_ws_url(),
+                r.status()
+            ),
+            "the proxy must pass `Upgrade` and `Connection` on /ws (docs/deployment.md)",
+        ),
+        Err(e) => Finding::fail(
+            format!("the WebSocket upgrade failed: {}", error_chain(&e)),
+            "the proxy must pass `Upgrade` and `Connection` on /ws (docs/deployment.md)",
+        ),
+    });
+    found
+}
+
+/// An HTTP client that trusts what a device would: the public roots, or the self-signed
+/// certificate's fingerprint.
+fn http_client(config: &Config) -> reqwest::Result<reqwest::Client> {
+    let builder = reqwest::Client::builder()
+        .timeout(PATIENCE)
+        .redirect(reqwest::redirect::Policy::none());
+    let self_signed = config
+        .tls
+        .as_ref()
+        .is_some_and(|t| t.source == TlsSource::SelfSigned);
+    match self_signed
+        .then(|| crate::tls::self_signed_pin(&config.data_dir))
+        .flatten()
+    {
+        Some(pin) => builder
+            .use_preconfigured_tls(crate::tls::pinned_client(&pin))
+            .build(),
+        None => builder.build(),
+    }
+}
+
+/// An error with its causes, which say what actually went wrong ("connection refused").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Each agent starts and answers `initialize`.
+async fn agents(config: &Config) -> Vec<Finding> {
+    let cwd = config
+        .agent_cwd
+        .clone()
+        .or_else(crate::config::home_dir)
+        .unwrap_or_else(|| config.data_dir.clone());
+    let roster = match crate::agent::roster(config, &cwd) {
+        Ok(roster) => roster,
+        Err(e) => {
+            return vec![Finding::fail(
+                format!("agent: {e}"),
+                "fix [agent] or --agent",
+            )]
+        }
+    };
+    if roster.agents.is_empty() {
+        return vec![Finding::warn(
+            "no agent: messages are kept, nobody answers",
+            "set [agent] command (e.g. \"hermes acp\") or --agent",
+        )];
+    }
+    let mut found = Vec::new();
+    for agent in &roster.agents {
+        let spec = crate::agent::without_gateway_env(&agent.spec);
+        let started = async {
+            let (client, _events) =
+                iris_acp::AgentClient::spawn(&spec).map_err(|e| e.to_string())?;
+            client.initialize().await.map_err(|e| e.to_string())
+        };
+        found.push(match tokio::time::timeout(PATIENCE, started).await {
+            Ok(Ok(init)) => {
+                let info = init
+                    .agent_info
+                    .map(|i| format!(" ({} {})", i.name, i.version))
+                    .unwrap_or_default();
+                Finding::ok(format!("agent {} starts and speaks ACP{info}", agent.name))
+            }
+            Ok(Err(e)) => Finding::fail(
+                format!(
+                    "agent {} ({}) does not start: {e}",
+                    agent.name, spec.program
+                ),
+                "check its command line, that it is installed, and run it by hand",
+            ),
+            Err(_) => Finding::fail(
+                format!(
+                    "agent {} did not answer `initialize` within {} s",
+                    agent.name,
+                    PATIENCE.as_secs()
+                ),
+                "is it an ACP agent (for Hermes: `hermes acp`)?",
+            ),
+        });
+    }
+    found
+}
+
+/// The shared token while devices are paired, and push credentials.
+async fn credentials(config: &Config) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let devices = super::devices::list(&config.data_dir)
+        .await
+        .unwrap_or_default();
+    if config.auth.shared_token && !devices.is_empty() {
+        found.push(Finding::warn(
+            format!(
+                "the shared token still signs in anyone holding it ({} device(s) paired)",
+                devices.len()
+            ),
+            "once every device is paired with its own code (`devices list`), set \
+             [auth] shared_token = false",
+        ));
+    }
+    if let Some(fcm) = &config.push.fcm {
+        found.push(match std::fs::read_to_string(&fcm.service_account) {
+            Ok(text) if serde_json::from_str::<serde_json::Value>(&text).is_ok() => {
+                Finding::ok("the FCM service account is readable")
+            }
+            Ok(_) => Finding::fail(
+                format!("{} is not JSON", fcm.service_account.display()),
+                "download the service account key again from the Firebase console",
+            ),
+            Err(e) => Finding::fail(
+                format!("cannot read {}: {e}", fcm.service_account.display()),
+                "fix push.fcm.service_account",
+            ),
+        });
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_data_dir_open_to_others_fails_and_says_how_to_fix_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(dir.path().join("token"), "t").unwrap();
+        std::fs::set_permissions(
+            dir.path().join("token"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        let found = private_files(dir.path());
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.iter().all(|f| f.level == Level::Fail));
+        assert!(found[0].to_string().contains("chmod 700"), "{}", found[0]);
+        assert!(found[1].to_string().contains("chmod 600"), "{}", found[1]);
+    }
+
+    #[test]
+    fn plain_http_on_a_network_address_is_a_warning() {
+        let mut config = Config::for_tests(Path::new("/tmp"), "token-0123456789abcdef");
+        assert_eq!(exposure(&config), None, "loopback");
+        config.listen = "0.0.0.0:8765".parse().unwrap();
+        assert_eq!(exposure(&config).map(|f| f.level), Some(Level::Warn));
+        config.tls = Some(crate::config::tls::TlsConfig::self_signed());
+        assert_eq!(exposure(&config), None);
+    }
+}
