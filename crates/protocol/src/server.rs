@@ -430,6 +430,10 @@ pub struct ToolStart {
     /// Cosmetic glyph.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emoji: Option<String>,
+    /// The files the call changes, as far as the agent said when it started (an edit waiting
+    /// for approval shows its diff). An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<crate::FileChange>,
 }
 
 /// `tool.progress`.
@@ -459,6 +463,9 @@ pub struct ToolEnd {
     /// Short tail of its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_preview: Option<String>,
+    /// The files it changed, when they differ from what `tool.start` said. An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<crate::FileChange>,
 }
 
 /// `typing`.

@@ -36,6 +36,31 @@ pub const MAX_STEPS: usize = 200;
 /// A tool call's `args` longer than this many bytes of JSON are kept as a string of their first
 /// bytes followed by `…`.
 pub const MAX_STEP_ARGS: usize = 2048;
+/// Most bytes of one file's diff a step keeps ([`FileChange::diff`]); a longer one is cut at a
+/// line and marked `truncated`.
+pub const MAX_CHANGE_BYTES: usize = 16 * 1024;
+/// Most bytes of diffs one turn keeps in all; later changes keep their counts only.
+pub const MAX_TURN_CHANGE_BYTES: usize = 256 * 1024;
+
+/// A file a tool call changed (ACP `diff` content), as a unified diff. An Iris extension.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// The file, as the agent named it (usually absolute).
+    pub path: String,
+    /// The change as a unified diff with three lines of context (`---`/`+++` headers, `@@`
+    /// hunks), at most [`MAX_CHANGE_BYTES`]; empty when not kept (see `truncated`).
+    pub diff: String,
+    /// Lines added.
+    pub added: u32,
+    /// Lines removed.
+    pub removed: u32,
+    /// The file did not exist before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub new_file: bool,
+    /// `diff` is cut short, or left out (too large to compare, or the turn's bound reached).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
 /// Commentary text and a plan's text are cut to this many characters.
 pub const MAX_STEP_TEXT: usize = 4000;
 
@@ -86,6 +111,9 @@ pub struct ToolStep {
     /// Short tail of its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_preview: Option<String>,
+    /// The files it changed. An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<FileChange>,
 }
 
 impl ToolStep {

@@ -330,6 +330,29 @@ impl Turn<'_> {
         Ok(Flow::Next)
     }
 
+    /// `edit`: a file change shown as an ACP `diff`, not written.
+    pub(super) fn edit(&mut self) -> Step {
+        let id = self.fresh_tool_id();
+        let path = format!("{}/notes.txt", self.cwd.trim_end_matches('/'));
+        self.update(SessionUpdate::ToolCall(ToolCall {
+            tool_call_id: id.clone(),
+            title: "write_file: notes.txt".into(),
+            kind: ToolKind::Edit,
+            status: Some(ToolCallStatus::Pending),
+            raw_input: Some(json!({ "path": path })),
+            raw_output: None,
+            content: vec![ToolCallContent::Diff(Diff {
+                path,
+                old_text: Some("one\ntwo\nthree\n".into()),
+                new_text: "one\n2\nthree\nfour\n".into(),
+            })],
+            locations: Vec::new(),
+        }));
+        self.tool_status(&id, ToolCallStatus::Completed, None, None);
+        self.say("Edited notes.txt. ");
+        Ok(Flow::Next)
+    }
+
     /// `fail`: a command that fails.
     pub(super) fn failing_tool(&mut self) -> Step {
         let id = self.start_tool("false");

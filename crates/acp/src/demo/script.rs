@@ -52,6 +52,7 @@ enum Behaviour {
     Think,
     Plan,
     Tool,
+    Edit,
     FailingTool,
     Collapse,
     Checkpoint,
@@ -232,6 +233,13 @@ const SCRIPT: &[Rule] = &[
         "\"Let me run a command.\", a `tool_call` (`terminal: echo hello`, kind `execute`, \
          status `pending`), `tool_call_update`s (`in_progress`, then `completed` with output \
          `hello`), then text after it",
+    ),
+    keyword(
+        &["edit"],
+        Behaviour::Edit,
+        "a `tool_call` (`write_file: notes.txt`, kind `edit`) whose content is a `diff` of \
+         `<cwd>/notes.txt` (\"one two three\" becomes \"one 2 three four\", a line each), then \
+         `completed`; the file is not written; answers `Edited notes.txt.`",
     ),
     keyword(
         &["fail"],
@@ -437,6 +445,7 @@ impl Turn<'_> {
             Behaviour::Think => self.think(),
             Behaviour::Plan => self.plan(),
             Behaviour::Tool => self.tool(),
+            Behaviour::Edit => self.edit(),
             Behaviour::FailingTool => self.failing_tool(),
             Behaviour::Collapse => self.collapse().await,
             Behaviour::Checkpoint => self.checkpoint(),

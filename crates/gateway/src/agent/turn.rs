@@ -28,9 +28,10 @@ use iris_acp::{
     ContentBlock, PlanEntryStatus, SessionUpdate, ToolCallContent, ToolCallStatus, ToolCallUpdate,
 };
 use iris_protocol::{
-    AgentBusy, BusyReason, Commentary, DurableFrame, EphemeralFrame, MediaInfo, Message,
-    MessageStart, MessageStop, MessageUpdate, PickerClosed, Role, Runtime, ToolEnd, ToolProgress,
-    ToolStart, ToolStep, TurnEnd, MAX_STEP_TEXT, MAX_TURN_FILES, MAX_TURN_TEXT, MAX_TURN_TOOLS,
+    AgentBusy, BusyReason, Commentary, DurableFrame, EphemeralFrame, FileChange, MediaInfo,
+    Message, MessageStart, MessageStop, MessageUpdate, PickerClosed, Role, Runtime, ToolEnd,
+    ToolProgress, ToolStart, ToolStep, TurnEnd, MAX_STEP_TEXT, MAX_TURN_FILES, MAX_TURN_TEXT,
+    MAX_TURN_TOOLS,
 };
 
 use super::tools;
@@ -80,6 +81,20 @@ struct ToolState {
     open: bool,
     /// Whether the card shows the call's input yet (some agents send it in a later update).
     has_input: bool,
+    /// The files it changes, and whether a frame has yet to show them.
+    changes: Vec<FileChange>,
+    changes_unsent: bool,
+}
+
+impl ToolState {
+    /// The changes for the call's `tool.end`: those no frame showed yet.
+    fn unsent_changes(&mut self) -> Vec<FileChange> {
+        if std::mem::take(&mut self.changes_unsent) {
+            self.changes.clone()
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 /// How a turn ended.
@@ -125,6 +140,8 @@ pub struct TurnMapper {
     media_shas: HashSet<String>,
     /// The turn's steps, for its answer.
     steps: Steps,
+    /// The diff bytes the turn may still keep.
+    changes: changes::ChangeBudget,
     /// The user message the turn answers.
     reply_to: Option<String>,
     /// Bytes of text (answer, commentary, reasoning) taken so far, at most [`MAX_TURN_TEXT`].
@@ -198,6 +215,7 @@ impl TurnMapper {
             media: Vec::new(),
             media_shas: HashSet::new(),
             steps: Steps::default(),
+            changes: changes::ChangeBudget::default(),
             reply_to: None,
             written: 0,
             files_seen: 0,
@@ -366,6 +384,8 @@ impl TurnMapper {
                     started: now,
                     open: true,
                     has_input: shows_input(call.raw_input.as_ref()),
+                    changes: Vec::new(),
+                    changes_unsent: false,
                 });
                 let start = ToolStart {
                     index,
@@ -374,7 +394,11 @@ impl TurnMapper {
                     // Live cards show what the answer's steps keep.
                     args: ToolStep::bounded_args(call.raw_input.as_ref()),
                     name,
+                    changes: self.changes.take(&call.content),
                 };
+                if let Some(tool) = self.tools.last_mut() {
+                    tool.changes = start.changes.clone();
+                }
                 self.steps.tool_start(&start);
                 out.push(Out::Durable(DurableFrame::ToolStart(start)));
                 if was_idle {
@@ -487,6 +511,12 @@ impl TurnMapper {
         }
         if let Some(content) = &update.content {
             self.files_in(content);
+            let changes = self.changes.take(content);
+            let tool = self.tools.iter_mut().find(|t| t.id == update.tool_call_id);
+            if let (Some(tool), false) = (tool, changes.is_empty()) {
+                tool.changes = changes;
+                tool.changes_unsent = true;
+            }
         }
         let Some(tool) = self.tools.iter_mut().find(|t| t.id == update.tool_call_id) else {
             return out;
@@ -528,6 +558,7 @@ impl TurnMapper {
                     ok: status == ToolCallStatus::Completed,
                     duration: Some(round_secs(now.duration_since(tool.started))),
                     output_preview: output.map(|o| tail(&o, 500)),
+                    changes: tool.unsent_changes(),
                 };
                 self.steps.tool_end(&end);
                 out.push(Out::Durable(DurableFrame::ToolEnd(end)));
@@ -611,6 +642,7 @@ impl TurnMapper {
                 ok: !ending.cancelled && !ending.failed,
                 duration: Some(round_secs(now.duration_since(tool.started))),
                 output_preview: None,
+                changes: tool.unsent_changes(),
             };
             self.steps.tool_end(&end);
             out.push(Out::Durable(DurableFrame::ToolEnd(end)));
@@ -707,6 +739,7 @@ impl TurnMapper {
     }
 }
 
+mod changes;
 mod steps;
 /// The coalescing key of a bubble's `message.update`: a newer update replaces a queued one.
 pub(crate) fn update_key(message_id: &str) -> String {

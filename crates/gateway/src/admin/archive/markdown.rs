@@ -104,6 +104,9 @@ fn step(out: &mut String, step: &Step) {
             };
             let what = t.preview.as_deref().map(one_line).unwrap_or_default();
             let _ = writeln!(out, "- Tool `{}` {what} ({status})", one_line(&t.name));
+            for change in &t.changes {
+                file_change(out, change);
+            }
         }
         Step::Plan { text } => {
             out.push_str("- Plan:\n");
@@ -129,6 +132,38 @@ fn step(out: &mut String, step: &Step) {
             );
         }
     }
+}
+
+/// A file a tool changed: its path and counts, and its diff as a fenced `diff` block (the fence
+/// longer than any run of backticks in the diff, so the diff cannot end it).
+fn file_change(out: &mut String, change: &iris_protocol::FileChange) {
+    let cut = if change.truncated {
+        ", diff cut short"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "  - `{}` +{} −{}{cut}",
+        one_line(&change.path),
+        change.added,
+        change.removed
+    );
+    if change.diff.is_empty() {
+        return;
+    }
+    let longest = change
+        .diff
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let _ = writeln!(out, "    {fence}diff");
+    for line in change.diff.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+    let _ = writeln!(out, "    {fence}");
 }
 
 /// `2026-12-03 10:04 UTC`.

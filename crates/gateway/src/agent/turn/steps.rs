@@ -55,6 +55,7 @@ impl Steps {
             emoji: start.emoji.clone(),
             preview: start.preview.clone(),
             args: ToolStep::bounded_args(start.args.as_ref()),
+            changes: start.changes.clone(),
             ..ToolStep::default()
         });
         if let Some(at) = self.push(step) {
@@ -87,6 +88,9 @@ impl Steps {
             t.ok = Some(end.ok);
             t.duration = end.duration;
             t.output_preview = end.output_preview.clone();
+            if !end.changes.is_empty() {
+                t.changes = end.changes.clone();
+            }
         }
     }
 
@@ -150,6 +154,7 @@ mod tests {
             ok: true,
             duration: Some(0.5),
             output_preview: Some("ok".into()),
+            changes: Vec::new(),
         });
         let closed = PickerClosed {
             picker_id: "p_1".into(),

@@ -1,0 +1,66 @@
+//! A tool call's file changes (ACP `diff` content) reach every device as a unified diff with its
+//! counts, live on `tool.start` and kept in the answer's steps, so a reload and `history` show
+//! the same; the Markdown export has them as fenced `diff` blocks. Through the demo agent's
+//! `edit`.
+
+mod common;
+
+use common::*;
+use iris_protocol::{ServerFrame, Step};
+
+#[tokio::test]
+async fn an_edit_shows_its_diff_on_every_device_live_and_after_a_reload() {
+    let gw = TestGateway::start_demo().await;
+    let (mut phone, _) = gw.connect("phone").await;
+    let (mut laptop, _) = gw.connect("laptop").await;
+    let events = turn(&mut phone, default_lane(), "edit").await;
+    assert_eq!(final_text(&events), "Edited notes.txt. Echo: edit");
+    let on_laptop = until_idle(&mut laptop).await;
+    for (device, events) in [("phone", &events), ("laptop", &on_laptop)] {
+        let start = events
+            .iter()
+            .find_map(|e| match &e.body {
+                ServerFrame::ToolStart(s) => Some(s.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{device}: no tool.start"));
+        assert_eq!(start.changes.len(), 1, "{device}: {start:?}");
+        let change = &start.changes[0];
+        assert!(change.path.ends_with("/notes.txt"), "{change:?}");
+        assert_eq!((change.added, change.removed), (2, 1));
+        assert!(change.diff.contains("-two\n+2\n"), "{}", change.diff);
+        assert!(change.diff.contains(" three\n+four\n"), "{}", change.diff);
+    }
+
+    // A reload reads the answer's steps: the same change.
+    let history = lane_history(&mut laptop, default_lane()).await;
+    let answer = history.last().expect("the answer");
+    let tool = answer
+        .steps
+        .iter()
+        .find_map(|s| match s {
+            Step::Tool(t) => Some(t),
+            _ => None,
+        })
+        .expect("a tool step");
+    assert_eq!(tool.changes.len(), 1);
+    assert_eq!((tool.changes[0].added, tool.changes[0].removed), (2, 1));
+
+    // The export writes it as a diff block under its tool.
+    use iris_gateway::admin::archive::{export, ExportFormat, ExportRequest};
+    let out = tempfile::tempdir().expect("tempdir");
+    let request = ExportRequest {
+        chat: Some("default".into()),
+        format: ExportFormat::Markdown,
+        out: out.path().to_path_buf(),
+        media: false,
+    };
+    let done = export(&gw.dir, &request, 0).expect("export");
+    let md = std::fs::read_to_string(&done.files[0]).expect("read");
+    assert!(
+        md.contains("/notes.txt` +2 −1\n    ```diff\n    --- "),
+        "{md}"
+    );
+    assert!(md.contains("\n    -two\n    +2\n"), "{md}");
+    gw.stop().await;
+}
