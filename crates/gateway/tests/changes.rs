@@ -1,7 +1,8 @@
 //! A tool call's file changes (ACP `diff` content) reach every device as a unified diff with its
 //! counts, live on `tool.start` and kept in the answer's steps, so a reload and `history` show
-//! the same; the Markdown export has them as fenced `diff` blocks. Through the demo agent's
-//! `edit`.
+//! the same; an edit that asks first (as Hermes' `write_file` does) shows its diff on the
+//! approval and keeps it in the picker's step; the Markdown export has them as fenced `diff`
+//! blocks. Through the demo agent's `edit` and `patch`.
 
 mod common;
 
@@ -62,5 +63,43 @@ async fn an_edit_shows_its_diff_on_every_device_live_and_after_a_reload() {
         "{md}"
     );
     assert!(md.contains("\n    -two\n    +2\n"), "{md}");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_edit_that_asks_first_shows_its_diff_on_the_approval_and_keeps_it() {
+    let gw = TestGateway::start_demo().await;
+    let (mut phone, _) = gw.connect("phone").await;
+    send(&mut phone, default_lane(), "patch", false).await;
+    let approval = phone
+        .wait_for(|e| e.frame_type() == "picker.approval")
+        .await
+        .expect("an approval");
+    let ServerFrame::PickerApproval(asked) = &approval.body else {
+        unreachable!()
+    };
+    assert_eq!(asked.changes.len(), 1, "{asked:?}");
+    assert!(
+        asked.changes[0].diff.contains("-beta\n+BETA\n"),
+        "{asked:?}"
+    );
+    select(&mut phone, &asked.picker_id, "allow_once")
+        .await
+        .expect("allowed");
+    let events = until_idle(&mut phone).await;
+    assert!(final_text(&events).starts_with("Patched notes.txt."));
+    let history = lane_history(&mut phone, default_lane()).await;
+    let picker = history
+        .last()
+        .expect("the answer")
+        .steps
+        .iter()
+        .find_map(|s| match s {
+            Step::Picker(p) => Some(p.clone()),
+            _ => None,
+        })
+        .expect("the picker step");
+    assert_eq!(picker.label.as_deref(), Some("Allow once"));
+    assert_eq!((picker.changes[0].added, picker.changes[0].removed), (1, 1));
     gw.stop().await;
 }

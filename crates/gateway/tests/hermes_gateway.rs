@@ -201,6 +201,9 @@ async fn answers_tool_calls_and_approvals_reach_the_device() {
     let env = hermes_env!(json!([]));
     let allowed = doomed_dir(&env, "junk");
     let denied = doomed_dir(&env, "keep");
+    let notes = env.work.join("notes.txt");
+    std::fs::write(&notes, "line one\nline two\n").unwrap();
+    let notes_s = notes.display().to_string();
     env.set_script(&json!([
         {"match": "hello", "reply": {"chunks": ["Hello ", "from the ", "fake LLM!"]}},
         {"match": "run a command", "reply": {
@@ -210,7 +213,10 @@ async fn answers_tool_calls_and_approvals_reach_the_device() {
         {"match": "clean up", "reply": {"tool_calls": [{"name": "terminal", "arguments": {"command": allowed}}]}},
         {"match": "clean up", "after_tool": true, "reply": {"content": "Cleaned up."}},
         {"match": "tidy", "reply": {"tool_calls": [{"name": "terminal", "arguments": {"command": denied}}]}},
-        {"match": "tidy", "after_tool": true, "reply": {"content": "Understood, not deleting."}}
+        {"match": "tidy", "after_tool": true, "reply": {"content": "Understood, not deleting."}},
+        {"match": "patch the notes", "reply": {"tool_calls": [{"name": "patch", "arguments": {
+            "path": notes_s, "old_string": "line two", "new_string": "line 2"}}]}},
+        {"match": "patch the notes", "after_tool": true, "reply": {"content": "Patched."}}
     ]));
     within(&env, async {
         let gw = gateway(&env).await;
@@ -324,6 +330,17 @@ async fn answers_tool_calls_and_approvals_reach_the_device() {
         assert!(end.output_preview.as_deref().is_some_and(|o| o.contains("BLOCKED")), "{end:?}");
         assert_eq!(final_text(&frames), "Understood, not deleting.");
         assert!(env.work.join("keep/file").exists(), "the denied command ran");
+
+        // Hermes shows an edit's diff only in its approval: the device sees it before Allow.
+        send(&mut a, default_lane(), "patch the notes", false).await;
+        let (picker, _) = approval(&mut a).await;
+        assert_eq!(picker.changes.len(), 1, "{picker:?}");
+        assert_eq!(picker.changes[0].path, notes_s);
+        assert!(picker.changes[0].diff.contains("-line two\n+line 2\n"), "{picker:?}");
+        select(&mut a, &picker.picker_id, "allow_once").await.unwrap();
+        let frames = until_idle(&mut a).await;
+        assert_eq!(final_text(&frames), "Patched.");
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "line one\nline 2\n");
         gw.stop().await;
     })
     .await;

@@ -97,6 +97,10 @@ pub struct PickerApproval {
     pub preview: Option<String>,
     /// The agent's options.
     pub choices: Vec<Choice>,
+    /// The files the call would change, as diffs (an edit shows what it writes before Allow).
+    /// An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<crate::FileChange>,
 }
 
 /// `picker.confirm`.

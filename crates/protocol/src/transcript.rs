@@ -167,6 +167,9 @@ pub struct PickerStep {
     /// The device that answered it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_device: Option<String>,
+    /// The files the approved (or refused) call would change. An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<FileChange>,
 }
 
 /// `picker.closed` (durable, additive): a picker was answered, expired or was cancelled, so no

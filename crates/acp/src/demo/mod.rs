@@ -37,6 +37,7 @@
 //! | `fail` | a `tool_call` (`terminal: false`) that ends `failed` |
 //! | (every turn) | ends the turn `cancelled` if it has been cancelled |
 //! | `permission` or `approve` | a `tool_call`, then `session/request_permission` (allow_once / allow_always / reject_once); answers `Permission granted: <optionId>.` or `Permission denied.`; a `cancelled` outcome ends the turn `cancelled` |
+//! | `patch` | an edit whose `diff` (`<cwd>/notes.txt`: "beta" becomes "BETA") only the `session/request_permission` shows, as Hermes' `write_file` does; answers `Patched notes.txt. ` when allowed, `Not patched. ` when refused; the file is not written |
 //! | `clarify` | a question put as a permission request (see below); answers `You chose <name>.` |
 //! | (every turn) | acknowledges each attachment: an `image` block as `Received image <mime> (<n> bytes)`, a `resource_link` as `Received file <name>`, an embedded `resource` as `Received resource <uri>` |
 //! | `mkfile` | writes [`DEMO_FILE_NAME`] (a fixed text of [`demo_file_text`]) into the session's working directory and says `MEDIA:<its path>` on a line of its own |

@@ -154,6 +154,45 @@ impl Turn<'_> {
         }
     }
 
+    /// `patch`: an edit whose diff only the permission request shows, as Hermes' `write_file`
+    /// does; the file is not written.
+    pub(super) async fn patch(&mut self) -> Step {
+        let path = format!("{}/notes.txt", self.cwd.trim_end_matches('/'));
+        let options = approval_options();
+        let request = RequestPermissionRequest {
+            session_id: self.session_id.into(),
+            tool_call: ToolCallUpdate {
+                tool_call_id: format!("edit-approval-{}", self.fresh_tool_id()),
+                title: Some(format!("Approve edit: {path}")),
+                kind: Some(ToolKind::Edit),
+                status: Some(ToolCallStatus::Pending),
+                content: Some(vec![ToolCallContent::Diff(Diff {
+                    path,
+                    old_text: Some("alpha\nbeta\n".into()),
+                    new_text: "alpha\nBETA\n".into(),
+                })]),
+                ..ToolCallUpdate::default()
+            },
+            options: options.clone(),
+        };
+        let outcome = self.ask(request).await;
+        match outcome {
+            Ok(Some(RequestPermissionOutcome::Selected { option_id }))
+                if options
+                    .iter()
+                    .any(|o| o.option_id == option_id && o.kind.is_allow()) =>
+            {
+                self.say("Patched notes.txt. ");
+                Ok(Flow::Next)
+            }
+            Ok(Some(RequestPermissionOutcome::Cancelled)) | Err(Cancelled) => Err(Stop::Cancelled),
+            _ => {
+                self.say("Not patched. ");
+                Ok(Flow::Next)
+            }
+        }
+    }
+
     /// `clarify`: a question whose options are the answers.
     pub(super) async fn clarify(&mut self) -> Step {
         let question = "Which color do you prefer?";

@@ -57,6 +57,7 @@ enum Behaviour {
     Collapse,
     Checkpoint,
     Permission,
+    Patch,
     Clarify,
     Attachments,
     MakeFile,
@@ -258,6 +259,13 @@ const SCRIPT: &[Rule] = &[
          `cancelled` outcome ends the turn `cancelled`",
     ),
     keyword(
+        &["patch"],
+        Behaviour::Patch,
+        "an edit whose `diff` (`<cwd>/notes.txt`: \"beta\" becomes \"BETA\") only the \
+         `session/request_permission` shows, as Hermes' `write_file` does; answers `Patched \
+         notes.txt. ` when allowed, `Not patched. ` when refused; the file is not written",
+    ),
+    keyword(
         &["clarify"],
         Behaviour::Clarify,
         "a question put as a permission request (see below); answers `You chose <name>.`",
@@ -450,6 +458,7 @@ impl Turn<'_> {
             Behaviour::Collapse => self.collapse().await,
             Behaviour::Checkpoint => self.checkpoint(),
             Behaviour::Permission => self.permission().await,
+            Behaviour::Patch => self.patch().await,
             Behaviour::Clarify => self.clarify().await,
             Behaviour::Attachments => self.attachments(prompt),
             Behaviour::MakeFile => self.make_file().await,

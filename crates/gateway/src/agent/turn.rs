@@ -719,8 +719,19 @@ fn round_secs(d: Duration) -> f64 {
 /// The agent's pickers during a turn become steps of its answer.
 impl TurnMapper {
     /// The agent opened a picker (`approval` or `clarify`) in this turn.
-    pub fn picker_opened(&mut self, picker_id: &str, picker: &str, title: &str) {
-        self.steps.picker_opened(picker_id, picker, title);
+    pub fn picker_opened(
+        &mut self,
+        picker_id: &str,
+        picker: &str,
+        title: &str,
+        changes: &[FileChange],
+    ) {
+        self.steps.picker_opened(picker_id, picker, title, changes);
+    }
+
+    /// The file changes in a permission request's tool call, within the turn's diff budget.
+    pub fn changes_in(&mut self, content: &[iris_acp::ToolCallContent]) -> Vec<FileChange> {
+        self.changes.take(content)
     }
 
     /// A picker of this turn closed; `label` is the chosen choice's label.

@@ -268,8 +268,12 @@ impl LaneActor {
         mapper: &mut TurnMapper,
     ) -> Option<String> {
         let deadline = Instant::now() + self.host().timeouts.approval;
-        let opened = self.pickers.open_permission(request, responder, deadline)?;
-        mapper.picker_opened(&opened.id, opened.kind, &opened.title);
+        let content = request.tool_call.content.as_deref().unwrap_or_default();
+        let changes = mapper.changes_in(content);
+        let opened = self
+            .pickers
+            .open_permission(request, responder, deadline, changes)?;
+        mapper.picker_opened(&opened.id, opened.kind, &opened.title, &opened.changes);
         self.out.durable(opened.frames, None, None).await;
         Some(opened.id)
     }

@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use iris_acp::{PermissionResponder, RequestPermissionRequest, SessionModelState};
 use iris_protocol::{
-    AgentBusy, BusyReason, Choice, DurableFrame, ModelEntry, ModelProvider, Notification,
-    PickerApproval, PickerChoice, PickerClarify, PickerClosed, PickerModel, PickerOutcome,
-    MAX_STEP_TEXT,
+    AgentBusy, BusyReason, Choice, DurableFrame, FileChange, ModelEntry, ModelProvider,
+    Notification, PickerApproval, PickerChoice, PickerClarify, PickerClosed, PickerModel,
+    PickerOutcome, MAX_STEP_TEXT,
 };
 
 use super::super::env::PickerIndex;
@@ -68,6 +68,8 @@ pub(crate) struct Opened {
     pub id: String,
     pub kind: &'static str,
     pub title: String,
+    /// The files an approval's call would change.
+    pub changes: Vec<FileChange>,
     pub frames: Vec<DurableFrame>,
 }
 
@@ -265,6 +267,7 @@ impl PickerBook {
         request: RequestPermissionRequest,
         responder: PermissionResponder,
         deadline: Instant,
+        changes: Vec<FileChange>,
     ) -> Option<Opened> {
         // What a device shows is bounded like a step of the answer.
         let choices: Vec<Choice> = request
@@ -325,6 +328,7 @@ impl PickerBook {
                         title: title.clone(),
                         preview,
                         choices,
+                        changes: changes.clone(),
                     }),
                     "approval",
                     title,
@@ -353,6 +357,7 @@ impl PickerBook {
             id,
             kind,
             title,
+            changes,
             frames,
         })
     }

@@ -95,11 +95,18 @@ impl Steps {
     }
 
     /// The agent opened a picker (`approval` or `clarify`).
-    pub fn picker_opened(&mut self, picker_id: &str, picker: &str, title: &str) {
+    pub fn picker_opened(
+        &mut self,
+        picker_id: &str,
+        picker: &str,
+        title: &str,
+        changes: &[iris_protocol::FileChange],
+    ) {
         let step = Step::Picker(PickerStep {
             picker_id: picker_id.to_owned(),
             picker: picker.to_owned(),
             title: head(title, MAX_STEP_TEXT),
+            changes: changes.to_vec(),
             ..PickerStep::default()
         });
         if let Some(at) = self.push(step) {
@@ -146,7 +153,7 @@ mod tests {
             args: Some(serde_json::json!({ "command": "y".repeat(MAX_STEP_ARGS * 2) })),
             ..ToolStart::default()
         });
-        s.picker_opened("p_1", "approval", "run it?");
+        s.picker_opened("p_1", "approval", "run it?", &[]);
         s.plan("Plan:\n☑ a");
         s.tool_end(&ToolEnd {
             index: 0,
