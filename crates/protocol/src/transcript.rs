@@ -218,6 +218,7 @@ mod tests {
                 value: Some("allow_once".into()),
                 label: Some("Allow once".into()),
                 by_device: Some("phone".into()),
+                changes: Vec::new(),
             }),
         ];
         assert_eq!(
