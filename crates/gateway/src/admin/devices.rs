@@ -493,9 +493,11 @@ pub async fn list(data_dir: &Path) -> Result<Vec<DeviceSummary>, DevicesError> {
 
 /// Every device with its last address; `online` only when the running gateway answers.
 async fn summaries(store: &Store, live: Option<&Shared>) -> Result<Vec<DeviceSummary>, StoreError> {
+    // The push log first: an outcome is recorded after its effect (an expired registration
+    // removed), so devices read after it show that effect.
+    let log = store.push_log().await?;
     let rows = store.list_devices().await?;
     let addrs = store.device_addresses().await?;
-    let log = store.push_log().await?;
     Ok(rows
         .iter()
         .map(|r| {
