@@ -119,14 +119,6 @@ pub(crate) async fn status(
     shared: &Shared,
     device_id: &str,
 ) -> Result<PushStatus, StoreError> {
-    let device = shared.store.get_device(device_id).await?;
-    let (registered, route) = match &device {
-        Some(d) => (
-            backends.registered(d),
-            backends.route(d).map(|r| r.backend().to_owned()),
-        ),
-        None => (Vec::new(), None),
-    };
     let mut last: Vec<PushOutcome> = shared
         .store
         .push_log_of(device_id)
@@ -141,6 +133,15 @@ pub(crate) async fn status(
         })
         .collect();
     last.sort_by_key(|o| std::cmp::Reverse(o.at));
+    // Read after the log: an outcome is recorded after its effect (a registration removed).
+    let device = shared.store.get_device(device_id).await?;
+    let (registered, route) = match &device {
+        Some(d) => (
+            backends.registered(d),
+            backends.route(d).map(|r| r.backend().to_owned()),
+        ),
+        None => (Vec::new(), None),
+    };
     Ok(PushStatus {
         registered,
         route,
