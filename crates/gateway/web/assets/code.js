@@ -53,8 +53,8 @@ function paint(hljs, code, file) {
   code.innerHTML = DOMPurify.sanitize(html, { ALLOWED_TAGS: ['span'], ALLOWED_ATTR: ['class'] });
 }
 
-/** Highlights `code` in `lang` now if that language is loaded, else once it is. */
-function highlightBlock(code, lang) {
+/** Highlights `code` (a `<code>` of plain text) in `lang` now if that language is loaded, else once it is. */
+export function highlightBlock(code, lang) {
   const file = languageFile(lang);
   if (!file) return;
   if (ready.has(file)) {

@@ -1,8 +1,10 @@
 // The cards of a turn's steps: commentary beats, the plan, tool calls and picker outcomes. Live
 // frames (`commentary`, `tool.*`, `picker.*`) and an answer's `steps` from history draw the same
 // cards, so a reload, a second browser and a device that never watched the turn show the same
-// transcript. Pure DOM building: it imports only the markdown renderer, icons, state and util.
+// transcript. Pure DOM building: it imports only the markdown renderer, code highlighting, icons,
+// state and util.
 
+import { highlightBlock } from './code.js';
 import { icon } from './icons.js';
 import { markdown } from './markdown.js';
 import { app } from './state.js';
@@ -13,12 +15,16 @@ export function commentaryCard(id, text) {
   return h('div', { class: 'commentary', dataset: { id } }, h('div', { class: 'md' }, markdown(text)));
 }
 
-/** An empty tool card for a call of `data` ({name, emoji, preview, args, ok?, duration?, output?}). */
+/**
+ * An empty tool card for a call of `data` ({name, emoji, preview, args, ok?, duration?, output?,
+ * changes?}).
+ */
 export function toolCard(key, data) {
   const card = h('details', { class: 'tool running', dataset: { id: key, tool: data.name } });
   card.summary = h('summary', {});
+  card.changes = h('div', { class: 'tool-changes', hidden: true });
   card.body = h('div', { class: 'tool-body' });
-  card.append(card.summary, card.body);
+  card.append(card.summary, card.changes, card.body);
   card.data = data;
   return card;
 }
@@ -44,6 +50,78 @@ export function fillToolCard(card) {
   if (d.note && d.ok === undefined) body.push(h('div', { class: 'tool-note' }, d.note));
   if (d.output) body.push(h('div', { class: 'tool-label' }, 'Output'), h('pre', {}, d.output));
   card.body.replaceChildren(...body);
+  // The file changes are drawn once per list (a progress beat keeps an expanded diff as it is),
+  // and open the card the first time they come: an edit is read, not looked up.
+  if (card.shownChanges !== d.changes) {
+    card.shownChanges = d.changes;
+    const changes = Array.isArray(d.changes) ? d.changes : [];
+    card.changes.replaceChildren(...changes.map(changeBlock));
+    card.changes.hidden = !changes.length;
+    if (changes.length && !card.openedForChanges) {
+      card.openedForChanges = true;
+      card.open = true;
+    }
+  }
+}
+
+/** Lines of a diff shown before its "Show all N lines" button. */
+export const DIFF_PREVIEW_LINES = 12;
+
+/** `2 lines added, 1 removed`: the counts as words. */
+export function changeCountsLabel(added, removed) {
+  return `${added} ${added === 1 ? 'line' : 'lines'} added, ${removed} removed`;
+}
+
+/**
+ * The lines of a unified diff as shown under its file's name: its `---`/`+++` headers (the path,
+ * already in the name line) left out, from the first hunk on.
+ */
+export function diffLines(diff) {
+  const lines = String(diff || '').replace(/\n$/, '').split('\n');
+  const hunk = lines.findIndex((l) => l.startsWith('@@'));
+  const head = hunk < 0 ? 0 : hunk;
+  const shown = lines.slice(0, head).filter((l) => !l.startsWith('--- ') && !l.startsWith('+++ ')).concat(lines.slice(head));
+  return shown.length === 1 && shown[0] === '' ? [] : shown;
+}
+
+/** One file change ({path, diff, added, removed, new_file?, truncated?}): its name line and diff. */
+function changeBlock(change) {
+  const path = String(change.path || '');
+  const name = path.split(/[\\/]/).filter(Boolean).pop() || path;
+  const added = Number(change.added) || 0;
+  const removed = Number(change.removed) || 0;
+  const box = h('div', { class: 'change', dataset: { path } }, h('div', { class: 'change-head' },
+    h('span', { class: 'change-file', title: path }, name),
+    change.new_file ? h('span', { class: 'change-new' }, 'new file') : null,
+    h('span', { class: 'change-counts', role: 'img', 'aria-label': changeCountsLabel(added, removed) },
+      h('span', { class: 'change-added' }, `+${added}`), ' ', h('span', { class: 'change-removed' }, `\u2212${removed}`))));
+  const lines = diffLines(change.diff);
+  if (lines.length) {
+    // The text goes in as text; code.js colours it with highlight.js's class-only spans.
+    const code = h('code', { class: 'language-diff' });
+    // Long lines scroll sideways inside the block: reachable and scrollable by keyboard.
+    const pre = h('pre', { class: 'change-diff', tabindex: '0', role: 'region', 'aria-label': `Diff of ${name}` }, code);
+    const show = (all) => {
+      code.textContent = (all ? lines : lines.slice(0, DIFF_PREVIEW_LINES)).join('\n');
+      highlightBlock(code, 'diff');
+    };
+    show(lines.length <= DIFF_PREVIEW_LINES);
+    box.append(pre);
+    if (lines.length > DIFF_PREVIEW_LINES) {
+      const more = h('button', {
+        type: 'button',
+        class: 'change-more',
+        onclick: () => {
+          show(true);
+          more.remove();
+          pre.focus();
+        },
+      }, `Show all ${lines.length} lines`);
+      box.append(more);
+    }
+  }
+  if (change.truncated) box.append(h('div', { class: 'change-note' }, lines.length ? 'Diff cut short' : 'Too large to show'));
+  return box;
 }
 
 /** The label of a picker's card, by its frame type or a step's `picker` kind. */
@@ -82,6 +160,7 @@ export function stepCards(messageId, steps, myDevice) {
       case 'tool': {
         const card = toolCard(key, {
           name: s.name, emoji: s.emoji, preview: s.preview, args: s.args, ok: s.ok, duration: s.duration, output: s.output_preview,
+          changes: s.changes,
         });
         fillToolCard(card);
         return [key, card];

@@ -579,6 +579,8 @@ export function onTool(frame) {
     d.duration = p.duration;
     d.output = p.output_preview;
   }
+  // File changes come on `tool.start`, or on `tool.end` when a later update brought them.
+  if (Array.isArray(p.changes) && p.changes.length) d.changes = p.changes;
   fillToolCard(card);
 }
 
