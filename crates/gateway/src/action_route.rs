@@ -43,16 +43,10 @@ struct ActionRequest {
 
 /// Answers one action request from `client` (the address the throttle counts).
 pub async fn answer(ctx: &Context, client: IpAddr, headers: &HeaderMap, body: Bytes) -> Response {
-    let config = &ctx.shared.config;
-    let header = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
-    if !crate::guard::origin_allowed(
-        header(header::ORIGIN),
-        header(header::HOST),
-        config.public_url.as_deref(),
-        &config.allowed_origins,
-    ) {
+    if !crate::guard::request_origin_allowed(headers, &ctx.shared.config) {
         return refuse(StatusCode::FORBIDDEN, ErrorCode::Auth, "origin not allowed");
     }
+    let header = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let json_body = header(header::CONTENT_TYPE)
         .and_then(|t| t.split(';').next())
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));

@@ -272,6 +272,21 @@ pub fn client_ip(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAddr]) 
     client
 }
 
+/// [`origin_allowed`] for a request's `Origin` and `Host` headers under `config`.
+pub fn request_origin_allowed(
+    headers: &axum::http::HeaderMap,
+    config: &crate::config::Config,
+) -> bool {
+    use axum::http::header;
+    let header = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    origin_allowed(
+        header(header::ORIGIN),
+        header(header::HOST),
+        config.public_url.as_deref(),
+        &config.allowed_origins,
+    )
+}
+
 /// Whether a browser page of `origin` may open `/ws`. No `Origin` (native apps and command-line
 /// clients send none) passes; so do the gateway's own origin (the request's `Host`), the origin
 /// of the configured `public_url`, and the configured allow-list. Anything else — another site's

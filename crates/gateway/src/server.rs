@@ -491,12 +491,7 @@ async fn ws_upgrade(
     let header = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     // A page of another site must not open a session in the owner's browser (the browser sends
     // its `Origin`; native apps send none). Refused before the upgrade.
-    if !crate::guard::origin_allowed(
-        header(header::ORIGIN),
-        header(header::HOST),
-        config.public_url.as_deref(),
-        &config.allowed_origins,
-    ) {
+    if !crate::guard::request_origin_allowed(&headers, config) {
         tracing::warn!(origin = ?header(header::ORIGIN), "WebSocket from a foreign origin refused");
         return (StatusCode::FORBIDDEN, "origin not allowed\n").into_response();
     }

@@ -270,13 +270,7 @@ async fn pushes_are_retried_after_500_and_429() {
 #[tokio::test]
 async fn an_unregistered_fcm_token_is_removed_and_ntfy_takes_over() {
     let fake = FakeBackends::start().await;
-    let unregistered = json!({"error": {
-        "code": 404,
-        "message": "Requested entity was not found.",
-        "status": "NOT_FOUND",
-        "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}],
-    }});
-    fake.with(|b| b.fcm_script.push_back((404, unregistered)));
+    fake.with(|b| b.fcm_script.push_back(fcm_unregistered()));
     let (gw, _keys) = gateway(&fake, |_| {}).await;
     let phone = device(&gw, "phone", Some("fcm-stale"), Some("phone-topic"));
     pair_and_leave(&gw, phone.clone()).await;

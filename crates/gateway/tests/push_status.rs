@@ -65,13 +65,7 @@ async fn a_device_sends_itself_a_test_notification_and_sees_how_it_ended() {
 #[tokio::test]
 async fn an_expired_registration_is_dropped_and_the_owner_is_told() {
     let fake = FakeBackends::start().await;
-    let unregistered = json!({"error": {
-        "code": 404,
-        "message": "Requested entity was not found.",
-        "status": "NOT_FOUND",
-        "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}],
-    }});
-    fake.with(|b| b.fcm_script.push_back((404, unregistered)));
+    fake.with(|b| b.fcm_script.push_back(fcm_unregistered()));
     let (gw, _keys) = gateway(&fake, |_| {}).await;
     pair_and_leave(&gw, device(&gw, "phone", Some("fcm-stale"), None)).await;
     pair_and_leave(&gw, device(&gw, "tablet", None, Some("tablet-topic"))).await;
@@ -129,17 +123,12 @@ async fn an_expired_registration_is_dropped_and_the_owner_is_told() {
 #[tokio::test]
 async fn a_test_that_finds_the_registration_gone_removes_it_and_one_that_fails_is_not_retried() {
     let fake = FakeBackends::start().await;
-    let unregistered = json!({"error": {
-        "code": 404,
-        "status": "NOT_FOUND",
-        "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}],
-    }});
     fake.with(|b| {
         b.fcm_script.push_back((
             503,
             json!({"error": {"code": 503, "status": "UNAVAILABLE"}}),
         ));
-        b.fcm_script.push_back((404, unregistered));
+        b.fcm_script.push_back(fcm_unregistered());
     });
     let (gw, _keys) = gateway(&fake, |_| {}).await;
     let (mut phone, _) = Client::connect(device(&gw, "phone", Some("fcm-old"), None))

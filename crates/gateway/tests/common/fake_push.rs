@@ -27,6 +27,17 @@ pub const NTFY_TOKEN: &str = "tk_ntfy_test";
 /// Upper bound for anything a test waits for.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
+/// FCM's answer for a token that is no longer registered (404 `UNREGISTERED`).
+pub fn fcm_unregistered() -> (u16, Value) {
+    let body = json!({"error": {
+        "code": 404,
+        "message": "Requested entity was not found.",
+        "status": "NOT_FOUND",
+        "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}],
+    }});
+    (404, body)
+}
+
 /// One request a fake backend received, with the status it answered.
 #[derive(Debug, Clone)]
 pub struct Recorded {
