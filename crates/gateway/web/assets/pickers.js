@@ -11,6 +11,7 @@
 
 import { RequestError } from './conn.js';
 import { $, app, laneOf, laneTitle, store } from './state.js';
+import { changesBox } from './changes.js';
 import { pickerOutcomeText } from './steps.js';
 import { renderInbox } from './inbox.js';
 import { appendToLane } from './transcript.js';
@@ -43,6 +44,15 @@ export function pickerLabel(frame) {
   return frame.type === 'picker.choice' ? frame.payload.title || 'Choose' : CARD_LABEL[frame.type] || 'Choose';
 }
 
+/**
+ * The file changes an approval shows before its choices (an edit's diff, `changes` of
+ * `picker.approval`), as the tool cards draw them; none for other pickers.
+ */
+function approvalChanges(frame) {
+  const changes = frame.type === 'picker.approval' ? frame.payload.changes : null;
+  return Array.isArray(changes) && changes.length ? changesBox(changes, 'picker-changes') : null;
+}
+
 /** A model or choice picker asked for by another device (`for_device`) does not open here. */
 function askedHere(frame) {
   if (frame.type !== 'picker.model' && frame.type !== 'picker.choice') return true;
@@ -68,7 +78,8 @@ export function onPicker(frame) {
   app.pickers.set(p.picker_id, entry);
   entry.card = h('div', { class: 'picker-card', dataset: { id: p.picker_id, kind: frame.type } },
     h('span', { class: 'picker-card-label' }, pickerLabel(frame), p.title && frame.type !== 'picker.choice' ? `: ${p.title}` : ''),
-    h('button', { type: 'button', class: 'secondary', onclick: () => showPicker(p.picker_id) }, 'Answer'));
+    h('button', { type: 'button', class: 'secondary', onclick: () => showPicker(p.picker_id) }, 'Answer'),
+    approvalChanges(frame));
   appendToLane(lane, `picker:${p.picker_id}`, entry.card, frame);
   renderInbox();
   if (!app.pickerShown && entry.autoOpen) showPicker(p.picker_id);
@@ -143,9 +154,10 @@ function settlePicker(id, how) {
   app.pickers.delete(id);
   if (entry.card) {
     entry.card.classList.add('done');
-    const btn = entry.card.querySelector('button');
+    const btn = entry.card.querySelector(':scope > button');
     if (btn) btn.remove();
-    entry.card.append(h('span', { class: 'picker-card-state' }, `— ${how}`));
+    // The outcome goes after the label, above the file changes the approval showed.
+    entry.card.insertBefore(h('span', { class: 'picker-card-state' }, `— ${how}`), entry.card.querySelector(':scope > .picker-changes'));
   }
   renderInbox();
   if (app.pickerShown === id) {
@@ -209,11 +221,18 @@ function pickerBody(id, frame) {
   }, c.label, c.is_current ? ' (current)' : '')));
   const content = [];
   switch (frame.type) {
-    case 'picker.approval':
+    case 'picker.approval': {
       content.push(h('h2', { id: 'picker-title' }, p.title || 'Allow this?'));
-      if (p.preview) content.push(h('pre', { class: 'preview' }, p.preview));
+      // The edit's diff before the choices: read before Allow is pressed. The request's own text
+      // (which repeats the changes, whole files before and after) then waits behind a summary.
+      const changes = approvalChanges(frame);
+      const preview = p.preview ? h('pre', { class: 'preview' }, p.preview) : null;
+      if (preview && changes) content.push(h('details', { class: 'preview-more' }, h('summary', {}, 'Request as sent'), preview));
+      else if (preview) content.push(preview);
+      if (changes) content.push(changes);
       content.push(choiceButtons(p.choices || []));
       break;
+    }
     case 'picker.clarify': {
       content.push(h('h2', { id: 'picker-title' }, p.title || 'The agent asks'));
       if (p.choices && p.choices.length) content.push(choiceButtons(p.choices));

@@ -1,10 +1,10 @@
 // The cards of a turn's steps: commentary beats, the plan, tool calls and picker outcomes. Live
 // frames (`commentary`, `tool.*`, `picker.*`) and an answer's `steps` from history draw the same
 // cards, so a reload, a second browser and a device that never watched the turn show the same
-// transcript. Pure DOM building: it imports only the markdown renderer, code highlighting, icons,
-// state and util.
+// transcript. Pure DOM building: it imports only the markdown renderer, the file changes' blocks,
+// icons, state and util.
 
-import { highlightBlock } from './code.js';
+import { changeBlock, changesBox } from './changes.js';
 import { icon } from './icons.js';
 import { markdown } from './markdown.js';
 import { app } from './state.js';
@@ -64,66 +64,6 @@ export function fillToolCard(card) {
   }
 }
 
-/** Lines of a diff shown before its "Show all N lines" button. */
-export const DIFF_PREVIEW_LINES = 12;
-
-/** `2 lines added, 1 removed`: the counts as words. */
-export function changeCountsLabel(added, removed) {
-  return `${added} ${added === 1 ? 'line' : 'lines'} added, ${removed} removed`;
-}
-
-/**
- * The lines of a unified diff as shown under its file's name: its `---`/`+++` headers (the path,
- * already in the name line) left out, from the first hunk on.
- */
-export function diffLines(diff) {
-  const lines = String(diff || '').replace(/\n$/, '').split('\n');
-  const hunk = lines.findIndex((l) => l.startsWith('@@'));
-  const head = hunk < 0 ? 0 : hunk;
-  const shown = lines.slice(0, head).filter((l) => !l.startsWith('--- ') && !l.startsWith('+++ ')).concat(lines.slice(head));
-  return shown.length === 1 && shown[0] === '' ? [] : shown;
-}
-
-/** One file change ({path, diff, added, removed, new_file?, truncated?}): its name line and diff. */
-function changeBlock(change) {
-  const path = String(change.path || '');
-  const name = path.split(/[\\/]/).filter(Boolean).pop() || path;
-  const added = Number(change.added) || 0;
-  const removed = Number(change.removed) || 0;
-  const box = h('div', { class: 'change', dataset: { path } }, h('div', { class: 'change-head' },
-    h('span', { class: 'change-file', title: path }, name),
-    change.new_file ? h('span', { class: 'change-new' }, 'new file') : null,
-    h('span', { class: 'change-counts', role: 'img', 'aria-label': changeCountsLabel(added, removed) },
-      h('span', { class: 'change-added' }, `+${added}`), ' ', h('span', { class: 'change-removed' }, `\u2212${removed}`))));
-  const lines = diffLines(change.diff);
-  if (lines.length) {
-    // The text goes in as text; code.js colours it with highlight.js's class-only spans.
-    const code = h('code', { class: 'language-diff' });
-    // Long lines scroll sideways inside the block: reachable and scrollable by keyboard.
-    const pre = h('pre', { class: 'change-diff', tabindex: '0', role: 'region', 'aria-label': `Diff of ${name}` }, code);
-    const show = (all) => {
-      code.textContent = (all ? lines : lines.slice(0, DIFF_PREVIEW_LINES)).join('\n');
-      highlightBlock(code, 'diff');
-    };
-    show(lines.length <= DIFF_PREVIEW_LINES);
-    box.append(pre);
-    if (lines.length > DIFF_PREVIEW_LINES) {
-      const more = h('button', {
-        type: 'button',
-        class: 'change-more',
-        onclick: () => {
-          show(true);
-          more.remove();
-          pre.focus();
-        },
-      }, `Show all ${lines.length} lines`);
-      box.append(more);
-    }
-  }
-  if (change.truncated) box.append(h('div', { class: 'change-note' }, lines.length ? 'Diff cut short' : 'Too large to show'));
-  return box;
-}
-
 /** The label of a picker's card, by its frame type or a step's `picker` kind. */
 export const PICKER_LABEL = {
   approval: 'Approval requested',
@@ -141,12 +81,13 @@ export function pickerOutcomeText(outcome, { label, value, byDevice, mine } = {}
   return chosen ? `answered elsewhere: ${chosen}` : 'answered elsewhere';
 }
 
-/** A settled picker card: what was asked and how it closed. */
-export function closedPickerCard(id, kind, title, how) {
+/** A settled picker card: what was asked, how it closed, and the file changes its approval showed. */
+export function closedPickerCard(id, kind, title, how, changes) {
   const label = PICKER_LABEL[kind] || 'Choose';
   return h('div', { class: 'picker-card done', dataset: { id } },
     h('span', { class: 'picker-card-label' }, label, title ? `: ${title}` : ''),
-    h('span', { class: 'picker-card-state' }, `— ${how}`));
+    h('span', { class: 'picker-card-state' }, `— ${how}`),
+    Array.isArray(changes) && changes.length ? changesBox(changes, 'picker-changes') : null);
 }
 
 /** The cards of an answer's `steps`, in order, each with the key it is kept under in its lane. */
@@ -169,7 +110,7 @@ export function stepCards(messageId, steps, myDevice) {
         const how = s.outcome ? pickerOutcomeText(s.outcome, {
           label: s.label, value: s.value, byDevice: s.by_device, mine: !!s.by_device && s.by_device === myDevice,
         }) : 'not answered';
-        return [key, closedPickerCard(key, s.picker, s.title, how)];
+        return [key, closedPickerCard(key, s.picker, s.title, how, s.changes)];
       }
       default:
         return null;

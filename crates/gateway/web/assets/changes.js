@@ -1,0 +1,78 @@
+// A list of file changes ({path, diff, added, removed, new_file?, truncated?}), as a tool card
+// and an approval show them: each file's name with its `+N −M` counts, and its diff coloured by
+// highlight.js, collapsed beyond a few lines. Pure DOM building: it imports only code
+// highlighting and util.
+
+import { highlightBlock } from './code.js';
+import { h } from './util.js';
+
+/** Lines of a diff shown before its "Show all N lines" button. */
+export const DIFF_PREVIEW_LINES = 12;
+
+/** `2 lines added, 1 removed`: the counts as words. */
+export function changeCountsLabel(added, removed) {
+  return `${added} ${added === 1 ? 'line' : 'lines'} added, ${removed} removed`;
+}
+
+/**
+ * The lines of a unified diff as shown under its file's name: its `---`/`+++` headers (the path,
+ * already in the name line) left out, from the first hunk on.
+ */
+export function diffLines(diff) {
+  const lines = String(diff || '').replace(/\n$/, '').split('\n');
+  const hunk = lines.findIndex((l) => l.startsWith('@@'));
+  const head = hunk < 0 ? 0 : hunk;
+  const shown = lines.slice(0, head).filter((l) => !l.startsWith('--- ') && !l.startsWith('+++ ')).concat(lines.slice(head));
+  return shown.length === 1 && shown[0] === '' ? [] : shown;
+}
+
+/** One file change ({path, diff, added, removed, new_file?, truncated?}): its name line and diff. */
+export function changeBlock(change) {
+  const path = String(change.path || '');
+  const name = path.split(/[\\/]/).filter(Boolean).pop() || path;
+  const added = Number(change.added) || 0;
+  const removed = Number(change.removed) || 0;
+  const box = h('div', { class: 'change', dataset: { path } }, h('div', { class: 'change-head' },
+    h('span', { class: 'change-file', title: path }, name),
+    change.new_file ? h('span', { class: 'change-new' }, 'new file') : null,
+    h('span', { class: 'change-counts', role: 'img', 'aria-label': changeCountsLabel(added, removed) },
+      h('span', { class: 'change-added' }, `+${added}`), ' ', h('span', { class: 'change-removed' }, `\u2212${removed}`))));
+  const lines = diffLines(change.diff);
+  if (lines.length) {
+    // The text goes in as text; code.js colours it with highlight.js's class-only spans.
+    const code = h('code', { class: 'language-diff' });
+    // Long lines scroll sideways inside the block: reachable and scrollable by keyboard.
+    const pre = h('pre', { class: 'change-diff', tabindex: '0', role: 'region', 'aria-label': `Diff of ${name}` }, code);
+    const show = (all) => {
+      code.textContent = (all ? lines : lines.slice(0, DIFF_PREVIEW_LINES)).join('\n');
+      highlightBlock(code, 'diff');
+    };
+    show(lines.length <= DIFF_PREVIEW_LINES);
+    box.append(pre);
+    if (lines.length > DIFF_PREVIEW_LINES) {
+      const more = h('button', {
+        type: 'button',
+        class: 'change-more',
+        onclick: () => {
+          show(true);
+          more.remove();
+          pre.focus();
+        },
+      }, `Show all ${lines.length} lines`);
+      box.append(more);
+    }
+  }
+  if (change.truncated) box.append(h('div', { class: 'change-note' }, lines.length ? 'Diff cut short' : 'Too large to show'));
+  return box;
+}
+
+/**
+ * The blocks of `changes` in a box of `className` (hidden when there are none); `changes` that is
+ * not a list counts as none.
+ */
+export function changesBox(changes, className) {
+  const list = Array.isArray(changes) ? changes : [];
+  const box = h('div', { class: className, hidden: !list.length });
+  box.append(...list.map(changeBlock));
+  return box;
+}
