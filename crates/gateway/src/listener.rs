@@ -268,54 +268,47 @@ impl Conn {
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        serve_connection(io, self).await
-    }
-}
-
-async fn serve_connection<I>(io: I, conn: Conn)
-where
-    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let Conn {
-        peer,
-        budget,
-        router,
-        header_timeout,
-        metrics,
-        stop,
-    } = conn;
-    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-        req.extensions_mut().insert(ConnectInfo(peer));
-        req.extensions_mut().insert(budget.clone());
-        let mut router = router.clone();
-        async move {
-            let response = tower_service::Service::call(&mut router, req).await;
-            Ok::<_, Infallible>(response.unwrap_or_else(|never| match never {}))
-        }
-    });
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .max_buf_size(MAX_HEADER_BUF);
-    let conn = builder
-        .serve_connection(TokioIo::new(io), service)
-        .with_upgrades();
-    tokio::pin!(conn);
-    tokio::select! {
-        result = conn.as_mut() => {
-            if let Err(e) = result {
-                if e.is_timeout() {
-                    Metrics::inc(&metrics.header_timeouts);
-                }
-                tracing::debug!(peer = %peer, error = %e, "HTTP connection ended");
+        let Conn {
+            peer,
+            budget,
+            router,
+            header_timeout,
+            metrics,
+            stop,
+        } = self;
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+            req.extensions_mut().insert(ConnectInfo(peer));
+            req.extensions_mut().insert(budget.clone());
+            let mut router = router.clone();
+            async move {
+                let response = tower_service::Service::call(&mut router, req).await;
+                Ok::<_, Infallible>(response.unwrap_or_else(|never| match never {}))
             }
-            return;
+        });
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .max_buf_size(MAX_HEADER_BUF);
+        let conn = builder
+            .serve_connection(TokioIo::new(io), service)
+            .with_upgrades();
+        tokio::pin!(conn);
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    if e.is_timeout() {
+                        Metrics::inc(&metrics.header_timeouts);
+                    }
+                    tracing::debug!(peer = %peer, error = %e, "HTTP connection ended");
+                }
+                return;
+            }
+            _ = stop.cancelled() => {}
         }
-        _ = stop.cancelled() => {}
+        conn.as_mut().graceful_shutdown();
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
     }
-    conn.as_mut().graceful_shutdown();
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
 }
 
 #[cfg(test)]

@@ -258,17 +258,20 @@ fn neutral_body(count: usize) -> String {
 
 impl PushContent {
     /// Leaves out everything the conversation said (`[push] content = "private"`): the body
-    /// becomes neutral, a notification's own title gives way to "Notification", and a
-    /// question's answers are not offered as buttons, since their labels are the agent's words.
-    /// An approval keeps its buttons: their labels name the kind of permission only.
+    /// becomes neutral and a notification's own title gives way to "Notification" (for the
+    /// buttons, see [`PushContent::offers_buttons`]).
     pub fn make_private(&mut self) {
         self.body = neutral_body(self.count);
         if self.kind == Kind::Notice {
             self.title = "Notification".to_owned();
         }
-        if self.kind != Kind::Approval {
-            self.action = None;
-        }
+    }
+
+    /// Whether the push may offer its picker's answers as buttons: always with full content;
+    /// when private only for an approval, whose labels name the kind of permission (a
+    /// question's choices are the agent's words).
+    pub fn offers_buttons(&self, private: bool) -> bool {
+        !private || self.kind == Kind::Approval
     }
 }
 

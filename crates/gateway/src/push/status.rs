@@ -52,6 +52,17 @@ pub(crate) fn log_entry(
         ),
         Outcome::Rejected(reason) => ("rejected", Some(reason.as_str())),
     };
+    entry(device_id, backend, result, detail, test)
+}
+
+/// An outcome of now.
+fn entry(
+    device_id: &str,
+    backend: &str,
+    result: &str,
+    detail: Option<&str>,
+    test: bool,
+) -> PushLogEntry {
     PushLogEntry {
         device_id: device_id.to_owned(),
         backend: backend.to_owned(),
@@ -92,14 +103,8 @@ pub(crate) fn clear_registration(
 
 /// A push given up after every attempt.
 pub(crate) fn unreachable_entry(device_id: &str, backend: &str, attempts: u32) -> PushLogEntry {
-    PushLogEntry {
-        device_id: device_id.to_owned(),
-        backend: backend.to_owned(),
-        result: "unreachable".to_owned(),
-        detail: Some(format!("given up after {attempts} attempts")),
-        at: now_ms(),
-        test: false,
-    }
+    let detail = format!("given up after {attempts} attempts");
+    entry(device_id, backend, "unreachable", Some(&detail), false)
 }
 
 /// Records an outcome; a failure to record is logged, never passed on (the push itself stands).

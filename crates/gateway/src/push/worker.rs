@@ -356,9 +356,13 @@ impl Ctx {
             status::record(&self.shared, entry).await;
             return self.drop_queued(device_id, last).await;
         }
-        content.action = self.action_for(&content, &items, device_id);
-        if self.backends.config.private_for(route.backend()) {
+        let private = self.backends.config.private_for(route.backend());
+        if private {
             content.make_private();
+        }
+        // A token is minted only for buttons the push will carry.
+        if content.offers_buttons(private) {
+            content.action = self.action_for(&content, &items, device_id);
         }
         // Recorded before the request: should the gateway die during it, the push is sent again
         // after the restart, with the same collapse key, so the device shows it once.
