@@ -84,6 +84,19 @@ async fn ask(client: &mut Client, chat: &str, text: &str) -> Vec<Event> {
     idle_in(client, chat).await
 }
 
+/// `(agent, model)` of each runtime the events carry (answers and system messages).
+fn runtimes(events: &[Event]) -> Vec<(Option<String>, Option<String>)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            ServerFrame::Message(m) => m.runtime.clone(),
+            ServerFrame::MessageStop(s) => s.runtime.clone(),
+            _ => None,
+        })
+        .map(|r| (r.agent, r.model))
+        .collect()
+}
+
 fn in_chat<'a>(events: &'a [Event], chat: &str) -> Vec<&'a Event> {
     events
         .iter()
@@ -271,8 +284,13 @@ async fn switching_a_channel_s_agent_starts_fresh_sessions_and_keeps_the_history
     let gw = two_agents().await;
     let (mut a, _) = gw.connect("phone").await;
     let (mut b, _) = gw.connect("laptop").await;
-    let first = final_text(&ask(&mut a, "default", "remember me").await);
-    assert_eq!(first, "Echo: remember me");
+    let events = ask(&mut a, "default", "remember me").await;
+    assert_eq!(final_text(&events), "Echo: remember me");
+    // The answer names the agent that gave it, for a client's model chip.
+    assert_eq!(
+        runtimes(&events),
+        [(Some("alpha".to_owned()), Some("echo".to_owned()))]
+    );
 
     // `/agent` offers the agents, the channel's own marked.
     send(&mut a, default_lane(), "/agent", false).await;
@@ -295,6 +313,11 @@ async fn switching_a_channel_s_agent_starts_fresh_sessions_and_keeps_the_history
     let events = until(&mut b, |e| e.frame_type() == "channel.list").await;
     let notes = system_texts(&events).join("\n");
     assert!(notes.contains("now talks to beta"), "{notes}");
+    // The note names the new agent and no model: not known before its session's first answer.
+    assert_eq!(
+        runtimes(&events).last(),
+        Some(&(Some("beta".to_owned()), None))
+    );
     match &events.last().unwrap().body {
         ServerFrame::ChannelList(l) => {
             let default = l.channels.iter().find(|c| c.chat_id == "default").unwrap();

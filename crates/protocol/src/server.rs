@@ -290,6 +290,11 @@ pub struct Runtime {
     /// Turn cost in USD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
+    /// The agent that answered, by its name in the gateway's configuration (an Iris extension).
+    /// Also on the system message that says a chat's model or agent changed, so a client shows
+    /// the chat's agent and model from its newest message that carries a runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// `message` (also the entries of `history`).

@@ -4,7 +4,7 @@
 //! follow (closing their sessions on the old agent). The history stays, and so do messages
 //! waiting in a lane: they run on the new agent.
 
-use iris_protocol::Header;
+use iris_protocol::{Header, Message, Runtime};
 use iris_store::StoreError;
 
 use super::env::LaneEnv;
@@ -51,7 +51,16 @@ pub(crate) async fn switch_channel(
                     "This channel now talks to {name}. Its chats start fresh sessions with \
                      the next message; the history stays."
                 );
-                outbox::post(tx, &lane, outbox::system_message(text), &Origin::none())?;
+                // Its runtime names the new agent and no model yet: a client's model chip shows
+                // the agent alone until the new session's first answer.
+                let said = Message {
+                    runtime: Some(Runtime {
+                        agent: Some(name.clone()),
+                        ..Runtime::default()
+                    }),
+                    ..outbox::system_message(text)
+                };
+                outbox::post(tx, &lane, said, &Origin::none())?;
             }
             let list = outbox::channel_list(tx)?;
             outbox::append(tx, &Header::default(), list, None, &origin)?;

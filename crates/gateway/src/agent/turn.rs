@@ -64,6 +64,8 @@ pub struct TurnConfig {
     pub role: Role,
     /// Model id as the agent names it (`provider:model`).
     pub model: Option<String>,
+    /// The agent's name in the gateway's configuration.
+    pub agent: Option<String>,
     /// Home-relative working directory.
     pub cwd: String,
     /// Whether reasoning goes into the final message.
@@ -657,6 +659,7 @@ impl TurnMapper {
             cwd: Some(self.cfg.cwd.clone()),
             latency: Some(round_secs(now.duration_since(self.started_at))),
             cost: self.cost,
+            agent: self.cfg.agent.clone(),
         };
         if !self.bubble_started
             && self.text.is_empty()

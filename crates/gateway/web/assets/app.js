@@ -17,6 +17,7 @@ import { Connection } from './conn.js';
 import { Media } from './media.js';
 import { onEcho, resendAll } from './outbox.js';
 import { initMenu } from './menu.js';
+import { initModelChip } from './modelchip.js';
 import { onNotification, refreshWebPush, releaseHeldNotifications } from './notify.js';
 import { initInbox } from './inbox.js';
 import {
@@ -26,7 +27,9 @@ import { initSearch } from './search.js';
 import {
   deviceId, deviceName, forgetKept, initSession, renderConnState, showApp, showSignin, tokenAtLoad,
 } from './session.js';
-import { initSidebar, onChannelFrame, renderSidebar, setDirectory } from './sidebar.js';
+import {
+  chooseAgent, initSidebar, onChannelFrame, renderSidebar, setDirectory,
+} from './sidebar.js';
 import {
   $, app, currentLane, defaultChannel, laneOf, resetLane, shownLanes, store,
 } from './state.js';
@@ -207,6 +210,7 @@ initInbox();
 initComposer();
 initSearch();
 initMenu();
+initModelChip({ chooseAgent });
 
 // A click on a pushed notification while a tab is open shows its chat in that tab (see sw.js).
 if ('serviceWorker' in navigator) {

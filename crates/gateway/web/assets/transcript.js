@@ -15,6 +15,7 @@ import { initDropzone } from './dropzone.js';
 import { icon } from './icons.js';
 import { initLightbox, openLightbox } from './lightbox.js';
 import { markdown } from './markdown.js';
+import { noteRuntime, renderModelChip } from './modelchip.js';
 import { $, app, currentLane, findMessage, getLane, laneOf, laneTitle, shownLanes, store } from './state.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
@@ -95,6 +96,7 @@ export function renderTitle() {
   if (!app.current) return;
   const title = laneTitle(app.current.chat_id, app.current.thread_id);
   $('lane-title').textContent = title;
+  renderModelChip();
   document.title = titleWithUnread(`${title} · Iris`);
 }
 
@@ -198,6 +200,7 @@ function roleLabel(role) {
 const ENDINGS = { stopped: '■ Stopped', cut_off: '✂ Cut off', agent_failed: '⚠ Agent failed' };
 
 function fillMessage(el, lane, m, opts = {}) {
+  noteRuntime(lane, m);
   const parts = [];
   if (m.reasoning) {
     parts.push(h('details', { class: 'reasoning' }, h('summary', {}, 'Reasoning'), h('div', { class: 'md' }, markdown(m.reasoning))));

@@ -204,6 +204,7 @@ mod tests {
             message_id: "m_1".into(),
             role: Role::Assistant,
             model: None,
+            agent: None,
             cwd: "~".into(),
             show_reasoning: false,
             update_interval: Duration::from_millis(50),

@@ -188,8 +188,13 @@ impl LaneActor {
 
     /// Switches the session's model, and says how that went.
     pub(super) async fn set_model(&mut self, model_id: &str) {
-        let said = self.session.set_model(model_id).await;
-        self.out.system(said).await;
+        match self.session.set_model(model_id).await {
+            Ok(said) => {
+                let agent = self.host().name.clone();
+                self.out.model_changed(said, &agent, model_id).await
+            }
+            Err(said) => self.out.system(said).await,
+        }
     }
 
     pub(super) async fn set_reasoning(&mut self, show: bool) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use iris_protocol::{
     AgentBusy, BusyReason, ChannelRenamed, DurableFrame, EphemeralFrame, Header, Message,
-    Notification, Role,
+    Notification, Role, Runtime,
 };
 
 use super::super::recovery;
@@ -173,7 +173,26 @@ impl Output {
 
     /// A system message in this lane, stored and delivered like any message.
     pub(crate) async fn system(&self, text: impl Into<String>) {
-        let message = outbox::system_message(text);
+        self.post_system(outbox::system_message(text)).await
+    }
+
+    /// A system message that says the lane's model changed: its runtime names the agent and the
+    /// model, as an answer's does, so a client shows the new model at once.
+    pub(crate) async fn model_changed(&self, text: impl Into<String>, agent: &str, model: &str) {
+        let bare = super::super::turn::bare_model(model);
+        self.post_system(Message {
+            model: Some(bare.clone()),
+            runtime: Some(Runtime {
+                model: Some(bare),
+                agent: Some(agent.to_owned()),
+                ..Runtime::default()
+            }),
+            ..outbox::system_message(text)
+        })
+        .await
+    }
+
+    async fn post_system(&self, message: Message) {
         let id = message.message_id.clone();
         self.durable(
             vec![DurableFrame::Message(message.clone())],

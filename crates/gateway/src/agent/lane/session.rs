@@ -266,14 +266,15 @@ impl SessionSlot {
         }
     }
 
-    /// Switches the session's model (`session/set_model`); returns what the lane says about it.
-    pub(crate) async fn set_model(&mut self, model_id: &str) -> String {
+    /// Switches the session's model (`session/set_model`); returns what the lane says about
+    /// it: `Ok` once switched, `Err` when it was not.
+    pub(crate) async fn set_model(&mut self, model_id: &str) -> Result<String, String> {
         let Some(session) = self.current.as_mut() else {
-            return "The agent is not running; send a message first.".into();
+            return Err("The agent is not running; send a message first.".into());
         };
         let instance = match self.host.instance().await {
             Ok(i) if i.generation == session.generation => i,
-            _ => return "The agent restarted; try again.".into(),
+            _ => return Err("The agent restarted; try again.".into()),
         };
         // Bounded: during a turn the lane reads no events while it waits here, and the agent
         // may be waiting for room to send them.
@@ -282,17 +283,17 @@ impl SessionSlot {
             instance.client.set_model(&session.id, model_id),
         );
         match switched.await {
-            Err(_) => "The agent did not answer in time; the model was not switched.".into(),
+            Err(_) => Err("The agent did not answer in time; the model was not switched.".into()),
             Ok(Ok(())) => {
                 if let Some(m) = session.models.as_mut() {
                     m.current_model_id = model_id.to_owned();
                 }
-                format!("Model switched to {model_id}.")
+                Ok(format!("Model switched to {model_id}."))
             }
-            Ok(Err(e)) => format!(
+            Ok(Err(e)) => Err(format!(
                 "Could not switch the model: {}",
                 crate::text::tail(e.to_string().trim(), 300)
-            ),
+            )),
         }
     }
 

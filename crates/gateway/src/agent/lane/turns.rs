@@ -53,6 +53,7 @@ impl LaneActor {
             message_id: new_id("m_"),
             role: Role::Assistant,
             model: self.session.current_model(),
+            agent: Some(self.host().name.clone()),
             cwd: crate::config::home_relative(&self.host().cwd),
             show_reasoning: self.show_reasoning,
             update_interval: self.env.settings.update_interval,

@@ -18,6 +18,7 @@ fn mapper() -> TurnMapper {
         message_id: "m_1".into(),
         role: Role::Assistant,
         model: Some("custom:fake/model-9".into()),
+        agent: Some("hermes".into()),
         cwd: "~".into(),
         show_reasoning: true,
         update_interval: Duration::from_millis(50),
@@ -89,6 +90,7 @@ fn text_before_a_tool_becomes_commentary_and_the_answer_is_the_text_after() {
             assert_eq!(msg.text, "It printed hi.");
             let rt = s.runtime.as_ref().unwrap();
             assert_eq!(rt.model.as_deref(), Some("model-9"));
+            assert_eq!(rt.agent.as_deref(), Some("hermes"));
             assert_eq!(rt.cwd.as_deref(), Some("~"));
             assert!(rt.latency.unwrap() >= 0.2);
         }

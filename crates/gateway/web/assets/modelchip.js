@@ -1,0 +1,55 @@
+// The model chip in the top bar: the agent and model of the chat shown, taken from the chat's
+// newest message that carries a runtime (an answer, or the gateway's note that the chat's model
+// or agent changed). A tap offers "Choose a model…" (the agent's model picker, opened on this
+// device only, as `/model` does) and, when the gateway has several agents, the chat's agent.
+
+import { keep, newClientId, trySend } from './outbox.js';
+import { $, app, currentLane } from './state.js';
+import { popupMenu, toast } from './ui.js';
+
+/** `chooseAgent(chatId)` asks for a chat's agent (the chat list's own dialog). */
+export function initModelChip({ chooseAgent }) {
+  $('model-chip').addEventListener('click', (ev) => {
+    ev.stopPropagation();
+    const lane = currentLane();
+    const items = [['Choose a model…', () => askForModels(lane)]];
+    if (app.agents.length > 1) items.push([`Agent: ${agentOf(lane)}…`, () => chooseAgent(lane.chat_id)]);
+    popupMenu(ev.currentTarget, items);
+  });
+}
+
+/** Notes a message's runtime in its lane: the one of the newest message (ids sort by time) wins. */
+export function noteRuntime(lane, m) {
+  if (!m.runtime || !m.message_id) return;
+  if (lane.runtime && lane.runtime.id > m.message_id) return;
+  lane.runtime = { id: m.message_id, model: m.runtime.model || null, agent: m.runtime.agent || null };
+  if (app.current && lane === currentLane()) renderModelChip();
+}
+
+/** The chat's agent: its own, or the gateway's default (the first one listed). */
+function agentOf(lane) {
+  const chat = app.channels.get(lane.chat_id);
+  return (chat && chat.agent) || app.agents[0] || 'agent';
+}
+
+export function renderModelChip() {
+  if (!app.current) return;
+  const lane = currentLane();
+  const agent = agentOf(lane);
+  const rt = lane.runtime;
+  // A model noted under another agent is no longer the chat's (its agent was changed since).
+  const model = rt && rt.model && (!rt.agent || rt.agent === agent) ? rt.model : '';
+  const chip = $('model-chip');
+  chip.querySelector('.chip-agent').textContent = agent;
+  chip.querySelector('.chip-model').textContent = model;
+  chip.setAttribute('aria-label', `Agent ${agent}, model ${model || 'not known yet'}: change`);
+}
+
+/** Sends `/model` in the lane: the gateway answers this device with the agent's model picker. */
+async function askForModels(lane) {
+  try {
+    await trySend(keep(lane, { text: '/model', client_id: newClientId() }));
+  } catch (e) {
+    toast(`Not sent: ${e.message}`, 'error');
+  }
+}
