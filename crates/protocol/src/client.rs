@@ -62,6 +62,8 @@ frame_enum! {
         PushStatus(Empty) = "push.status",
         /// Send this device a test notification now. An Iris extension.
         PushTest(Empty) = "push.test",
+        /// What the envelope's lane has used so far: answers, tokens, cost. An Iris extension.
+        Usage(Empty) = "usage",
     }
 }
 

@@ -23,6 +23,7 @@ mod server;
 mod stored;
 mod stream;
 mod transcript;
+mod usage;
 
 pub use client::*;
 pub use codec::*;
@@ -34,6 +35,7 @@ pub use receipts::*;
 pub use server::*;
 pub use stream::*;
 pub use transcript::*;
+pub use usage::*;
 
 /// The protocol major version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 1;

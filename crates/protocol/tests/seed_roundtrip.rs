@@ -113,8 +113,8 @@ fn every_seed_example_round_trips() {
     );
     // Every client frame type has a seed example, except channel.delete, which the seed describes
     // in prose only, and the Iris extensions pair.create (see pairing.rs), message.retry,
-    // channel.set_agent, focus.set, push.status and push.test (docs/protocol.md; focus.set in
-    // tests/focus.rs, the push frames in push.rs).
+    // channel.set_agent, focus.set, push.status, push.test and usage (docs/protocol.md; focus.set
+    // in tests/focus.rs, the push frames in push.rs, usage in usage.rs).
     for t in ClientFrame::TYPES.iter().filter(|t| {
         !matches!(
             **t,
@@ -125,6 +125,7 @@ fn every_seed_example_round_trips() {
                 | "focus.set"
                 | "push.status"
                 | "push.test"
+                | "usage"
         )
     }) {
         assert!(

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row};
 
-use crate::{ChannelRow, DeviceRow, HistoryPage, StoreError, StoredMessage};
+use crate::{ChannelRow, DeviceRow, HistoryPage, LaneUsage, StoreError, StoredMessage};
 
 /// The `meta` key holding the highest cursor removed by retention pruning.
 pub(crate) const FLOOR_KEY: &str = "outbox_floor";
@@ -156,6 +156,25 @@ pub(crate) fn history(
     }
     messages.reverse();
     Ok(HistoryPage { messages, has_more })
+}
+
+/// The sums over a lane's answers, from the figures each one stored (`extra.tokens`,
+/// `extra.runtime.cost`). Reads every answer of the lane once, through the lane index.
+pub(crate) fn lane_usage(
+    conn: &Connection,
+    chat_id: &str,
+    thread_id: Option<&str>,
+) -> Result<LaneUsage, StoreError> {
+    let sql = "SELECT count(*), sum(json_extract(extra, '$.tokens')),                sum(json_extract(extra, '$.runtime.cost')) FROM messages                WHERE chat_id = ?1 AND thread_id IS ?2 AND role IN ('assistant', 'cron')                AND json_valid(extra)";
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_row((chat_id, thread_id), |r| {
+            Ok(LaneUsage {
+                answers: r.get::<_, i64>(0)?.max(0) as u64,
+                tokens: r.get::<_, Option<i64>>(1)?.map(|t| t.max(0) as u64),
+                cost: r.get::<_, Option<f64>>(2)?,
+            })
+        })?)
 }
 
 /// Every message of a lane, oldest first (for exports).

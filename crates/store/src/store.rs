@@ -15,7 +15,7 @@ use crate::schema::{self, open_read_connection, open_write_connection};
 use crate::search;
 use crate::writer::{panic_message, TypedJob, Writer, WriterMsg};
 use crate::{
-    ChannelRow, CommitHook, DeviceRow, HistoryPage, SearchHit, StoreConfig, StoreError,
+    ChannelRow, CommitHook, DeviceRow, HistoryPage, LaneUsage, SearchHit, StoreConfig, StoreError,
     StoredMessage, WriteTx,
 };
 
@@ -323,6 +323,18 @@ impl Store {
             Ok(page)
         })
         .await
+    }
+
+    /// The sums over the answers of the lane `(chat_id, thread_id)`: how many, their tokens and
+    /// their cost, where reported. An unknown lane has none.
+    pub async fn lane_usage(
+        &self,
+        chat_id: &str,
+        thread_id: Option<&str>,
+    ) -> Result<LaneUsage, StoreError> {
+        let (chat_id, thread_id) = (chat_id.to_owned(), thread_id.map(str::to_owned));
+        self.read(move |c| queries::lane_usage(c, &chat_id, thread_id.as_deref()))
+            .await
     }
 
     /// Searches message text.

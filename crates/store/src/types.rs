@@ -82,6 +82,17 @@ pub struct HistoryPage {
     pub has_more: bool,
 }
 
+/// The sums over a lane's answers ([`crate::Store::lane_usage`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LaneUsage {
+    /// Assistant and scheduled messages in the lane.
+    pub answers: u64,
+    /// The sum of their `tokens`, where any reported them.
+    pub tokens: Option<u64>,
+    /// The sum of their `runtime.cost`, where any reported one.
+    pub cost: Option<f64>,
+}
+
 /// One search result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SearchHit {

@@ -3,7 +3,7 @@
 
 use iris_protocol::{
     DurableFrame, ErrorCode, Header, History, HistoryRequest, Message, MessageDeleted, MessageSend,
-    MessageState, ReadReceipt, ResponseFrame, Role,
+    MessageState, ReadReceipt, ResponseFrame, Role, Usage,
 };
 use iris_store::{ChannelRow, ClientRequest, StoreError, StoredMessage, WriteTx};
 
@@ -245,6 +245,23 @@ pub(super) async fn history(ctx: &Context, header: &Header, req: HistoryRequest)
         messages,
         has_more: page.has_more,
         oldest_message_id,
+    });
+    Ok(Reply::Direct(frame, lane.header()))
+}
+
+/// `usage`: the sums over the answers of the lane the envelope names (an unknown lane is
+/// `not_found`, as for `history`).
+pub(super) async fn usage(ctx: &Context, header: &Header) -> Result<Reply> {
+    let lane = resolve_lane(ctx, header).await?;
+    let sums = ctx
+        .shared
+        .store
+        .lane_usage(&lane.chat_id, lane.thread_id.as_deref())
+        .await?;
+    let frame = ResponseFrame::Usage(Usage {
+        answers: sums.answers,
+        tokens: sums.tokens,
+        cost: sums.cost,
     });
     Ok(Reply::Direct(frame, lane.header()))
 }

@@ -77,6 +77,7 @@ pub async fn handle(
         ClientFrame::PairCreate(_) => pairing::create(ctx, device, header).await,
         ClientFrame::PushStatus(_) => registration::push_status(ctx, device).await,
         ClientFrame::PushTest(_) => registration::push_test(ctx, device).await,
+        ClientFrame::Usage(_) => messages::usage(ctx, header).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(
@@ -115,5 +116,7 @@ fn changes_state(body: &ClientFrame) -> bool {
             | ClientFrame::FcmRegister(_)
             | ClientFrame::PairCreate(_)
             | ClientFrame::PushTest(_)
+            // Reads every answer of a lane: budgeted like a write, so it cannot be spun.
+            | ClientFrame::Usage(_)
     )
 }

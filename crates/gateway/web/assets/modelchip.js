@@ -1,11 +1,13 @@
 // The model chip in the top bar: the agent and model of the chat shown, taken from the chat's
 // newest message that carries a runtime (an answer, or the gateway's note that the chat's model
 // or agent changed). A tap offers "Choose a model…" (the agent's model picker, opened on this
-// device only, as `/model` does) and, when the gateway has several agents, the chat's agent.
+// device only, as `/model` does) and, when the gateway has several agents, the chat's agent;
+// above them, what the chat has used so far (`usage`: its answers, tokens and cost).
 
 import { keep, newClientId, trySend } from './outbox.js';
 import { $, app, currentLane } from './state.js';
-import { popupMenu, toast } from './ui.js';
+import { popupMenu, request, toast } from './ui.js';
+import { h } from './util.js';
 
 /** `chooseAgent(chatId)` asks for a chat's agent (the chat list's own dialog). */
 export function initModelChip({ chooseAgent }) {
@@ -15,7 +17,26 @@ export function initModelChip({ chooseAgent }) {
     const items = [['Choose a model…', () => askForModels(lane)]];
     if (app.agents.length > 1) items.push([`Agent: ${agentOf(lane)}…`, () => chooseAgent(lane.chat_id)]);
     popupMenu(ev.currentTarget, items);
+    showUsage(lane, document.querySelector('.menu.popup'));
   });
+}
+
+/** Asks for the lane's usage and writes it at the top of the chip's menu, if still open. */
+async function showUsage(lane, menu) {
+  if (!menu) return;
+  const note = h('p', { class: 'menu-note', id: 'chat-usage', role: 'status' }, 'Usage…');
+  menu.prepend(note);
+  const res = await request('usage', {}, lane, { quiet: true });
+  if (!note.isConnected) return;
+  note.textContent = res ? usageText(res.payload) : 'Usage not available';
+}
+
+/** "12 answers · 34,567 tokens · $0.0123", leaving out what no answer reported. */
+export function usageText(u) {
+  const parts = [`${u.answers} ${u.answers === 1 ? 'answer' : 'answers'}`];
+  if (Number.isFinite(u.tokens)) parts.push(`${u.tokens.toLocaleString('en-US')} tokens`);
+  if (Number.isFinite(u.cost)) parts.push(`$${u.cost < 0.01 ? u.cost.toFixed(4) : u.cost.toFixed(2)}`);
+  return `This chat: ${parts.join(' · ')}`;
 }
 
 /** Notes a message's runtime in its lane: the one of the newest message (ids sort by time) wins. */

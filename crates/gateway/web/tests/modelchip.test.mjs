@@ -1,7 +1,8 @@
 // The model chip in the top bar, at phone and desktop size, through the real gateway with two
 // demo agents: it names the chat's agent, and its model once an answer or a switch says which;
 // "Choose a model…" opens the model picker on this device only and the switch shows on every
-// device and after a reload; "Agent: …" moves the chat to the other agent, whose model is not
+// device and after a reload; the chip's menu says what the chat used so far (answers, tokens,
+// cost); "Agent: …" moves the chat to the other agent, whose model is not
 // known until its first answer. On a phone the chip leaves the title its room.
 
 import assert from 'node:assert/strict';
@@ -47,6 +48,14 @@ describe('the model chip', { timeout: 300000 }, () => {
         assert.ok(box.x + box.width <= viewport.width, 'the chip fits on the screen');
         assert.equal(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true);
       }
+
+      // What the chat used so far, at the top of the chip's menu.
+      await send(page, 'cost please');
+      await assistant(page, 'Echo: cost please').waitFor();
+      await chip(page).click();
+      await page.locator('#chat-usage', { hasText: /^This chat: 2 answers · [\d,]+ tokens · \$0\.01$/ }).waitFor();
+      await page.keyboard.press('Escape');
+      await page.locator('.menu.popup').waitFor({ state: 'detached' });
 
       // Choose a model: the picker opens here only; the switch shows everywhere.
       await chip(page).click();
