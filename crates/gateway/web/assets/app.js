@@ -83,6 +83,9 @@ function onHello(ack) {
   // Pickers still open, which the replay may not bring (a reloaded page's cursor is past them).
   onOpenPickers(ack.open_pickers);
   renderSidebar();
+  // The chat's history is asked for now, beside the replay, not after it: one round trip less
+  // before a loading page shows its chat. Frames the replay brings are merged by message id.
+  if (!currentLane().historyLoaded) loadHistory(currentLane());
 }
 
 function onSynced(done) {
