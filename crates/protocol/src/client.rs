@@ -62,6 +62,10 @@ frame_enum! {
         PushStatus(Empty) = "push.status",
         /// Send this device a test notification now. An Iris extension.
         PushTest(Empty) = "push.test",
+        /// List the paired devices. An Iris extension.
+        DevicesList(Empty) = "devices.list",
+        /// Revoke this device or one paired through its codes. An Iris extension.
+        DeviceRevoke(crate::pairing::DeviceRevoke) = "device.revoke",
     }
 }
 

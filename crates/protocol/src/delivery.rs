@@ -113,6 +113,8 @@ pub enum ResponseFrame {
     PairCode(crate::pairing::PairCode),
     /// This device's push state, for `push.status` and `push.test`.
     PushStatus(crate::push::PushStatus),
+    /// The paired devices, for `devices.list` and `device.revoke`.
+    DevicesList(crate::pairing::DeviceList),
 }
 
 /// Server frame types the connection writes itself, outside the three kinds above: the answer to
@@ -138,6 +140,7 @@ impl From<ResponseFrame> for ServerFrame {
             R::MediaUploadAck(p) => ServerFrame::MediaUploadAck(p),
             R::PairCode(p) => ServerFrame::PairCode(p),
             R::PushStatus(p) => ServerFrame::PushStatus(p),
+            R::DevicesList(p) => ServerFrame::DevicesList(p),
         }
     }
 }
@@ -309,6 +312,7 @@ mod tests {
             R::MediaUploadAck(MediaUploadAck::default()),
             R::PairCode(crate::pairing::PairCode::default()),
             R::PushStatus(crate::push::PushStatus::default()),
+            R::DevicesList(crate::pairing::DeviceList::default()),
         ]
     }
 

@@ -95,6 +95,8 @@ frame_enum! {
         PairCode(crate::pairing::PairCode) = "pair.code",
         /// Response to `push.status` and `push.test`. An Iris extension.
         PushStatus(crate::push::PushStatus) = "push.status",
+        /// Response to `devices.list` and `device.revoke`. An Iris extension.
+        DevicesList(crate::pairing::DeviceList) = "devices.list",
     }
 }
 
