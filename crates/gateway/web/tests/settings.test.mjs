@@ -135,6 +135,9 @@ describe('Settings', { timeout: 400000 }, () => {
 
       // The tablet revokes itself; the laptop's list is stale, and its Revoke is refused with why.
       const tabletDialog = await openSettings(tablet);
+      await rows(tabletDialog).nth(1).waitFor();
+      assert.equal(await rows(tabletDialog).count(), 2, 'another device sees the phone gone when it asks');
+      assert.equal(await row(tabletDialog, 'Phone').count(), 0);
       await tabletDialog.getByRole('button', { name: 'Revoke Tablet' }).click();
       await tablet.locator('dialog#ask').getByRole('button', { name: 'Revoke' }).click();
       await tablet.locator('#signin-error', { hasText: 'This browser was revoked' }).waitFor();
