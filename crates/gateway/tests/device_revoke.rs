@@ -220,6 +220,11 @@ async fn a_device_cannot_revoke_its_parent_a_sibling_or_the_owners_devices() {
             "{message}"
         );
     }
+    // A device the owner signed in with the shared token has no descendants here either.
+    for target in ["phone", "tablet"] {
+        let (code, _) = revoke(&mut f.laptop, target).await.expect_err(target);
+        assert_eq!(code, ErrorCode::Auth, "the laptop revoking {target}");
+    }
     let (code, _) = revoke(&mut f.tablet, "nobody").await.expect_err("unknown");
     assert_eq!(code, ErrorCode::NotFound);
     // Nothing changed: every device is listed, connected, and its token still signs in.
