@@ -37,6 +37,7 @@ pub mod hub;
 pub mod ids;
 pub mod metrics;
 pub mod outbox;
+pub mod revoke;
 pub mod state;
 pub mod text;
 pub mod tls;

@@ -64,6 +64,10 @@ frame_enum! {
         PushTest(Empty) = "push.test",
         /// What the envelope's lane has used so far: answers, tokens, cost. An Iris extension.
         Usage(Empty) = "usage",
+        /// List the paired devices. An Iris extension.
+        DevicesList(Empty) = "devices.list",
+        /// Revoke this device or one paired through its codes. An Iris extension.
+        DeviceRevoke(crate::pairing::DeviceRevoke) = "device.revoke",
     }
 }
 

@@ -115,6 +115,8 @@ pub enum ResponseFrame {
     PushStatus(crate::push::PushStatus),
     /// A lane's usage so far, for `usage`.
     Usage(crate::usage::Usage),
+    /// The paired devices, for `devices.list` and `device.revoke`.
+    DevicesList(crate::pairing::DeviceList),
 }
 
 /// Server frame types the connection writes itself, outside the three kinds above: the answer to
@@ -141,6 +143,7 @@ impl From<ResponseFrame> for ServerFrame {
             R::PairCode(p) => ServerFrame::PairCode(p),
             R::PushStatus(p) => ServerFrame::PushStatus(p),
             R::Usage(p) => ServerFrame::Usage(p),
+            R::DevicesList(p) => ServerFrame::DevicesList(p),
         }
     }
 }
@@ -313,6 +316,7 @@ mod tests {
             R::PairCode(crate::pairing::PairCode::default()),
             R::PushStatus(crate::push::PushStatus::default()),
             R::Usage(crate::usage::Usage::default()),
+            R::DevicesList(crate::pairing::DeviceList::default()),
         ]
     }
 

@@ -97,6 +97,8 @@ frame_enum! {
         PushStatus(crate::push::PushStatus) = "push.status",
         /// Response to `usage`. An Iris extension.
         Usage(crate::usage::Usage) = "usage",
+        /// Response to `devices.list` and `device.revoke`. An Iris extension.
+        DevicesList(crate::pairing::DeviceList) = "devices.list",
     }
 }
 

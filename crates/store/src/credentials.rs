@@ -246,6 +246,23 @@ impl Store {
         .await
     }
 
+    /// Which device's pairing code paired each device paired by another device's code:
+    /// (paired device, the device that made the code). Devices paired with a code of the owner's
+    /// command line, or signed in with the shared token, are not in it.
+    pub async fn paired_by(&self) -> Result<HashMap<String, String>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT spent_by, created_by FROM pairing_codes \
+                 WHERE spent_by IS NOT NULL AND created_by IS NOT NULL",
+            )?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+                .collect::<Result<HashMap<_, _>, _>>()?;
+            Ok(rows)
+        })
+        .await
+    }
+
     /// The last address of every device that has one.
     pub async fn device_addresses(&self) -> Result<HashMap<String, DeviceAddress>, StoreError> {
         self.read(|c| {
@@ -360,6 +377,9 @@ mod tests {
             store.pairing_code("a").await.expect("read").is_some(),
             "spent: kept"
         );
+        let by = store.paired_by().await.expect("read");
+        assert_eq!(by.get("spare").map(String::as_str), Some("phone"));
+        assert_eq!(by.len(), 1);
         store
             .write(|tx| {
                 tx.delete_pairing_codes_of("phone")?;

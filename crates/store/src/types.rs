@@ -146,3 +146,20 @@ pub struct DeviceRow {
     /// The device's Web Push subscription, if it registered one.
     pub webpush: Option<crate::WebPushRow>,
 }
+
+impl DeviceRow {
+    /// The push backends it is registered with: `fcm`, `ntfy`, `webpush`.
+    pub fn push_backends(&self) -> Vec<String> {
+        let mut push = Vec::new();
+        if self.fcm_token.as_deref().is_some_and(|t| !t.is_empty()) {
+            push.push("fcm".to_owned());
+        }
+        if self.ntfy_topic.as_deref().is_some_and(|t| !t.is_empty()) {
+            push.push("ntfy".to_owned());
+        }
+        if self.webpush.is_some() {
+            push.push("webpush".to_owned());
+        }
+        push
+    }
+}

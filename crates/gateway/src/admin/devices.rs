@@ -1,11 +1,7 @@
 //! Device management: listing and revoking paired devices and open pairing codes, from the
 //! command line.
 //!
-//! A revoked device is removed from the store together with its push registration, its
-//! device tokens (so its token stops working whatever id it claims) and the pairing codes it
-//! made that are still unspent (so a kept code cannot sign it in again), and its id is remembered
-//! (`meta` key `revoked_device:<id>`): a later `hello` with that id is refused with `error auth`
-//! and close code 4401, so an honest client does not silently re-register.
+//! What revoking does is `crate::revoke`'s (a device's own `device.revoke` goes the same way).
 //!
 //! The command line works whether or not the gateway runs. A running gateway listens on a Unix
 //! socket in its data dir (`admin.sock`, mode 0600, so only the user running the gateway can use
@@ -23,15 +19,12 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
-use iris_store::{DeviceAddress, DeviceRow, Store, StoreConfig, StoreError, WriteTx};
+use iris_store::{DeviceAddress, DeviceRow, Store, StoreConfig, StoreError};
 
 use crate::credentials;
-use crate::hub::CloseReason;
+pub use crate::revoke::{is_revoked, revoke_in, revoke_live, Revoked};
 use crate::state::Shared;
 use tokio_util::sync::CancellationToken;
-
-/// The `meta` key prefix of revoked device ids.
-const REVOKED_PREFIX: &str = "revoked_device:";
 
 /// The admin socket's file name in the data dir.
 pub const ADMIN_SOCKET: &str = "admin.sock";
@@ -67,40 +60,16 @@ pub struct DeviceSummary {
 
 impl DeviceSummary {
     fn from_row(row: &DeviceRow, addr: Option<&DeviceAddress>, online: Option<bool>) -> Self {
-        let mut push = Vec::new();
-        if row.fcm_token.as_deref().is_some_and(|t| !t.is_empty()) {
-            push.push("fcm".to_owned());
-        }
-        if row.ntfy_topic.as_deref().is_some_and(|t| !t.is_empty()) {
-            push.push("ntfy".to_owned());
-        }
-        if row.webpush.is_some() {
-            push.push("webpush".to_owned());
-        }
         DeviceSummary {
             device_id: row.device_id.clone(),
             name: row.name.clone(),
             last_seen: row.last_seen,
             last_addr: addr.map(|a| a.addr.clone()),
-            push,
+            push: row.push_backends(),
             last_pushes: Vec::new(),
             online,
         }
     }
-}
-
-/// What a revocation did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Revoked {
-    /// The device was registered (false: only its id was blocked).
-    pub existed: bool,
-    /// The devices paired through a code it made (and so on), revoked with it.
-    #[serde(default)]
-    pub also: Vec<String>,
-    /// A live connection of it was closed.
-    pub disconnected: bool,
-    /// Whether a running gateway did it (false: the store was changed directly).
-    pub by_gateway: bool,
 }
 
 /// Errors of the device commands.
@@ -118,51 +87,6 @@ pub enum DevicesError {
     /// Talking to the running gateway failed midway.
     #[error("admin socket: {0}")]
     Io(#[from] std::io::Error),
-}
-
-/// Whether this device id has been revoked.
-pub async fn is_revoked(store: &Store, device_id: &str) -> Result<bool, StoreError> {
-    Ok(store
-        .get_meta(&format!("{REVOKED_PREFIX}{device_id}"))
-        .await?
-        .is_some())
-}
-
-/// Revokes a device inside a write transaction, with every device paired through a code it made
-/// (and theirs, and so on: whoever held a revoked device could have paired another for later).
-/// Returns whether the device was registered, and the ids of the others revoked with it.
-pub fn revoke_in(
-    tx: &mut WriteTx<'_>,
-    device_id: &str,
-    now: i64,
-) -> Result<(bool, Vec<String>), StoreError> {
-    let mut also: Vec<String> = Vec::new();
-    let mut next = tx.devices_paired_by(device_id)?;
-    while let Some(id) = next.pop() {
-        if id == device_id || also.contains(&id) {
-            continue;
-        }
-        next.extend(tx.devices_paired_by(&id)?);
-        also.push(id);
-    }
-    let existed = revoke_one(tx, device_id, now)?;
-    for id in &also {
-        revoke_one(tx, id, now)?;
-    }
-    Ok((existed, also))
-}
-
-/// Revokes one device: removes its row (and with it the push registration) and remembers the
-/// id. Returns whether the device was registered.
-fn revoke_one(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool, StoreError> {
-    let existed = tx.delete_device(device_id)?;
-    tx.delete_device_tokens(device_id)?;
-    // Codes it made die with it: a kept code must not sign a revoked device in again. So do
-    // the scheduled jobs it added.
-    tx.delete_pairing_codes_of(device_id)?;
-    tx.delete_cron_jobs_of(device_id)?;
-    tx.set_meta(&format!("{REVOKED_PREFIX}{device_id}"), &now.to_string())?;
-    Ok(existed)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -395,30 +319,6 @@ pub async fn running_address(data_dir: &Path) -> Option<GatewayAddress> {
             None
         }
     }
-}
-
-/// Revokes a device in a running gateway: the store first (so a reconnect is refused), then
-/// its live connection is closed.
-pub async fn revoke_live(shared: &Shared, device_id: &str) -> Result<Revoked, StoreError> {
-    let id = device_id.to_owned();
-    let now = crate::ids::now_ms();
-    let (existed, also) = shared
-        .store
-        .write(move |tx| revoke_in(tx, &id, now))
-        .await?;
-    let disconnected = shared.hub.kick(device_id, CloseReason::GoingAway);
-    shared.actions.forget_device(device_id);
-    for other in &also {
-        shared.hub.kick(other, CloseReason::GoingAway);
-        shared.actions.forget_device(other);
-    }
-    tracing::info!(device_id = %device_id, existed, disconnected, also = ?also, "device revoked");
-    Ok(Revoked {
-        existed,
-        also,
-        disconnected,
-        by_gateway: true,
-    })
 }
 
 /// Asks a running gateway; `Ok(None)` when none answers on the data dir's admin socket.

@@ -1,6 +1,7 @@
 //! Request handlers, one room per family: [`messages`] (send, history, delete, receipts),
 //! [`search`] (with its cost bounds), [`channels`] (create, rename, default, delete), [`control`] (stop, steer, pickers,
-//! the command catalog) and [`registration`] (a device's name, caps and push registration).
+//! the command catalog), [`registration`] (a device's name, caps and push registration),
+//! [`pairing`] (a code for another device) and [`devices`] (the paired devices, revoking one).
 //!
 //! A handler that changes state does it in one store transaction that also appends the durable
 //! frame announcing the change; the requesting connection receives that frame (with its request
@@ -19,6 +20,7 @@ mod channels;
 mod client_ids;
 mod context;
 mod control;
+mod devices;
 mod messages;
 mod pairing;
 mod registration;
@@ -78,6 +80,8 @@ pub async fn handle(
         ClientFrame::PushStatus(_) => registration::push_status(ctx, device).await,
         ClientFrame::PushTest(_) => registration::push_test(ctx, device).await,
         ClientFrame::Usage(_) => messages::usage(ctx, header).await,
+        ClientFrame::DevicesList(_) => devices::list(ctx, device, header).await,
+        ClientFrame::DeviceRevoke(req) => devices::revoke(ctx, device, header, req).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(
@@ -118,5 +122,6 @@ fn changes_state(body: &ClientFrame) -> bool {
             | ClientFrame::PushTest(_)
             // Reads every answer of a lane: budgeted like a write, so it cannot be spun.
             | ClientFrame::Usage(_)
+            | ClientFrame::DeviceRevoke(_)
     )
 }

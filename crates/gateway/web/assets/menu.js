@@ -1,7 +1,7 @@
 // The top-bar menu (`#menu`): opening and closing it, its keyboard (arrows, Esc), and its
 // actions (the command list, the chat's agent, exporting the chat, the runtime-footer and
-// tool-details display settings with the body classes that apply them, the Notifications dialog,
-// pairing another device, signing out). A click anywhere else closes it, and closes any popup menu too; Esc closes whatever menu
+// tool-details display settings with the body classes that apply them, the Settings view
+// (settings.js), the Notifications dialog, pairing another device, signing out). A click anywhere else closes it, and closes any popup menu too; Esc closes whatever menu
 // or panel is open and gives the focus back to the button that opened it. A tap on an answer's
 // runtime footer shows all of it (narrow screens show one line).
 
@@ -9,6 +9,7 @@ import { exportChat } from './export.js';
 import { showNotificationSettings } from './notifysettings.js';
 import { showPairDialog } from './pairing.js';
 import { signOut } from './session.js';
+import { showSettings } from './settings.js';
 import { chooseAgent } from './sidebar.js';
 import { $, app, currentLane, store } from './state.js';
 import { closePopups, confirmDialog, menuKeys } from './ui.js';
@@ -81,6 +82,9 @@ function runAction(action) {
       app.settings.tools = !app.settings.tools;
       store.setItem('iris.tools', app.settings.tools ? 'on' : 'off');
       document.body.classList.toggle('no-tools', !app.settings.tools);
+      break;
+    case 'settings':
+      showSettings();
       break;
     case 'notify':
       showNotificationSettings();

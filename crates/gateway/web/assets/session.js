@@ -124,11 +124,16 @@ export function showApp() {
 }
 
 export function signOut() {
+  forgetToken();
+  location.reload();
+}
+
+/** Stops the connection and forgets the token (signing out, or this device was revoked). */
+export function forgetToken() {
   if (app.conn) app.conn.stop();
   store.removeItem('iris.token');
   store.removeItem('iris.cursor');
   store.removeItem('iris.kept');
-  location.reload();
 }
 
 /** Shows a connection state (see conn.js) in the banner and the status label. */

@@ -305,6 +305,12 @@ for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]]) {
         await page.locator('#busy').waitFor({ state: 'hidden' });
         assert.equal(await page.evaluate(() => matchMedia('(prefers-color-scheme: dark)').matches), scheme === 'dark');
         assert.deepEqual(await axeViolations(page, ['heading-order']), [], `a transcript (${scheme})`);
+        // The Settings view, with its device list, in the same theme (System follows the scheme).
+        await page.getByRole('button', { name: 'Menu', exact: true }).click();
+        await page.getByRole('menuitem', { name: 'Settings…' }).click();
+        await page.getByRole('dialog', { name: 'Settings' }).locator('.settings-device').first().waitFor();
+        assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), scheme);
+        assert.deepEqual(await axeViolations(page, ['heading-order']), [], `Settings (${scheme})`);
         assert.deepEqual(pageErrors(page), []);
       });
     }
