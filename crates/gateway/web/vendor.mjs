@@ -51,6 +51,12 @@ const FILES = {
     ...ICONS.map((i) => [`dist/esm/icons/${i}.mjs`, `lucide/icons/${i}.mjs`]),
     ['LICENSE', 'lucide/LICENSE'],
   ],
+  // The ES module build only: math is drawn as MathML (Chromium, Firefox and Safari render
+  // MathML Core), so KaTeX's stylesheet and fonts are not needed.
+  katex: [
+    ['dist/katex.mjs', 'katex/katex.mjs'],
+    ['LICENSE', 'katex/LICENSE'],
+  ],
 };
 
 const lock = JSON.parse(readFileSync(join(here, 'package-lock.json'), 'utf8'));
