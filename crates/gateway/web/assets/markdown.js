@@ -5,11 +5,13 @@
 // the characters it is, and DOMPurify removes anything else that is not plain formatting. Only
 // http(s) and mailto links are made clickable; images (`![alt](url)`) are never fetched from the
 // URL an agent wrote but shown as links to it (the gateway's own media reach the page as
-// attachments, not as Markdown images). Task-list items (`- [x]`) get a check mark.
+// attachments, not as Markdown images). Task-list items (`- [x]`) get a check mark. Formulas
+// (`$…$`, `$$…$$`, `\(…\)`, `\[…\]`) are drawn as MathML by math.js.
 
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
 import MarkdownIt from './vendor/markdown-it/markdown-it.min.mjs';
 import { frameCodeBlocks } from './code.js';
+import { mathPlugin, typesetMath } from './math.js';
 
 const SAFE_URL = /^(?:https?:|mailto:)/i;
 
@@ -25,6 +27,7 @@ const md = new MarkdownIt({
   typographer: false,
 });
 md.validateLink = safeUrl;
+md.use(mathPlugin);
 
 // Headings start at h3: the page's own come first (h1 the chat's name, h2 "Messages").
 md.renderer.rules.heading_open = (tokens, i) => `<h${level(tokens[i])} class="md-h">`;
@@ -91,6 +94,7 @@ export function markdown(text) {
   }
   markTasks(frag);
   frameCodeBlocks(frag);
+  typesetMath(frag);
   return frag;
 }
 
