@@ -38,6 +38,7 @@ fn content_type(name: &str) -> Option<&'static str> {
         "js" | "mjs" => "text/javascript; charset=utf-8",
         "css" => "text/css; charset=utf-8",
         "svg" => "image/svg+xml",
+        "html" => "text/html; charset=utf-8",
         "webmanifest" => "application/manifest+json",
         _ => return None,
     })
@@ -193,11 +194,12 @@ fn index_html(source: &str, assets: &[Built]) -> (String, String) {
     (html, csp_hash)
 }
 
-/// Files compressed with brotli quality 9 instead of 11: large libraries that a page loads only
-/// when a message needs them (KaTeX, 600 KB). Quality 11 takes some 4 s a megabyte on two cores
-/// for files about 8 % smaller (KaTeX: 119 KB at 11 in 4 s, 132 KB at 9 in 0.2 s); the rest of
-/// the client, 0.6 MB, takes about 4 s at 11.
-const QUICK_BROTLI: &[&str] = &["assets/vendor/katex/"];
+/// Files compressed with brotli quality 9 instead of 11: the large libraries that a page loads
+/// only when a message needs them, KaTeX (0.6 MB) and Mermaid (3.5 MB). At 11 they would make
+/// every run of this script some 20 s slower on two cores (measured: 26.5 s instead of 6 s; 4.6 s
+/// without them) for files about 8 % smaller (Mermaid: 860 KB at 11, 933 KB at 9; KaTeX: 119 KB
+/// and 132 KB).
+const QUICK_BROTLI: &[&str] = &["assets/vendor/katex/", "assets/vendor/mermaid/"];
 
 fn brotli(file: &str, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();

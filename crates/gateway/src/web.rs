@@ -55,6 +55,14 @@ fn csp() -> &'static str {
     })
 }
 
+/// The Content-Security-Policy of `assets/diagram.html`, the hidden frame in which Mermaid draws
+/// diagrams: Mermaid styles the SVG it measures with inline styles, which the page's policy
+/// refuses, so the frame allows them, and nothing else the page's policy refuses: scripts only
+/// from the gateway (no inline script, so agent text cannot run there either), no network, and
+/// only the page itself may embed it. The page shows the result as an image, never this frame.
+const DIAGRAM_FRAME_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+     img-src 'self' data:; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'";
+
 /// The routes of the web client; merge them into the gateway's router.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
@@ -203,7 +211,16 @@ fn serve(asset: &Asset, headers: &HeaderMap, immutable: bool) -> Response {
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
-    if asset.content_type.starts_with("text/html") {
+    if asset.name == "diagram.html" {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(DIAGRAM_FRAME_CSP),
+        );
+        h.insert(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("SAMEORIGIN"),
+        );
+    } else if asset.content_type.starts_with("text/html") {
         if let Ok(csp) = HeaderValue::from_str(csp()) {
             h.insert(header::CONTENT_SECURITY_POLICY, csp);
         }

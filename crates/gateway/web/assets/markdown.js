@@ -6,11 +6,13 @@
 // http(s) and mailto links are made clickable; images (`![alt](url)`) are never fetched from the
 // URL an agent wrote but shown as links to it (the gateway's own media reach the page as
 // attachments, not as Markdown images). Task-list items (`- [x]`) get a check mark. Formulas
-// (`$…$`, `$$…$$`, `\(…\)`, `\[…\]`) are drawn as MathML by math.js.
+// (`$…$`, `$$…$$`, `\(…\)`, `\[…\]`) are drawn as MathML by math.js, ```mermaid blocks as images
+// by diagram.js.
 
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
 import MarkdownIt from './vendor/markdown-it/markdown-it.min.mjs';
 import { frameCodeBlocks } from './code.js';
+import { drawDiagrams } from './diagram.js';
 import { mathPlugin, typesetMath } from './math.js';
 
 const SAFE_URL = /^(?:https?:|mailto:)/i;
@@ -54,6 +56,20 @@ md.core.ruler.push('align_class', (state) => {
   }
 });
 
+// A ```mermaid block is marked for diagram.js once its closing fence has arrived (a streaming
+// answer's unclosed block runs to the end of the text so far).
+md.core.ruler.push('diagram_fence', (state) => {
+  let lines = null;
+  for (const t of state.tokens) {
+    if (t.type !== 'fence' || !t.map || t.info.trim().split(/\s+/)[0].toLowerCase() !== 'mermaid') continue;
+    lines ??= state.src.split('\n');
+    const close = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(lines[t.map[1] - 1] || '');
+    if (t.map[1] - 1 > t.map[0] && close && close[1][0] === t.markup[0] && close[1].length >= t.markup.length) {
+      t.attrSet('data-diagram', '');
+    }
+  }
+});
+
 const PURIFY = {
   ALLOWED_TAGS: ['a', 'blockquote', 'br', 'code', 'del', 'div', 'em', 'h3', 'h4', 'h5', 'h6', 'hr', 'li', 'ol', 'p', 'pre', 's',
     'span', 'strong', 'table', 'tbody', 'td', 'th', 'thead', 'tr', 'ul'],
@@ -94,6 +110,7 @@ export function markdown(text) {
   }
   markTasks(frag);
   frameCodeBlocks(frag);
+  drawDiagrams(frag);
   typesetMath(frag);
   return frag;
 }
