@@ -58,10 +58,19 @@ fn csp() -> &'static str {
 /// The Content-Security-Policy of `assets/diagram.html`, the hidden frame in which Mermaid draws
 /// diagrams: Mermaid styles the SVG it measures with inline styles, which the page's policy
 /// refuses, so the frame allows them, and nothing else the page's policy refuses: scripts only
-/// from the gateway (no inline script, so agent text cannot run there either), no network, and
-/// only the page itself may embed it. The page shows the result as an image, never this frame.
-const DIAGRAM_FRAME_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
-     img-src 'self' data:; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'";
+/// from the gateway and the frame's import map (no other inline script, so agent text cannot run
+/// there either), no network, and only the page itself may embed it. The page shows the result
+/// as an image, never this frame.
+fn diagram_frame_csp() -> &'static str {
+    static CSP: OnceLock<String> = OnceLock::new();
+    CSP.get_or_init(|| {
+        format!(
+            "default-src 'none'; script-src 'self' '{DIAGRAM_MAP_HASH}'; \
+             style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; \
+             base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+        )
+    })
+}
 
 /// The routes of the web client; merge them into the gateway's router.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
@@ -212,10 +221,9 @@ fn serve(asset: &Asset, headers: &HeaderMap, immutable: bool) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     if asset.name == "diagram.html" {
-        h.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(DIAGRAM_FRAME_CSP),
-        );
+        if let Ok(csp) = HeaderValue::from_str(diagram_frame_csp()) {
+            h.insert(header::CONTENT_SECURITY_POLICY, csp);
+        }
         h.insert(
             header::X_FRAME_OPTIONS,
             HeaderValue::from_static("SAMEORIGIN"),

@@ -78,6 +78,17 @@ async fn the_page_and_its_assets_are_served_with_types_and_cache_headers() {
             served.status, 200,
             "{name} is not embedded (build/web.rs serves .js, .css, .svg, .webmanifest)"
         );
+        if name == "diagram.html" {
+            // Served with the import map of what the frame loads (build/web.rs).
+            let text = String::from_utf8(served.body.clone()).unwrap();
+            assert!(
+                text.contains(r#"<script type="importmap">{"imports":{"./"#)
+                    && text.contains(r#"<script type="module" src="diagram-frame."#),
+                "{text}"
+            );
+            checked += 1;
+            continue;
+        }
         assert_eq!(
             served.body,
             std::fs::read(&path).unwrap(),
@@ -91,7 +102,7 @@ async fn the_page_and_its_assets_are_served_with_types_and_cache_headers() {
     let frame = get(&gw, "/assets/diagram.html", &[]).await;
     let frame_csp = frame.header("content-security-policy").unwrap_or_default();
     assert!(
-        frame_csp.contains("script-src 'self';")
+        frame_csp.contains("script-src 'self' 'sha256-")
             && frame_csp.contains("style-src 'self' 'unsafe-inline'")
             && frame_csp.contains("frame-ancestors 'self'"),
         "{frame_csp}"
