@@ -120,4 +120,23 @@ describe('diagrams', { timeout: 300000 }, () => {
       assert.deepEqual(await errors(other.page, gw), []);
     });
   }
+
+  test('only a closed mermaid fence is drawn: a streaming answer\'s unfinished block stays code', { timeout: 60000 }, async () => {
+    const gw = await suite.gateway();
+    const { page } = await suite.device(DESKTOP);
+    await openSignedIn(page, gw.url);
+    const marked = await page.evaluate(async (flow) => {
+      const { markdown } = await import('/assets/markdown.js');
+      const count = (text) => markdown(text).querySelectorAll('code[data-diagram]').length;
+      return {
+        open: count(`Soon:\n\`\`\`mermaid\n${flow}`),
+        openAtFence: count(`\`\`\`mermaid\n${flow}\n\`\``),
+        closed: count(`\`\`\`mermaid\n${flow}\n\`\`\``),
+        tildes: count(`~~~mermaid\n${flow}\n~~~`),
+        longer: count(`\`\`\`\`mermaid\n${flow}\n\`\`\`\n\`\`\`\``),
+        other: count(`\`\`\`js\n${flow}\n\`\`\``),
+      };
+    }, FLOW);
+    assert.deepEqual(marked, { open: 0, openAtFence: 0, closed: 1, tildes: 1, longer: 1, other: 0 });
+  });
 });
