@@ -2,12 +2,16 @@
 //!
 //! - every file under `web/assets/` that the page may load gets a content-hashed name
 //!   (`app.js` → `app.<16 hex>.js`), so it can be cached for a year and never revalidated;
-//! - each is compressed twice, brotli (quality 11) and gzip (level 9), kept only when smaller;
+//! - each is compressed twice, brotli and gzip (level 9), kept only when smaller; brotli at
+//!   quality 11, but 9 for the large libraries loaded on demand ([`QUICK_BROTLI`]);
 //! - `index.html` is rewritten to name the hashed files, with an import map (the modules keep
 //!   importing each other by plain relative names, which the map turns into hashed URLs) and a
 //!   `<link rel="modulepreload">` for every module the first paint needs: those `app.js` reaches
 //!   through static imports (dynamic `import()` loads the rest when wanted);
-//! - the Content-Security-Policy allows the inline import map by its SHA-256 and nothing else.
+//! - the Content-Security-Policy allows the inline import map by its SHA-256 and nothing else;
+//! - `assets/diagram.html`, the frame Mermaid draws in, gets an import map of its own, of the
+//!   modules only it loads (Mermaid's, left out of the page's map) and DOMPurify; its hash is
+//!   `DIAGRAM_MAP_HASH`, for the frame's policy.
 //!
 //! The output is `$OUT_DIR/web_assets.rs` (included by `src/web.rs`) and the bytes beside it.
 
@@ -37,6 +41,7 @@ fn content_type(name: &str) -> Option<&'static str> {
         "js" | "mjs" => "text/javascript; charset=utf-8",
         "css" => "text/css; charset=utf-8",
         "svg" => "image/svg+xml",
+        "html" => "text/html; charset=utf-8",
         "webmanifest" => "application/manifest+json",
         _ => return None,
     })
@@ -152,6 +157,49 @@ fn first_paint_modules(assets: &[Built], entry: &str) -> Vec<String> {
     order
 }
 
+/// The modules only the diagram frame loads (`assets/diagram.html`): Mermaid and the frame's
+/// script. They are left out of the page's import map, and the frame has a map of its own.
+fn frame_only(name: &str) -> bool {
+    name.starts_with("vendor/mermaid/") || name == "diagram-frame.js"
+}
+
+/// An import map of the JavaScript modules `include` keeps, keys and values under `prefix`.
+fn import_map(assets: &[Built], prefix: &str, include: impl Fn(&str) -> bool) -> String {
+    let entries: Vec<String> = assets
+        .iter()
+        .filter(|a| a.content_type.starts_with("text/javascript") && include(&a.name))
+        .map(|a| format!("\"{prefix}{}\":\"{prefix}{}\"", a.name, a.hashed))
+        .collect();
+    format!("{{\"imports\":{{{}}}}}", entries.join(","))
+}
+
+/// `assets/diagram.html` (the frame Mermaid draws in) with an import map of what it loads, so
+/// that Mermaid's modules are fetched by their hashed names and cached like the page's; and the
+/// map's hash for the frame's Content-Security-Policy.
+fn diagram_frame(source: &str, assets: &[Built]) -> (String, String) {
+    let map = import_map(assets, "./", |name| {
+        frame_only(name) || name.starts_with("vendor/dompurify/")
+    });
+    let hash = STANDARD.encode(Sha256::digest(map.as_bytes()));
+    let script = "<script type=\"module\" src=\"diagram-frame.js\">";
+    let frame = assets
+        .iter()
+        .find(|a| a.name == "diagram-frame.js")
+        .expect("web/assets/diagram-frame.js");
+    assert!(
+        source.contains(script),
+        "assets/diagram.html loads {script}"
+    );
+    let html = source.replace(
+        script,
+        &format!(
+            "<script type=\"importmap\">{map}</script>\n  <script type=\"module\" src=\"{}\">",
+            frame.hashed
+        ),
+    );
+    (html, hash)
+}
+
 /// `index.html` naming the hashed files, with the import map and preload hints; and the hash of
 /// the import map for the CSP.
 fn index_html(source: &str, assets: &[Built]) -> (String, String) {
@@ -162,15 +210,7 @@ fn index_html(source: &str, assets: &[Built]) -> (String, String) {
             &format!("\"assets/{}\"", a.hashed),
         );
     }
-    let modules: Vec<&Built> = assets
-        .iter()
-        .filter(|a| a.content_type.starts_with("text/javascript"))
-        .collect();
-    let entries: Vec<String> = modules
-        .iter()
-        .map(|a| format!("\"./assets/{}\":\"./assets/{}\"", a.name, a.hashed))
-        .collect();
-    let map = format!("{{\"imports\":{{{}}}}}", entries.join(","));
+    let map = import_map(assets, "./assets/", |name| !frame_only(name));
     let csp_hash = STANDARD.encode(Sha256::digest(map.as_bytes()));
     let hashed: BTreeMap<&str, &str> = assets
         .iter()
@@ -192,10 +232,18 @@ fn index_html(source: &str, assets: &[Built]) -> (String, String) {
     (html, csp_hash)
 }
 
-fn brotli(body: &[u8]) -> Vec<u8> {
+/// Files compressed with brotli quality 9 instead of 11: the large libraries that a page loads
+/// only when a message needs them, KaTeX (0.6 MB) and Mermaid (3.5 MB). At 11 they would make
+/// every run of this script some 20 s slower on two cores (measured: 26.5 s instead of 6 s; 4.6 s
+/// without them) for files about 8 % smaller (Mermaid: 860 KB at 11, 933 KB at 9; KaTeX: 119 KB
+/// and 132 KB).
+const QUICK_BROTLI: &[&str] = &["assets/vendor/katex/", "assets/vendor/mermaid/"];
+
+fn brotli(file: &str, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
+    let quick = QUICK_BROTLI.iter().any(|p| file.starts_with(p));
     let params = brotli::enc::BrotliEncoderParams {
-        quality: 11,
+        quality: if quick { 9 } else { 11 },
         lgwin: 22,
         ..Default::default()
     };
@@ -217,7 +265,7 @@ fn emit(out: &Path, file: &str, body: &[u8]) -> [String; 3] {
     std::fs::write(&path, body).expect("write asset");
     let identity = format!("include_bytes!({:?})", path.display().to_string());
     let mut variants = [identity, "None".to_owned(), "None".to_owned()];
-    for (i, (ext, bytes)) in [("br", brotli(body)), ("gz", gzip(body))]
+    for (i, (ext, bytes)) in [("br", brotli(file, body)), ("gz", gzip(body))]
         .into_iter()
         .enumerate()
     {
@@ -240,12 +288,23 @@ pub fn build(manifest: &Path, out_dir: &Path) {
     collect(&web.join("assets"), &web.join("assets"), &mut assets);
     let source = std::fs::read_to_string(web.join("index.html")).expect("web/index.html");
     let (index, csp_hash) = index_html(&source, &assets);
+    let frame_source = assets
+        .iter()
+        .find(|a| a.name == "diagram.html")
+        .map(|a| String::from_utf8_lossy(&a.body).into_owned())
+        .expect("web/assets/diagram.html");
+    let (frame, frame_hash) = diagram_frame(&frame_source, &assets);
+    if let Some(a) = assets.iter_mut().find(|a| a.name == "diagram.html") {
+        a.body = frame.into_bytes();
+    }
     let out = out_dir.join("web");
 
     let mut rs = String::from("// Generated by build/web.rs from crates/gateway/web.\n\n");
     rs.push_str(&format!(
         "/// SHA-256 of the page's inline import map, for its Content-Security-Policy.\n\
-         pub const IMPORT_MAP_HASH: &str = \"sha256-{csp_hash}\";\n\n"
+         pub const IMPORT_MAP_HASH: &str = \"sha256-{csp_hash}\";\n\n\
+         /// SHA-256 of the diagram frame's inline import map, for its Content-Security-Policy.\n\
+         pub const DIAGRAM_MAP_HASH: &str = \"sha256-{frame_hash}\";\n\n"
     ));
     let page = emit(&out, "index.html", index.as_bytes());
     rs.push_str(&format!(

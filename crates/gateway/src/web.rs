@@ -55,6 +55,23 @@ fn csp() -> &'static str {
     })
 }
 
+/// The Content-Security-Policy of `assets/diagram.html`, the hidden frame in which Mermaid draws
+/// diagrams: Mermaid styles the SVG it measures with inline styles, which the page's policy
+/// refuses, so the frame allows them, and nothing else the page's policy refuses: scripts only
+/// from the gateway and the frame's import map (no other inline script, so agent text cannot run
+/// there either), no network, and only the page itself may embed it. The page shows the result
+/// as an image, never this frame.
+fn diagram_frame_csp() -> &'static str {
+    static CSP: OnceLock<String> = OnceLock::new();
+    CSP.get_or_init(|| {
+        format!(
+            "default-src 'none'; script-src 'self' '{DIAGRAM_MAP_HASH}'; \
+             style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; \
+             base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+        )
+    })
+}
+
 /// The routes of the web client; merge them into the gateway's router.
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
@@ -203,7 +220,15 @@ fn serve(asset: &Asset, headers: &HeaderMap, immutable: bool) -> Response {
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
-    if asset.content_type.starts_with("text/html") {
+    if asset.name == "diagram.html" {
+        if let Ok(csp) = HeaderValue::from_str(diagram_frame_csp()) {
+            h.insert(header::CONTENT_SECURITY_POLICY, csp);
+        }
+        h.insert(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("SAMEORIGIN"),
+        );
+    } else if asset.content_type.starts_with("text/html") {
         if let Ok(csp) = HeaderValue::from_str(csp()) {
             h.insert(header::CONTENT_SECURITY_POLICY, csp);
         }

@@ -78,6 +78,17 @@ async fn the_page_and_its_assets_are_served_with_types_and_cache_headers() {
             served.status, 200,
             "{name} is not embedded (build/web.rs serves .js, .css, .svg, .webmanifest)"
         );
+        if name == "diagram.html" {
+            // Served with the import map of what the frame loads (build/web.rs).
+            let text = String::from_utf8(served.body.clone()).unwrap();
+            assert!(
+                text.contains(r#"<script type="importmap">{"imports":{"./"#)
+                    && text.contains(r#"<script type="module" src="diagram-frame."#),
+                "{text}"
+            );
+            checked += 1;
+            continue;
+        }
         assert_eq!(
             served.body,
             std::fs::read(&path).unwrap(),
@@ -86,6 +97,23 @@ async fn the_page_and_its_assets_are_served_with_types_and_cache_headers() {
         checked += 1;
     }
     assert!(checked >= 8);
+    // The diagram frame allows inline styles (Mermaid measures styled text) and still no inline
+    // script; only the page may embed it. The page itself allows neither.
+    let frame = get(&gw, "/assets/diagram.html", &[]).await;
+    let frame_csp = frame.header("content-security-policy").unwrap_or_default();
+    assert!(
+        frame_csp.contains("script-src 'self' 'sha256-")
+            && frame_csp.contains("style-src 'self' 'unsafe-inline'")
+            && frame_csp.contains("frame-ancestors 'self'"),
+        "{frame_csp}"
+    );
+    assert_eq!(frame.header("x-frame-options"), Some("SAMEORIGIN"));
+    let page_csp = page.header("content-security-policy").unwrap_or_default();
+    assert!(
+        page_csp.contains("style-src 'self';") && !page_csp.contains("unsafe-inline"),
+        "{page_csp}"
+    );
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
     let sw = get(&gw, "/sw.js", &[]).await;
     assert_eq!(
         (sw.status, sw.header("service-worker-allowed")),

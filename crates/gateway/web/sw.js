@@ -63,7 +63,8 @@ self.addEventListener('fetch', (event) => {
   if (req.method !== 'GET') return;
   const url = new URL(req.url);
   if (url.origin !== self.location.origin) return;
-  if (req.mode === 'navigate' || url.href === PAGE || url.pathname.endsWith('/index.html')) {
+  // A frame's navigation (the diagram frame) is not the page.
+  if ((req.mode === 'navigate' && req.destination !== 'iframe') || url.href === PAGE || url.pathname.endsWith('/index.html')) {
     event.respondWith(pageFirstFromNetwork(req));
   } else if (HASHED.test(url.pathname)) {
     event.respondWith(assetFromCache(req));

@@ -8,7 +8,7 @@
 // crates/gateway/tests/web.rs fails when they no longer match the lockfile.
 
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -25,6 +25,18 @@ export const LANGUAGES = [
 export const ICONS = [
   'check', 'copy', 'ellipsis', 'file-text', 'hash', 'hourglass', 'menu', 'paperclip', 'search', 'spool', 'wrench', 'x',
 ];
+
+/**
+ * Mermaid's ES module build: an entry module and the chunks it and its diagram types import,
+ * each type's code only when a diagram of that type is drawn. Their relative imports need the
+ * folder layout kept, and their names change with every release, so they are listed from the
+ * package (source maps left out).
+ */
+const MERMAID_CHUNKS = 'dist/chunks/mermaid.esm.min';
+const mermaidChunks = () => readdirSync(join(here, 'node_modules', 'mermaid', MERMAID_CHUNKS))
+  .filter((f) => f.endsWith('.mjs'))
+  .sort()
+  .map((f) => [`${MERMAID_CHUNKS}/${f}`, `mermaid/chunks/mermaid.esm.min/${f}`]);
 
 /** Package → [source path in the package, destination under vendor/]. */
 const FILES = {
@@ -50,6 +62,17 @@ const FILES = {
     ['dist/esm/defaultAttributes.mjs', 'lucide/defaultAttributes.mjs'],
     ...ICONS.map((i) => [`dist/esm/icons/${i}.mjs`, `lucide/icons/${i}.mjs`]),
     ['LICENSE', 'lucide/LICENSE'],
+  ],
+  // The ES module build only: math is drawn as MathML (Chromium, Firefox and Safari render
+  // MathML Core), so KaTeX's stylesheet and fonts are not needed.
+  katex: [
+    ['dist/katex.mjs', 'katex/katex.mjs'],
+    ['LICENSE', 'katex/LICENSE'],
+  ],
+  mermaid: [
+    ['dist/mermaid.esm.min.mjs', 'mermaid/mermaid.esm.min.mjs'],
+    ...mermaidChunks(),
+    ['LICENSE', 'mermaid/LICENSE'],
   ],
 };
 

@@ -5,11 +5,15 @@
 // the characters it is, and DOMPurify removes anything else that is not plain formatting. Only
 // http(s) and mailto links are made clickable; images (`![alt](url)`) are never fetched from the
 // URL an agent wrote but shown as links to it (the gateway's own media reach the page as
-// attachments, not as Markdown images). Task-list items (`- [x]`) get a check mark.
+// attachments, not as Markdown images). Task-list items (`- [x]`) get a check mark. Formulas
+// (`$…$`, `$$…$$`, `\(…\)`, `\[…\]`) are drawn as MathML by math.js, ```mermaid blocks as images
+// by diagram.js.
 
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
 import MarkdownIt from './vendor/markdown-it/markdown-it.min.mjs';
 import { frameCodeBlocks } from './code.js';
+import { drawDiagrams } from './diagram.js';
+import { mathPlugin, typesetMath } from './math.js';
 
 const SAFE_URL = /^(?:https?:|mailto:)/i;
 
@@ -25,6 +29,7 @@ const md = new MarkdownIt({
   typographer: false,
 });
 md.validateLink = safeUrl;
+md.use(mathPlugin);
 
 // Headings start at h3: the page's own come first (h1 the chat's name, h2 "Messages").
 md.renderer.rules.heading_open = (tokens, i) => `<h${level(tokens[i])} class="md-h">`;
@@ -48,6 +53,20 @@ md.core.ruler.push('align_class', (state) => {
     if (!style) continue;
     t.attrs = t.attrs.filter(([k]) => k !== 'style');
     t.attrJoin('class', `align-${style.replace('text-align:', '')}`);
+  }
+});
+
+// A ```mermaid block is marked for diagram.js once its closing fence has arrived (a streaming
+// answer's unclosed block runs to the end of the text so far).
+md.core.ruler.push('diagram_fence', (state) => {
+  let lines = null;
+  for (const t of state.tokens) {
+    if (t.type !== 'fence' || !t.map || t.info.trim().split(/\s+/)[0].toLowerCase() !== 'mermaid') continue;
+    lines ??= state.src.split('\n');
+    const close = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(lines[t.map[1] - 1] || '');
+    if (t.map[1] - 1 > t.map[0] && close && close[1][0] === t.markup[0] && close[1].length >= t.markup.length) {
+      t.attrSet('data-diagram', '');
+    }
   }
 });
 
@@ -91,6 +110,8 @@ export function markdown(text) {
   }
   markTasks(frag);
   frameCodeBlocks(frag);
+  drawDiagrams(frag);
+  typesetMath(frag);
   return frag;
 }
 
