@@ -63,7 +63,8 @@ export function renderModelChip() {
   const chip = $('model-chip');
   chip.querySelector('.chip-agent').textContent = agent;
   chip.querySelector('.chip-model').textContent = model;
-  chip.setAttribute('aria-label', `Agent ${agent}, model ${model || 'not known yet'}: change`);
+  // The name begins with the words shown, as a spoken command would say them.
+  chip.setAttribute('aria-label', model ? `${agent} ${model}: agent and model` : `${agent}: agent and model (model not known yet)`);
 }
 
 /** Sends `/model` in the lane: the gateway answers this device with the agent's model picker. */

@@ -37,9 +37,10 @@ describe('the model chip', { timeout: 300000 }, () => {
 
       // A chat with no answer yet: the agent alone.
       await chipSays(page, 'demo', '');
-      assert.match(await chip(page).getAttribute('aria-label'), /^Agent demo, model not known yet/);
+      assert.equal(await chip(page).getAttribute('aria-label'), 'demo: agent and model (model not known yet)');
       await send(page, 'hello');
       for (const p of [page, other.page]) await chipSays(p, 'demo', 'echo');
+      assert.equal(await chip(page).getAttribute('aria-label'), 'demo echo: agent and model');
       if (viewport === PHONE) {
         // The title keeps its room and nothing scrolls sideways.
         const title = await page.locator('#lane-title').boundingBox();
