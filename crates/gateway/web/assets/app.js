@@ -26,7 +26,7 @@ import { initSearch } from './search.js';
 import {
   deviceId, deviceName, forgetKept, initSession, renderConnState, showApp, showSignin, tokenAtLoad,
 } from './session.js';
-import { initSidebar, onChannelFrame, renderSidebar, setDirectory } from './sidebar.js';
+import { initSidebar, noteMessage, onChannelFrame, renderSidebar, setDirectory } from './sidebar.js';
 import {
   $, app, currentLane, defaultChannel, laneOf, resetLane, shownLanes, store,
 } from './state.js';
@@ -107,6 +107,7 @@ function onState(state) {
 
 function onMessage(frame) {
   const lane = laneOf(frame);
+  noteMessage(lane.chat_id, lane.thread_id, frame.payload, frame.replayed);
   onEcho(frame.payload);
   upsertMessage(lane, frame.payload, frame);
   // Model and choice pickers are answered with a system message in their lane.
@@ -150,6 +151,10 @@ function route(frame) {
     case 'message.update':
     case 'message.stop':
       onStreamFrame(frame);
+      if (frame.type === 'message.stop') {
+        const lane = laneOf(frame);
+        noteMessage(lane.chat_id, lane.thread_id, { role: 'assistant', text: frame.payload.final_text }, frame.replayed);
+      }
       break;
     case 'message.deleted':
       onDeleted(frame);
