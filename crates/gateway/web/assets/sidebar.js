@@ -56,7 +56,7 @@ export function setDirectory(list) {
   app.channels = new Map(list.map((c) => {
     const had = before.get(c.chat_id);
     const entry = { ...c };
-    if (had && !(c.last_activity_at > had.last_activity_at)) {
+    if (had && c.last_activity_at === undefined) {
       entry.last_activity_at = had.last_activity_at;
       entry.preview = had.preview;
     }

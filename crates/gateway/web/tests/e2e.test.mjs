@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, Proxy, TOKEN, browserSuite, noisePng, openSignedIn, pageErrors, send, shot, newChat, waitOnline,
+  DESKTOP, PHONE, Proxy, TOKEN, browserSuite, newChat, noisePng, openSignedIn, pageErrors, send, shot, waitOnline,
 } from './harness.mjs';
 
 const suite = browserSuite(before, after);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { DESKTOP, PHONE, browserSuite, openSignedIn, pageErrors, newChat, send } from './harness.mjs';
+import { DESKTOP, PHONE, browserSuite, newChat, openSignedIn, pageErrors, send } from './harness.mjs';
 
 const suite = browserSuite(before, after);
 
@@ -21,7 +21,7 @@ function countUpdates(page) {
   return counts;
 }
 
-/** Makes a channel from the page's "New channel" button; resolves once it is shown. */
+/** Makes a channel with the page's "+" and names it; resolves once it is shown. */
 async function newChannel(page, name) {
   await newChat(page, name);
 }

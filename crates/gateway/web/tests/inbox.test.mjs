@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, Proxy, browserSuite, openSignedIn, pageErrors, send, shot, newChat, waitOnline,
+  DESKTOP, PHONE, Proxy, browserSuite, newChat, openSignedIn, pageErrors, send, shot, waitOnline,
 } from './harness.mjs';
 
 const suite = browserSuite(before, after);
