@@ -139,6 +139,11 @@ pub fn channel_info(row: &ChannelRow) -> ChannelInfo {
         is_default: row.is_default,
         parent_chat_id: row.parent_chat_id.clone(),
         agent: row.agent.clone(),
+        // Only `hello.ack` says these: the frames the outbox keeps must not keep a message's
+        // text after the message is deleted, and a directory replayed later would show the
+        // activity of its own time.
+        last_activity_at: None,
+        preview: None,
     }
 }
 

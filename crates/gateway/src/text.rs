@@ -22,6 +22,78 @@ pub fn instant_title(text: &str) -> String {
     }
 }
 
+/// The placeholder name of a chat created without one, until its first message names it.
+pub const NEW_CHAT: &str = "New chat";
+/// The placeholder name of a thread created without one.
+pub const NEW_THREAD: &str = "New thread";
+
+/// Markdown as the plain text a reader sees: markers, link targets and HTML tags dropped, every
+/// run of whitespace one space, trimmed.
+pub fn plain_text(markdown: &str) -> String {
+    use pulldown_cmark::{Event, Parser, TagEnd};
+    let mut out = String::with_capacity(markdown.len());
+    for event in Parser::new(markdown) {
+        match event {
+            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                out.push_str(&t)
+            }
+            Event::SoftBreak | Event::HardBreak | Event::Rule => out.push(' '),
+            Event::End(TagEnd::Paragraph | TagEnd::Heading(_) | TagEnd::Item)
+            | Event::End(TagEnd::CodeBlock | TagEnd::BlockQuote(_)) => out.push(' '),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `text` cut to at most `max` characters at a word boundary (or inside a word longer than
+/// that), with `…` when it was cut.
+fn cut_at_word(text: &str, max: usize) -> String {
+    let Some((end, _)) = text.char_indices().nth(max) else {
+        return text.to_owned();
+    };
+    // Leave room for the ellipsis.
+    let (room, _) = text.char_indices().nth(max - 1).unwrap_or((end, ' '));
+    let cut = &text[..room];
+    let at_word = match text[room..].starts_with(char::is_whitespace) {
+        true => cut,
+        false => cut.rfind(char::is_whitespace).map_or(cut, |i| &cut[..i]),
+    };
+    let kept = if at_word.trim().is_empty() {
+        cut
+    } else {
+        at_word
+    };
+    format!("{}…", kept.trim_end())
+}
+
+/// The title of a chat named from its first message: the first line with visible text, as
+/// plain text (Markdown markers dropped), at most 40 characters cut at a word boundary with
+/// `…`; `None` when no line has visible text.
+pub fn chat_title(text: &str) -> Option<String> {
+    const MAX: usize = 40;
+    text.lines()
+        .filter_map(|line| clean_title(&plain_text(line)))
+        .next()
+        .map(|line| cut_at_word(&line, MAX))
+}
+
+/// The directory's one-line preview of a message: its plain text, whitespace collapsed, at most
+/// 120 characters with `…`; `None` when it has no visible text.
+pub fn preview(text: &str) -> Option<String> {
+    const MAX: usize = 120;
+    let plain: String = without_format(&plain_text(text))
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    let plain = plain.trim();
+    match plain.chars().count() {
+        0 => None,
+        n if n <= MAX => Some(plain.to_owned()),
+        _ => Some(head(plain, MAX - 1)),
+    }
+}
+
 /// Whether `c` is an invisible format character (Unicode category Cf: zero-width spaces and
 /// joiners, bidirectional overrides and isolates, the soft hyphen, tags, …): in a name it can
 /// make two names look alike ("Default" and "Default\u{200B}") or show one backwards
@@ -105,6 +177,45 @@ mod tests {
         let long = "word ".repeat(20);
         let t = instant_title(&long);
         assert!(t.chars().count() <= 48 && !t.ends_with(' '), "{t:?}");
+    }
+
+    #[test]
+    fn chat_titles_take_the_first_visible_line_as_plain_text() {
+        assert_eq!(
+            chat_title("## Plan the **trip**\nmore").as_deref(),
+            Some("Plan the trip")
+        );
+        assert_eq!(
+            chat_title("```rust\nfn main() {}\n```").as_deref(),
+            Some("fn main() {}")
+        );
+        assert_eq!(
+            chat_title("- see [the docs](https://example.invalid)").as_deref(),
+            Some("see the docs")
+        );
+        assert_eq!(chat_title(" \n\u{200B}\n"), None);
+        let t = chat_title("Could you please compare these three travel options for me").unwrap();
+        assert_eq!(t, "Could you please compare these three…");
+        assert!(t.chars().count() <= 40, "{t:?}");
+        let long = "x".repeat(60);
+        assert_eq!(chat_title(&long).unwrap().chars().count(), 40);
+        assert_eq!(
+            chat_title("é".repeat(41).as_str()).unwrap(),
+            format!("{}…", "é".repeat(39))
+        );
+    }
+
+    #[test]
+    fn previews_are_one_plain_line_of_at_most_120_characters() {
+        assert_eq!(
+            preview("**Hi**\n\n  there\t`x`").as_deref(),
+            Some("Hi there x")
+        );
+        assert_eq!(preview("  \n "), None);
+        let p = preview(&"ü".repeat(300)).unwrap();
+        assert_eq!(p.chars().count(), 120);
+        assert!(p.ends_with('…'));
+        assert_eq!(preview(&"a".repeat(120)).unwrap().chars().count(), 120);
     }
 
     #[test]

@@ -489,8 +489,8 @@ async fn bad_frames_get_the_right_error_and_change_nothing() {
             err(BAD, true),
         ),
         text(
-            "channel.create with an empty name",
-            r#"{"v":1,"id":@ID,"type":"channel.create","payload":{"name":"   "}}"#,
+            "channel.create with a name of only invisible characters",
+            r#"{"v":1,"id":@ID,"type":"channel.create","payload":{"name":"\u200b\u2066"}}"#,
             err(BAD, true),
         ),
         text(

@@ -276,7 +276,9 @@ pub struct PickerSelect {
 /// `channel.create`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChannelCreate {
-    /// Display name.
+    /// Display name. Empty or absent: the gateway gives a placeholder (`New chat`, `New thread`)
+    /// and names the chat from its first message (an Iris extension).
+    #[serde(default)]
     pub name: String,
     /// `channel` (default) or `thread`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -188,6 +188,15 @@ pub struct ChannelInfo {
     /// The agent the chat talks to; a thread's is its channel's (an Iris extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// When the lane last saw activity: its latest message, or its creation; unix milliseconds.
+    /// Sent in `hello.ack`; absent from `channel.list` (an Iris extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_activity_at: Option<i64>,
+    /// One line of the lane's latest user or assistant message: plain text, whitespace
+    /// collapsed, at most 120 characters and a `…`; absent for a chat without one. Sent in
+    /// `hello.ack`; absent from `channel.list` (an Iris extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
 }
 
 /// `hello.ack`.
@@ -523,6 +532,10 @@ pub struct ChannelCreated {
     /// The agent the chat talks to (an Iris extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// When it was created, unix milliseconds: its activity until its first message (an Iris
+    /// extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_activity_at: Option<i64>,
 }
 
 /// `channel.renamed`.

@@ -55,7 +55,7 @@ pub use snapshot::Snapshot;
 pub use store::Store;
 pub use tx::WriteTx;
 pub use types::{
-    ChannelRow, CommitHook, Committed, DeletedChannel, DeviceRow, FrameMeta, HistoryPage,
-    LaneUsage, NewFrame, SearchHit, StoreConfig, StoredMessage,
+    ChannelActivity, ChannelRow, CommitHook, Committed, DeletedChannel, DeviceRow, FrameMeta,
+    HistoryPage, LaneUsage, NewFrame, SearchHit, StoreConfig, StoredMessage,
 };
 pub use writer::COMMIT_DELAY_VAR;

@@ -6,7 +6,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row};
 
-use crate::{ChannelRow, DeviceRow, HistoryPage, LaneUsage, StoreError, StoredMessage};
+use crate::{
+    ChannelActivity, ChannelRow, DeviceRow, HistoryPage, LaneUsage, StoreError, StoredMessage,
+};
 
 /// The `meta` key holding the highest cursor removed by retention pruning.
 pub(crate) const FLOOR_KEY: &str = "outbox_floor";
@@ -194,7 +196,8 @@ pub(crate) fn lane_messages(
 }
 
 const CHANNEL_COLUMNS: &str = "chat_id, name, kind, parent_chat_id, is_default, name_set_by_user, \
-     created_at, COALESCE(agent, (SELECT p.agent FROM channels p WHERE p.chat_id = channels.parent_chat_id))";
+     created_at, COALESCE(agent, (SELECT p.agent FROM channels p WHERE p.chat_id = channels.parent_chat_id)), \
+     awaiting_title";
 
 fn channel_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelRow> {
     Ok(ChannelRow {
@@ -206,6 +209,7 @@ fn channel_from_row(row: &Row<'_>) -> rusqlite::Result<ChannelRow> {
         name_set_by_user: row.get(5)?,
         created_at: row.get(6)?,
         agent: row.get(7)?,
+        awaiting_title: row.get(8)?,
     })
 }
 
@@ -224,6 +228,41 @@ pub(crate) fn list_channels(conn: &Connection) -> Result<Vec<ChannelRow>, StoreE
         .query_map([], channel_from_row)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
+}
+
+/// The lane of each channel and thread, as `messages` files it: a channel's flat lane is
+/// (`chat_id`, NULL), a thread's is (its channel, the thread). Both lookups below walk the
+/// `messages_lane` index backwards from the lane's newest message.
+const LANE_OF_ENTRY: &str = "m.chat_id = COALESCE(c.parent_chat_id, c.chat_id) \
+     AND m.thread_id IS (CASE WHEN c.parent_chat_id IS NULL THEN NULL ELSE c.chat_id END)";
+
+/// How many characters of a preview's message are read: enough for one line of it.
+const PREVIEW_SOURCE_CHARS: usize = 2000;
+
+/// Every channel's and thread's latest activity (its newest message's time, or its creation)
+/// and the start of its newest user or assistant message with text, in one query.
+pub(crate) fn channel_activity(conn: &Connection) -> Result<Vec<ChannelActivity>, StoreError> {
+    let mut stmt = conn.prepare_cached(&channel_activity_sql())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(ChannelActivity {
+                chat_id: r.get(0)?,
+                last_activity_at: r.get(1)?,
+                latest_text: r.get(2)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+fn channel_activity_sql() -> String {
+    format!(
+        "SELECT c.chat_id, \
+         COALESCE((SELECT m.ts FROM messages m WHERE {LANE_OF_ENTRY} ORDER BY m.seq DESC LIMIT 1), c.created_at), \
+         (SELECT substr(m.text, 1, {PREVIEW_SOURCE_CHARS}) FROM messages m WHERE {LANE_OF_ENTRY} \
+          AND m.role IN ('user', 'assistant') AND trim(m.text) <> '' ORDER BY m.seq DESC LIMIT 1) \
+         FROM channels c ORDER BY c.seq"
+    )
 }
 
 const DEVICE_COLUMNS: &str = "device_id, name, caps, fcm_token, ntfy_topic, confirmed_cursor, \
@@ -295,4 +334,33 @@ pub(crate) fn lane_session(
         )?
         .query_row((chat_id, thread_key(thread_id)), |r| r.get(0))
         .optional()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    /// `hello` reads the activity of every chat: each lookup must walk the lane's index, never
+    /// scan the messages.
+    #[test]
+    fn channel_activity_walks_the_lane_index() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::schema::migrate(&mut conn).unwrap();
+        let sql = format!("EXPLAIN QUERY PLAN {}", super::channel_activity_sql());
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let plan: Vec<String> = stmt
+            .query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let plan = plan.join("\n");
+        assert_eq!(
+            plan.matches("USING INDEX messages_lane").count(),
+            2,
+            "{plan}"
+        );
+        assert!(plan.contains("USING INDEX messages_lane"), "{plan}");
+        assert!(!plan.contains("SCAN m"), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE FOR ORDER"), "{plan}");
+    }
 }

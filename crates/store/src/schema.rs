@@ -258,6 +258,11 @@ CREATE TABLE push_log (
     PRIMARY KEY (device_id, backend)
 ) WITHOUT ROWID;
 "#,
+    // 12: a chat created without a name carries a placeholder until its first message names it;
+    // any rename ends the wait.
+    r#"
+ALTER TABLE channels ADD COLUMN awaiting_title INTEGER NOT NULL DEFAULT 0;
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.

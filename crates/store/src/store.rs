@@ -448,6 +448,12 @@ impl Store {
         Ok(rows)
     }
 
+    /// Every channel's and thread's latest activity and newest message text, in creation order
+    /// (one query; see [`ChannelActivity`]).
+    pub async fn channel_activity(&self) -> Result<Vec<crate::ChannelActivity>, StoreError> {
+        self.read(|c| queries::channel_activity(c)).await
+    }
+
     /// The device with this id, if it is registered.
     pub async fn get_device(&self, id: &str) -> Result<Option<DeviceRow>, StoreError> {
         let id = id.to_string();

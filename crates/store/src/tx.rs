@@ -235,8 +235,9 @@ impl<'a> WriteTx<'a> {
         self.conn
             .prepare_cached(
                 "INSERT INTO channels \
-                 (chat_id, name, kind, parent_chat_id, is_default, name_set_by_user, created_at, agent) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 (chat_id, name, kind, parent_chat_id, is_default, name_set_by_user, created_at, agent, \
+                  awaiting_title) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
             .execute((
                 &c.chat_id,
@@ -247,6 +248,7 @@ impl<'a> WriteTx<'a> {
                 c.name_set_by_user,
                 c.created_at,
                 c.agent.as_deref().filter(|_| c.kind != "thread"),
+                c.awaiting_title,
             ))?;
         Ok(())
     }
@@ -336,11 +338,33 @@ impl<'a> WriteTx<'a> {
         }
         self.conn
             .prepare_cached(
-                "UPDATE channels SET name = ?2, name_set_by_user = name_set_by_user OR ?3 \
-                 WHERE chat_id = ?1",
+                "UPDATE channels SET name = ?2, name_set_by_user = name_set_by_user OR ?3, \
+                 awaiting_title = 0 WHERE chat_id = ?1",
             )?
             .execute((id, name, by_user))?;
         Ok(true)
+    }
+
+    /// Gives a chat that still carries its placeholder name (`awaiting_title`) the title made
+    /// from its first message. Returns whether it did: a chat named or renamed since (by the
+    /// user or the agent), or one created with a name, keeps its name.
+    pub fn give_awaited_title(&mut self, id: &str, title: &str) -> Result<bool, StoreError> {
+        if title.trim().is_empty() {
+            return Err(StoreError::Invalid(
+                "a channel name must not be empty".into(),
+            ));
+        }
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE channels SET name = ?2, awaiting_title = 0 \
+                 WHERE chat_id = ?1 AND awaiting_title = 1",
+            )?
+            .execute((id, title))?;
+        if changed > 0 {
+            self.channels_changed = true;
+        }
+        Ok(changed > 0)
     }
 
     /// Makes `id` the default channel and clears the flag everywhere else.

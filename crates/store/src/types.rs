@@ -116,10 +116,23 @@ pub struct ChannelRow {
     pub parent_chat_id: Option<String>,
     pub is_default: bool,
     pub name_set_by_user: bool,
+    /// The name is a placeholder that the chat's first message replaces.
+    pub awaiting_title: bool,
     pub created_at: i64,
     /// The agent the chat talks to (`None`: the default agent). A thread's is its channel's:
     /// read, it is the parent's; written, it is ignored.
     pub agent: Option<String>,
+}
+
+/// A channel's or thread's latest activity, as the directory of `hello.ack` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelActivity {
+    pub chat_id: String,
+    /// The time of the lane's newest message, or of its creation (unix milliseconds).
+    pub last_activity_at: i64,
+    /// The start (at most 2000 characters) of the lane's newest user or assistant message
+    /// with text; `None` when it has none.
+    pub latest_text: Option<String>,
 }
 
 /// What [`crate::WriteTx::delete_channel`] removed.

@@ -13,6 +13,7 @@ fn channel(id: &str, kind: &str, parent: Option<&str>) -> ChannelRow {
         parent_chat_id: parent.map(Into::into),
         is_default: false,
         name_set_by_user: false,
+        awaiting_title: false,
         created_at: 1,
         agent: None,
     }
@@ -531,4 +532,84 @@ async fn the_directory_read_before_a_change_is_never_served_after_it() {
         .await;
     assert!(failed.is_err());
     assert_eq!(channel_ids(&store).await, ["default"]);
+}
+
+#[tokio::test]
+async fn activity_is_the_newest_message_or_the_creation_and_previews_skip_system_lines() {
+    let (_dir, store, _) = open_temp();
+    store
+        .write(|tx| {
+            tx.insert_channel(&channel("c1", "channel", None))?;
+            tx.insert_channel(&channel("t1", "thread", Some("c1")))?;
+            tx.insert_channel(&channel("c2", "channel", None))?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let mut flat = msg("m1", "c1", None, "hello there");
+    flat.ts = 10;
+    let mut answer = msg("m2", "c1", None, "  ");
+    (answer.role, answer.ts) = ("assistant".into(), 20);
+    let mut note = msg("m3", "c1", None, "This channel now talks to demo.");
+    (note.role, note.ts) = ("system".into(), 30);
+    let mut threaded = msg("m4", "c1", Some("t1"), "in the thread");
+    threaded.ts = 40;
+    common::put_messages(&store, vec![flat, answer, note, threaded]).await;
+    let activity = store.channel_activity().await.unwrap();
+    let got: Vec<(&str, i64, Option<&str>)> = activity
+        .iter()
+        .map(|a| {
+            (
+                a.chat_id.as_str(),
+                a.last_activity_at,
+                a.latest_text.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got[1..],
+        [
+            ("c1", 30, Some("hello there")),
+            ("t1", 40, Some("in the thread")),
+            ("c2", 1, None),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn only_a_chat_awaiting_its_title_is_given_one() {
+    let (_dir, store, _) = open_temp();
+    let mut waiting = channel("c1", "channel", None);
+    waiting.awaiting_title = true;
+    let mut renamed = channel("c2", "channel", None);
+    renamed.awaiting_title = true;
+    store
+        .write(move |tx| {
+            tx.insert_channel(&waiting)?;
+            tx.insert_channel(&renamed)?;
+            tx.insert_channel(&channel("c3", "channel", None))?;
+            tx.rename_channel("c2", "Mine", true)
+        })
+        .await
+        .unwrap();
+    let given = store
+        .write(|tx| {
+            Ok([
+                tx.give_awaited_title("c1", "Trip plans")?,
+                tx.give_awaited_title("c1", "Second try")?,
+                tx.give_awaited_title("c2", "Trip plans")?,
+                tx.give_awaited_title("c3", "Trip plans")?,
+            ])
+        })
+        .await
+        .unwrap();
+    assert_eq!(given, [true, false, false, false]);
+    let names: Vec<String> = store
+        .list_channels()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names[1..], ["Trip plans", "Mine", "C3"]);
 }

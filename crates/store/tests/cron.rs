@@ -19,6 +19,7 @@ fn channel(id: &str, parent: Option<&str>) -> ChannelRow {
         parent_chat_id: parent.map(Into::into),
         is_default: false,
         name_set_by_user: false,
+        awaiting_title: false,
         created_at: 1,
         agent: None,
     }

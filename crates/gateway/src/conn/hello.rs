@@ -378,7 +378,6 @@ async fn attach(
         .store
         .write(move |tx| tx.set_device_address(&id, &addr, now))
         .await?;
-    let channels = handlers::channel_directory(shared).await?;
     let queue = ConnQueue::new(
         conn_id,
         hello.device_id.clone(),
@@ -393,6 +392,15 @@ async fn attach(
     if let Some(old) = attached.replaced {
         old.close(CloseReason::Replaced);
     }
+    // Read after the connection was attached: every message up to `head` counts in the
+    // directory's activity and previews, and every later one reaches the device live.
+    let channels = match handlers::channel_directory(shared).await {
+        Ok(channels) => channels,
+        Err(e) => {
+            shared.hub.detach(&queue);
+            return Err(e);
+        }
+    };
     let appends = hello
         .caps
         .as_ref()

@@ -5,7 +5,9 @@ use iris_protocol::{
     ChannelCreate, ChannelCreated, ChannelDeleted, ChannelInfo, ChannelRenamed, DurableFrame,
     ErrorCode, Header,
 };
-use iris_store::{ChannelRow, StoreError};
+use std::collections::HashMap;
+
+use iris_store::{ChannelActivity, ChannelRow, StoreError};
 
 use super::context::Context;
 use crate::ids::{new_id, now_ms};
@@ -27,7 +29,8 @@ fn clean_name(name: &str) -> Result<String> {
 }
 
 pub(super) async fn create(ctx: &Context, req: ChannelCreate, origin: &Origin) -> Result<Reply> {
-    let name = clean_name(&req.name)?;
+    // No name (absent, empty or only spaces): a placeholder, until the first message names it.
+    let awaiting_title = req.name.trim().is_empty();
     let kind = match (req.kind.as_deref(), &req.parent_chat_id) {
         (None | Some("channel"), None) => "channel",
         (None | Some("thread"), Some(_)) => "thread",
@@ -61,13 +64,19 @@ pub(super) async fn create(ctx: &Context, req: ChannelCreate, origin: &Origin) -
         }
         _ => None,
     };
+    let name = match (awaiting_title, kind) {
+        (false, _) => clean_name(&req.name)?,
+        (true, "thread") => crate::text::NEW_THREAD.to_owned(),
+        (true, _) => crate::text::NEW_CHAT.to_owned(),
+    };
     let row = ChannelRow {
         chat_id: new_id(if kind == "thread" { "t_" } else { "c_" }),
         name,
         kind: kind.to_owned(),
         parent_chat_id: req.parent_chat_id,
         is_default: false,
-        name_set_by_user: true,
+        name_set_by_user: !awaiting_title,
+        awaiting_title,
         created_at: now_ms(),
         agent,
     };
@@ -120,8 +129,32 @@ pub fn create_channel_tx(
         parent_chat_id: row.parent_chat_id.clone(),
         auto,
         agent,
+        last_activity_at: Some(row.created_at),
     });
     announce(tx, frame, &row, origin)
+}
+
+/// Names the chat of a user's message from it, when the chat (the message's thread, or its
+/// channel) still carries the placeholder it was created with; each one named is announced with
+/// `channel.renamed`, like a rename. Run in the message's own transaction, so a chat is never
+/// left unnamed behind a stored message.
+pub fn give_awaited_titles(
+    tx: &mut iris_store::WriteTx<'_>,
+    lane: &outbox::Lane,
+    title: &str,
+) -> std::result::Result<(), StoreError> {
+    for id in lane.thread_id.iter().chain([&lane.chat_id]) {
+        if !tx.give_awaited_title(id, title)? {
+            continue;
+        }
+        let row = tx.get_channel(id)?.ok_or(StoreError::NotFound)?;
+        let frame = DurableFrame::ChannelRenamed(ChannelRenamed {
+            chat_id: id.clone(),
+            name: title.to_owned(),
+        });
+        announce(tx, frame, &row, &Origin::none())?;
+    }
+    Ok(())
 }
 
 /// Appends a `channel.*` frame about `row`, filed under the channel it describes.
@@ -259,16 +292,30 @@ pub(super) async fn delete(ctx: &Context, header: &Header, origin: &Origin) -> R
     Ok(Reply::ViaOutbox)
 }
 
-/// The channel directory as sent in `hello.ack` and `channel.list`.
+/// The channel directory as sent in `hello.ack`: every entry with its latest activity and the
+/// preview of its newest user or assistant message (one query for all of them).
 pub async fn channel_directory(
     shared: &Shared,
 ) -> std::result::Result<Vec<ChannelInfo>, StoreError> {
-    Ok(shared
+    let rows = shared.store.channel_directory().await?;
+    let activity: HashMap<String, ChannelActivity> = shared
         .store
-        .list_channels()
+        .channel_activity()
         .await?
+        .into_iter()
+        .map(|a| (a.chat_id.clone(), a))
+        .collect();
+    Ok(rows
         .iter()
-        .map(channel_info)
+        .map(|row| {
+            let mut info = channel_info(row);
+            let seen = activity.get(&row.chat_id);
+            info.last_activity_at = Some(seen.map_or(row.created_at, |a| a.last_activity_at));
+            info.preview = seen
+                .and_then(|a| a.latest_text.as_deref())
+                .and_then(crate::text::preview);
+            info
+        })
         .collect())
 }
 

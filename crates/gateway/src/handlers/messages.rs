@@ -7,7 +7,7 @@ use iris_protocol::{
 };
 use iris_store::{ChannelRow, ClientRequest, StoreError, StoredMessage, WriteTx};
 
-use super::channels::create_channel_tx;
+use super::channels::{create_channel_tx, give_awaited_titles};
 use super::client_ids;
 use super::context::{resolve_lane, Context};
 use crate::agent::{recovery, BusyMarker, Submission, Work};
@@ -58,6 +58,10 @@ pub(super) async fn send(
     if let Some(t) = &thread {
         lane.thread_id = Some(t.chat_id.clone());
     }
+    // A prompt names a chat created without a name; a command does not.
+    let title = (command.is_none() && !is_agent_command)
+        .then(|| crate::text::chat_title(&send.text))
+        .flatten();
     // Held until the message is handed over: stored order is handed-over order.
     let _handoff = ctx.agents.handoff(&lane).await;
     // A lane that cannot take another turn refuses the message before it is stored.
@@ -84,6 +88,7 @@ pub(super) async fn send(
         client_id,
         digest,
         thread,
+        title,
         stored,
         message,
         media_ids,
@@ -124,6 +129,7 @@ fn new_thread(text: &str, chat_id: &str) -> ChannelRow {
         parent_chat_id: Some(chat_id.to_owned()),
         is_default: false,
         name_set_by_user: false,
+        awaiting_title: false,
         created_at: now_ms(),
         agent: None,
     }
@@ -135,6 +141,8 @@ struct SendWrite {
     client_id: Option<String>,
     digest: String,
     thread: Option<ChannelRow>,
+    /// The title the message gives its chat if the chat still waits for one.
+    title: Option<String>,
     stored: StoredMessage,
     message: Message,
     media_ids: Vec<String>,
@@ -156,6 +164,7 @@ fn store_send(
         client_id,
         digest,
         thread,
+        title,
         mut stored,
         mut message,
         media_ids,
@@ -182,6 +191,9 @@ fn store_send(
     let frame = DurableFrame::Message(message);
     let id = Some(stored.message_id.as_str());
     let cursor = outbox::append(tx, &lane.header(), frame, id, &origin)?;
+    if let Some(title) = &title {
+        give_awaited_titles(tx, &lane, title)?;
+    }
     if let Some(cid) = &client_id {
         let request = ClientRequest {
             digest,

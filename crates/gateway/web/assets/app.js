@@ -28,7 +28,7 @@ import {
   deviceId, deviceName, forgetKept, initSession, renderConnState, showApp, showSignin, tokenAtLoad,
 } from './session.js';
 import {
-  chooseAgent, initSidebar, onChannelFrame, renderSidebar, setDirectory,
+  chooseAgent, initSidebar, noteMessage, onChannelFrame, renderSidebar, setDirectory,
 } from './sidebar.js';
 import {
   $, app, currentLane, defaultChannel, laneOf, resetLane, shownLanes, store,
@@ -113,6 +113,7 @@ function onState(state) {
 
 function onMessage(frame) {
   const lane = laneOf(frame);
+  noteMessage(lane.chat_id, lane.thread_id, frame.payload, frame.replayed);
   onEcho(frame.payload);
   upsertMessage(lane, frame.payload, frame);
   // Model and choice pickers are answered with a system message in their lane.
@@ -156,6 +157,10 @@ function route(frame) {
     case 'message.update':
     case 'message.stop':
       onStreamFrame(frame);
+      if (frame.type === 'message.stop') {
+        const lane = laneOf(frame);
+        noteMessage(lane.chat_id, lane.thread_id, { role: 'assistant', text: frame.payload.final_text }, frame.replayed);
+      }
       break;
     case 'message.deleted':
       onDeleted(frame);

@@ -4,9 +4,15 @@
 // in. With more than one agent behind the gateway (`hello.ack.server_caps.agents`) each channel
 // shows its agent, a new channel is given one, and a channel's menu moves it to another
 // (`channel.set_agent`). Opening a chat goes through the transcript's `showLane`.
+// The list is ordered by recent activity, the default channel too (its badge marks it): a
+// channel's place is its newest activity or that of one of its threads, and each row shows a
+// line of its newest message. `hello.ack` gives both (`last_activity_at`, `preview`); every
+// message that arrives after it moves its chat up (`noteMessage`). "+" makes a chat at once,
+// without a name: the gateway names it from its first message (`channel.renamed`).
 
 import { icon } from './icons.js';
 import { $, app, defaultChannel } from './state.js';
+import { markdown } from './markdown.js';
 import { renderTitle, showLane } from './transcript.js';
 import { ask, askForm, confirmDialog, popupMenu, request } from './ui.js';
 import { h, laneKey } from './util.js';
@@ -41,22 +47,78 @@ function manyAgents() {
   return app.agents.length > 1;
 }
 
-/** Replaces the directory (hello.ack, `channel.list`). */
+/**
+ * Replaces the directory (hello.ack, `channel.list`). A `channel.list` carries no activity or
+ * preview (the gateway keeps no message text in the frames it stores): a chat keeps its own.
+ */
 export function setDirectory(list) {
-  app.channels = new Map(list.map((c) => [c.chat_id, c]));
+  const before = app.channels;
+  app.channels = new Map(list.map((c) => {
+    const had = before.get(c.chat_id);
+    const entry = { ...c };
+    if (had && c.last_activity_at === undefined) {
+      entry.last_activity_at = had.last_activity_at;
+      entry.preview = had.preview;
+    }
+    return [c.chat_id, entry];
+  }));
   renderSidebar();
   renderTitle();
+}
+
+/** One line of a message as the chat list shows it: plain text, at most 120 characters. */
+export function previewOf(text) {
+  const source = String(text || '').slice(0, 2000);
+  const frag = markdown(source);
+  const parts = [];
+  const walker = document.createTreeWalker(frag, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT);
+  while (walker.nextNode()) {
+    const n = walker.currentNode;
+    if (n.nodeType === Node.TEXT_NODE) parts.push(n.nodeValue);
+    else if (/^(P|LI|H[1-6]|PRE|BLOCKQUOTE|BR|TR|TD|TH|HR|DIV)$/.test(n.nodeName)) parts.push(' ');
+  }
+  const plain = parts.join(' ').replace(/\s+/g, ' ').trim();
+  const chars = [...plain];
+  if (!chars.length) return null;
+  return chars.length <= 120 ? plain : `${chars.slice(0, 119).join('')}…`;
+}
+
+/**
+ * A message in a lane (a `message`, or a streamed answer's `message.stop`): its chat moves up
+ * and, for the user's and the agent's words, shows them. A replayed frame older than what
+ * hello.ack said changes nothing.
+ */
+export function noteMessage(chatId, threadId, { role, text, ts }, replayed = false) {
+  const c = app.channels.get(threadId || chatId);
+  if (!c) return;
+  const at = Number(ts) || (replayed ? 0 : Date.now());
+  if (!at || (c.last_activity_at && at < c.last_activity_at)) return;
+  c.last_activity_at = at;
+  if (role === 'user' || role === 'assistant') {
+    const line = previewOf(text);
+    if (line) c.preview = line;
+  }
+  renderSidebar();
+}
+
+/** A channel's place in the list: its newest activity or that of one of its threads. */
+function activityOf(c, threads) {
+  return Math.max(c.last_activity_at || 0, ...threads.map((t) => t.last_activity_at || 0));
 }
 
 export function renderSidebar() {
   const ul = $('channels');
   ul.replaceChildren();
   const all = [...app.channels.values()];
-  const tops = all.filter((c) => c.kind !== 'thread');
-  tops.sort((a, b) => (b.kind === 'default') - (a.kind === 'default'));
-  for (const c of tops) {
+  const threadsOf = (id) => all.filter((t) => t.kind === 'thread' && t.parent_chat_id === id)
+    .sort((a, b) => (b.last_activity_at || 0) - (a.last_activity_at || 0));
+  const tops = all.filter((c) => c.kind !== 'thread')
+    .map((c) => ({ c, threads: threadsOf(c.chat_id) }))
+    .map((e) => ({ ...e, at: activityOf(e.c, e.threads) }));
+  // Newest first; the order the gateway lists them in (creation) breaks ties.
+  tops.sort((a, b) => b.at - a.at);
+  for (const { c, threads } of tops) {
     const li = channelRow(c, c.chat_id, null);
-    const threads = all.filter((t) => t.kind === 'thread' && t.parent_chat_id === c.chat_id);
     if (threads.length) {
       const sub = h('ul', { class: 'threads' });
       for (const t of threads) sub.append(channelRow(t, c.chat_id, t.chat_id));
@@ -73,7 +135,9 @@ function channelRow(c, chatId, threadId) {
     'button',
     { type: 'button', class: 'chan', 'aria-current': current ? 'page' : false, onclick: () => { showLane(chatId, threadId); closeSidebar(); } },
     h('span', { class: 'chan-icon', 'aria-hidden': 'true' }, icon(threadId ? 'thread' : 'hash')),
-    h('span', { class: 'chan-name' }, c.name),
+    h('span', { class: 'chan-text' },
+      h('span', { class: 'chan-name' }, c.name),
+      c.preview ? h('span', { class: 'chan-preview' }, c.preview) : null),
     c.is_default ? h('span', { class: 'chan-default', title: 'Default channel' }, 'default') : null,
     manyAgents() && c.agent && !threadId ? h('span', { class: 'chan-agent', title: 'Agent' }, c.agent) : null,
     lane && lane.unread ? h('span', { class: 'unread', 'aria-label': `${lane.unread} unread` }, String(lane.unread)) : null,
@@ -100,16 +164,15 @@ async function createChannel(parent) {
     if (!name) return;
     payload = { name, kind: 'thread', parent_chat_id: parent };
   } else {
-    const agents = manyAgents() ? app.agents.map((a) => [a, a]) : [];
-    const answer = await askForm('New channel', { name: '', options: agents, choice: app.agents[0], choiceLabel: 'Agent' });
-    if (!answer) return;
-    payload = { name: answer.name, kind: 'channel' };
-    if (answer.choice) payload.agent = answer.choice;
+    // One tap: a chat without a name, on the default agent (its menu moves it to another);
+    // the gateway names it from its first message.
+    payload = { kind: 'channel' };
   }
   const res = await request('channel.create', payload);
   if (!res) return;
   showLane(parent || res.payload.chat_id, parent ? res.payload.chat_id : null);
   closeSidebar();
+  $('composer-input').focus();
 }
 
 /** Moves a channel (and its threads) to another agent; the gateway says so in the channel. */
@@ -138,7 +201,11 @@ export function onChannelFrame(frame) {
       setDirectory(p.channels || []);
       break;
     case 'channel.created':
-      app.channels.set(p.chat_id, { chat_id: p.chat_id, name: p.name, kind: p.kind, parent_chat_id: p.parent_chat_id || null, is_default: false, agent: p.agent });
+      if (app.channels.has(p.chat_id)) break;
+      app.channels.set(p.chat_id, {
+        chat_id: p.chat_id, name: p.name, kind: p.kind, parent_chat_id: p.parent_chat_id || null, is_default: false, agent: p.agent,
+        last_activity_at: p.last_activity_at || (frame.replayed ? 0 : Date.now()),
+      });
       renderSidebar();
       break;
     case 'channel.renamed': {

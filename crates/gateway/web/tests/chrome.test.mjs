@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, browserSuite, gatewayBin, openSignedIn, pageErrors, send, waitOnline,
+  DESKTOP, PHONE, browserSuite, gatewayBin, newChat, openSignedIn, pageErrors, send, waitOnline,
 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -102,11 +102,10 @@ for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]]) {
       const { page } = await signedIn(viewport);
       const sidebar = page.locator('#sidebar');
       if (phone) await page.getByRole('button', { name: 'Open the chat list' }).click();
-      await page.getByRole('button', { name: 'New channel' }).click();
-      const ask = page.locator('dialog#ask[open]');
-      await ask.getByRole('textbox', { name: 'Name' }).fill('Notes');
-      await ask.getByRole('button', { name: 'OK' }).click();
-      await page.locator('#lane-title', { hasText: 'Notes' }).waitFor();
+      // One tap: the new chat is shown at once, ready to be written in.
+      await page.getByRole('button', { name: 'New chat' }).click();
+      await page.locator('#lane-title', { hasText: 'New chat' }).waitFor();
+      assert.equal(await page.evaluate(() => document.activeElement.id), 'composer-input');
       if (phone) {
         await sidebar.waitFor({ state: 'hidden' });
         await page.getByRole('button', { name: 'Open the chat list' }).click();
@@ -233,11 +232,6 @@ for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]]) {
       await page.keyboard.press('Escape');
       assert.equal(await page.locator('.popup').count(), 0);
       assert.equal(await focused(page), 'Actions for Default');
-      await page.getByRole('button', { name: 'New channel' }).click();
-      await page.locator('dialog#ask[open]').waitFor();
-      await page.keyboard.press('Escape');
-      await page.locator('dialog#ask').waitFor({ state: 'hidden' });
-      assert.equal(await focused(page), 'new-channel');
       if (phone) {
         await page.keyboard.press('Escape');
         await page.locator('#sidebar').waitFor({ state: 'hidden' });
@@ -333,7 +327,7 @@ for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]]) {
       assert.deepEqual(pageErrors(page).filter((e) => !/401|refused/.test(e)), []);
     });
 
-    test('with two agents a new chat is given one, the chat list shows it, and the menu switches it', { timeout: 90000 }, async () => {
+    test('with two agents a new chat gets the default one, the chat list shows it, and the menu switches it', { timeout: 90000 }, async () => {
       const config = `[agents.beta]\ncommand = "${gatewayBin()} demo-agent"\nenv = { DEMO_EXTRA_COMMAND = "betaonly" }\n`;
       const { page } = await signedIn(viewport, { config });
       const openList = async () => { if (phone) await page.getByRole('button', { name: 'Open the chat list' }).click(); };
@@ -341,19 +335,26 @@ for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]]) {
 
       await openList();
       assert.equal(await row('Default').locator('.chan-agent').textContent(), 'demo');
-      await page.getByRole('button', { name: 'New channel' }).click();
+      if (phone) await page.keyboard.press('Escape');
+      await newChat(page);
+      await openList();
+      assert.equal(await row('New chat').locator('.chan-agent').textContent(), 'demo');
+      if (phone) await page.keyboard.press('Escape');
       const ask = page.locator('dialog#ask[open]');
-      await ask.getByRole('textbox', { name: 'Name' }).fill('Code');
+      await page.getByRole('button', { name: 'Menu', exact: true }).click();
+      await page.getByRole('menuitem', { name: 'Agent: demo…' }).click();
       const agent = ask.getByRole('combobox', { name: 'Agent' });
       assert.deepEqual(await agent.locator('option').allTextContents(), ['demo', 'beta']);
       await agent.selectOption('beta');
       await ask.getByRole('button', { name: 'OK' }).click();
-      await page.locator('#lane-title', { hasText: 'Code' }).waitFor();
+      await page.locator('.msg.role-system', { hasText: 'now talks to beta' }).waitFor();
       await openList();
-      assert.equal(await row('Code').locator('.chan-agent').textContent(), 'beta');
+      assert.equal(await row('New chat').locator('.chan-agent').textContent(), 'beta');
       if (phone) await page.keyboard.press('Escape');
 
+      // Its first message names it.
       await send(page, 'hello beta');
+      await page.locator('#lane-title', { hasText: 'hello beta' }).waitFor();
       await assistant(page, 'Echo: hello beta').waitFor();
       await page.getByRole('textbox', { name: 'Message' }).fill('/betaonly');
       await page.getByRole('option', { name: /^\/betaonly/ }).waitFor();
@@ -366,7 +367,7 @@ for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]]) {
       await ask.getByRole('button', { name: 'OK' }).click();
       await page.locator('.msg.role-system', { hasText: 'now talks to demo' }).waitFor();
       await openList();
-      await row('Code').locator('.chan-agent', { hasText: 'demo' }).waitFor();
+      await row('hello beta').locator('.chan-agent', { hasText: 'demo' }).waitFor();
       assert.deepEqual(pageErrors(page), []);
     });
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, Proxy, TOKEN, browserSuite, noisePng, openSignedIn, pageErrors, send, shot, waitOnline,
+  DESKTOP, PHONE, Proxy, TOKEN, browserSuite, newChat, noisePng, openSignedIn, pageErrors, send, shot, waitOnline,
 } from './harness.mjs';
 
 const suite = browserSuite(before, after);
@@ -336,11 +336,8 @@ describe('Iris Web', { timeout: 240000 }, () => {
     await openSignedIn(b.page, gw.url);
     const page = a.page;
 
-    await page.getByRole('button', { name: 'New channel' }).click();
+    await newChat(page, 'Alpha');
     const ask = page.locator('dialog#ask[open]');
-    await ask.getByRole('textbox').fill('Alpha');
-    await ask.getByRole('button', { name: 'OK' }).click();
-    await page.locator('#lane-title', { hasText: 'Alpha' }).waitFor();
 
     await page.getByRole('button', { name: 'Send as a new thread' }).click();
     await send(page, 'plan the trip to the coast');

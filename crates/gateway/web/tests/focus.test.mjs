@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { DESKTOP, PHONE, browserSuite, openSignedIn, pageErrors, send } from './harness.mjs';
+import { DESKTOP, PHONE, browserSuite, newChat, openSignedIn, pageErrors, send } from './harness.mjs';
 
 const suite = browserSuite(before, after);
 
@@ -21,15 +21,9 @@ function countUpdates(page) {
   return counts;
 }
 
-/** Makes a channel from the page's "New channel" button; resolves once it is shown. */
+/** Makes a channel with the page's "+" and names it; resolves once it is shown. */
 async function newChannel(page, name) {
-  const open = page.getByRole('button', { name: 'Open the chat list' });
-  if (await open.isVisible()) await open.click();
-  await page.getByRole('button', { name: 'New channel' }).click();
-  const ask = page.locator('dialog#ask[open]');
-  await ask.getByRole('textbox').fill(name);
-  await ask.getByRole('button', { name: 'OK' }).click();
-  await page.locator('#lane-title', { hasText: name }).waitFor();
+  await newChat(page, name);
 }
 
 describe('Iris Web focus', { timeout: 120000 }, () => {

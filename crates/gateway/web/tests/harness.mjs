@@ -149,6 +149,31 @@ export async function send(page, text) {
 }
 
 /**
+ * Makes a chat with the chat list's "+" (one tap: it is shown at once, as "New chat") and, with
+ * `name`, renames it from its row's menu; resolves once the chat is shown under its name. On a
+ * phone the chat list is opened for it and closed again.
+ */
+export async function newChat(page, name = null) {
+  const open = page.getByRole('button', { name: 'Open the chat list' });
+  if (await open.isVisible()) await open.click();
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await page.locator('#lane-title', { hasText: 'New chat' }).waitFor();
+  if (!name) return;
+  if (await open.isVisible()) await open.click();
+  const row = page.locator('.chan-row', { has: page.locator('.chan[aria-current="page"]') });
+  await row.locator('.chan-more').click();
+  await page.getByRole('menuitem', { name: 'Rename' }).click();
+  const ask = page.locator('dialog#ask[open]');
+  await ask.getByRole('textbox', { name: 'Name' }).fill(name);
+  await ask.getByRole('button', { name: 'OK' }).click();
+  await page.locator('#lane-title', { hasText: name }).waitFor();
+  if (await page.locator('body.sidebar-open').count()) {
+    await page.keyboard.press('Escape');
+    await page.locator('body.sidebar-open').waitFor({ state: 'detached' });
+  }
+}
+
+/**
  * A TCP proxy in front of the gateway. `cut()` drops every connection through it and refuses
  * new ones (the network is gone); `restore()` lets connections through again.
  */

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, Proxy, browserSuite, openSignedIn, pageErrors, send, shot, waitOnline,
+  DESKTOP, PHONE, Proxy, browserSuite, newChat, openSignedIn, pageErrors, send, shot, waitOnline,
 } from './harness.mjs';
 
 const suite = browserSuite(before, after);
@@ -34,11 +34,7 @@ async function openChatList(page) {
 }
 
 async function newChannel(page, name) {
-  await openChatList(page);
-  await page.getByRole('button', { name: 'New channel' }).click();
-  await page.locator('dialog#ask[open]').getByRole('textbox').fill(name);
-  await page.locator('dialog#ask[open]').getByRole('button', { name: 'OK' }).click();
-  await page.locator('#lane-title', { hasText: name }).waitFor();
+  await newChat(page, name);
 }
 
 async function openChat(page, name) {

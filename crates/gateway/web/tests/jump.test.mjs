@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, browserSuite, openSignedIn, pageErrors, send, shot,
+  DESKTOP, PHONE, browserSuite, openSignedIn, pageErrors, newChat, send, shot,
 } from './harness.mjs';
 
 const suite = browserSuite(before, after);
@@ -44,12 +44,7 @@ describe('jump to the first unread message', { timeout: 300000 }, () => {
       await openSignedIn(laptop.page, gw.url);
 
       // This device shows another chat while the laptop talks in Default.
-      const toggle = page.getByRole('button', { name: 'Open the chat list' });
-      if (await toggle.isVisible()) await toggle.click();
-      await page.getByRole('button', { name: 'New channel' }).click();
-      await page.locator('dialog#ask[open]').getByRole('textbox').fill('Elsewhere');
-      await page.locator('dialog#ask[open]').getByRole('button', { name: 'OK' }).click();
-      await page.locator('#lane-title', { hasText: 'Elsewhere' }).waitFor();
+      await newChat(page, 'Elsewhere');
       for (let i = 1; i <= SENT; i++) {
         await send(laptop.page, line(i));
         await answer(laptop.page, `Echo: ${line(i)}`).waitFor();

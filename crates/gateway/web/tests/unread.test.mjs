@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, browserSuite, openSignedIn, pageErrors, send, shot,
+  DESKTOP, PHONE, browserSuite, openSignedIn, pageErrors, newChat, send, shot,
 } from './harness.mjs';
 
 const suite = browserSuite(before, after);
@@ -30,12 +30,7 @@ describe('unread counts', { timeout: 300000 }, () => {
       await openSignedIn(laptop.page, gw.url);
 
       // This device reads another chat.
-      const toggle = page.getByRole('button', { name: 'Open the chat list' });
-      if (await toggle.isVisible()) await toggle.click();
-      await page.getByRole('button', { name: 'New channel' }).click();
-      await page.locator('dialog#ask[open]').getByRole('textbox').fill('Elsewhere');
-      await page.locator('dialog#ask[open]').getByRole('button', { name: 'OK' }).click();
-      await page.locator('#lane-title', { hasText: 'Elsewhere' }).waitFor();
+      await newChat(page, 'Elsewhere');
       assert.equal(await page.title(), 'Elsewhere · Iris');
 
       // The same person writes in Default from the laptop; the agent answers.

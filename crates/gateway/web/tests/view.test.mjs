@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, browserSuite, noisePng, openSignedIn, pageErrors, send, shot, waitOnline,
+  DESKTOP, PHONE, browserSuite, newChat, noisePng, openSignedIn, pageErrors, send, shot, waitOnline,
 } from './harness.mjs';
 
 const suite = browserSuite(before, after);
@@ -182,11 +182,7 @@ describe('the transcript view', { timeout: 600000 }, () => {
       assert.equal(await page.title(), 'Default · Iris');
 
       // In another chat: what arrives in Default is counted.
-      await openChatList(page);
-      await page.getByRole('button', { name: 'New channel' }).click();
-      await page.locator('dialog#ask[open]').getByRole('textbox').fill('Elsewhere');
-      await page.locator('dialog#ask[open]').getByRole('button', { name: 'OK' }).click();
-      await page.locator('#lane-title', { hasText: 'Elsewhere' }).waitFor();
+      await newChat(page, 'Elsewhere');
       await exchange(other.page, 'are you there');
       // The answer counts; the question, one's own from another device, does not.
       await page.waitForFunction(() => document.title === '(1) Elsewhere · Iris');
