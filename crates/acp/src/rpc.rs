@@ -11,7 +11,9 @@
 //! - a line that is not a JSON-RPC message is logged (truncated) and skipped;
 //! - a line longer than [`MAX_LINE_BYTES`] is dropped without being buffered whole;
 //! - when the transport ends, every pending request fails with [`AcpError::Closed`] and the
-//!   incoming channel ends;
+//!   incoming channel ends, only once the other side's output has been read to its end (also
+//!   when writing failed first, as it does to a process that has just exited): a consumer that
+//!   sees a request fail has every message the other side sent before it already queued;
 //! - a request from the other side is always answered, even if the consumer drops it.
 //!
 //! Nothing waits without bound: the consumer's queue holds [`INCOMING_QUEUE`] messages, and
@@ -532,8 +534,26 @@ where
             read_result.and(write_result)
         }
         write_result = &mut writing => {
-            close(detail).await;
-            write_result
+            // The other side no longer reads, most often because it exited. What it wrote
+            // before may still be unread in the pipe: read on to the end of its output before
+            // failing what is pending, or its last messages (an agent's updates just before it
+            // died) would be lost. Nothing more is written meanwhile: the outgoing queue is
+            // gone, so new requests and notifications fail at once.
+            if let Err(e) = &write_result {
+                tracing::debug!(error = %e, "cannot write to the json-rpc peer; reading its output to the end");
+            }
+            let read_result = tokio::select! {
+                (read_result, incoming_tx) = &mut reading => {
+                    close(detail).await;
+                    drop(incoming_tx);
+                    read_result
+                }
+                _ = &mut shutdown_rx => {
+                    close(detail).await;
+                    Ok(())
+                }
+            };
+            write_result.and(read_result)
         }
         _ = &mut shutdown_rx => {
             close(detail).await;

@@ -263,3 +263,91 @@ async fn dropping_every_handle_closes_the_transport() {
         "the peer sees end of stream"
     );
 }
+
+/// The write side of a pipe to a process that has exited: every write fails with `BrokenPipe`,
+/// and the first failure is announced.
+struct DeadEnd {
+    failed: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl tokio::io::AsyncWrite for DeadEnd {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if let Some(failed) = self.failed.take() {
+            let _ = failed.send(());
+        }
+        std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// An agent that dies right after writing its last updates: the gateway may find its input
+/// closed (a request it writes fails) before it has read what the agent wrote. Everything the
+/// peer wrote up to the end of its output is still handed on, before a pending request fails.
+#[tokio::test]
+async fn a_failed_write_still_reads_the_peer_to_its_end_before_requests_fail() {
+    let (ours, mut theirs) = tokio::io::duplex(64 * 1024);
+    let (failed, write_failed) = tokio::sync::oneshot::channel();
+    let dead = DeadEnd {
+        failed: Some(failed),
+    };
+    let (conn, mut incoming) = Connection::new(ours, dead);
+    let prompt = tokio::spawn({
+        let conn = conn.clone();
+        async move { conn.request("session/prompt", json!({})).await }
+    });
+    // The prompt's line is the write that fails; the connection has handled that failure once
+    // this task runs again (one thread: its I/O task is not polled meanwhile).
+    write_failed.await.unwrap();
+    // Nothing more can be written: a new request fails at once instead of waiting.
+    assert!(conn
+        .request("late", json!({}))
+        .await
+        .unwrap_err()
+        .is_closed());
+    assert!(conn.notify("late", json!({})).unwrap_err().is_closed());
+
+    // What the peer wrote before its output ended: three updates.
+    for n in 0..3 {
+        let update = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"n": n}});
+        theirs
+            .write_all(format!("{update}\n").as_bytes())
+            .await
+            .expect("the connection still reads the peer's output");
+    }
+    drop(theirs);
+
+    let failed = prompt.await.unwrap();
+    assert!(failed.unwrap_err().is_closed());
+    // By the time the prompt fails, every update is already waiting for the consumer.
+    let mut got = Vec::new();
+    while let Ok(message) = incoming.try_recv() {
+        match message {
+            Incoming::Notification { method, params } => got.push((method, params["n"].clone())),
+            other => panic!("{other:?}"),
+        }
+    }
+    let n = |n: u64| ("session/update".to_owned(), json!(n));
+    assert_eq!(got, [n(0), n(1), n(2)]);
+    assert!(
+        incoming.recv().await.is_none(),
+        "then the incoming channel ends"
+    );
+    conn.closed().await;
+}
