@@ -375,11 +375,12 @@ for (const [name, viewport] of [['phone', PHONE], ['desktop', DESKTOP]]) {
       const { page } = await signedIn(viewport);
       await send(page, 'think tool please');
       await assistant(page, 'Echo: think tool please').waitFor();
-      await send(page, 'Plan for **today**:\n\n1. Read the logs\n2. Fix the `retry` loop\n\n```rust\nfn main() {\n    println!("hello");\n}\n```');
+      await send(page, 'Plan for **today**:\n\n1. Read the logs\n2. Fix the `retry` loop\n3. Check that $t_{n+1} = 2\\,t_n$ holds\n\n```rust\nfn main() {\n    println!("hello");\n}\n```');
       const answer = assistant(page, 'Plan for today');
       await answer.waitFor();
       await answer.locator('.code-block [class^="hljs-"]').first().waitFor();
       await answer.locator('ol li', { hasText: 'Read the logs' }).waitFor();
+      await answer.locator('ol li math').waitFor();
       await page.locator('#busy').waitFor({ state: 'hidden' });
       if (process.env.IRIS_SCREENSHOTS === '1') {
         const file = path.resolve(here, `../../../../docs/screenshots/web-${name}.png`);
