@@ -206,7 +206,8 @@ describe('Iris Web', { timeout: 240000 }, () => {
     await send(page, 'pester');
     for (let i = 0; i < 8; i++) {
       const dialog = page.locator('dialog#picker[open]');
-      await dialog.waitFor();
+      // The answered approval's buttons stay disabled until the next one replaces it.
+      await dialog.locator('.choices button:not([disabled])').first().waitFor();
       const choices = dialog.locator('.choices button');
       assert.equal(await choices.count(), 16, `approval ${i + 1}`);
       assert.ok(await dialog.evaluate((d) => d.scrollWidth <= d.clientWidth), `approval ${i + 1} fits the width`);
