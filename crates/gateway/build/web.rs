@@ -223,11 +223,13 @@ fn index_html(source: &str, assets: &[Built]) -> (String, String) {
             hashed[name.as_str()]
         ));
     }
-    // The import map must come before the first module script or preload.
-    let marker = "<link rel=\"stylesheet\"";
+    // The import map must come before the first module script or preload; the stylesheet and
+    // the theme script, which the first paint waits for, come before both, so that the browser
+    // asks for them first and not behind some fifty module preloads.
+    let marker = "<script type=\"module\"";
     let at = html
         .find(marker)
-        .expect("index.html links its stylesheet in <head>");
+        .expect("index.html loads its module script in <head>");
     html.insert_str(at, &format!("{head}  "));
     (html, csp_hash)
 }
