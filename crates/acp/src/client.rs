@@ -153,6 +153,21 @@ impl AgentClient {
         decode(method, value)
     }
 
+    /// `session/fork`: a new session holding a copy of `session_id`'s history so far (only where
+    /// the agent advertises `sessionCapabilities.fork`).
+    pub async fn fork_session(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+    ) -> Result<NewSessionResponse, AcpError> {
+        let request = LoadSessionRequest {
+            session_id: session_id.into(),
+            cwd: cwd.to_string_lossy().into_owned(),
+            mcp_servers: Vec::new(),
+        };
+        self.call(method::SESSION_FORK, &request).await
+    }
+
     /// `session/list`: the sessions the agent holds (only where it advertises
     /// `sessionCapabilities.list`); the first page is enough for a count.
     pub async fn list_sessions(&self) -> Result<ListSessionsResponse, AcpError> {

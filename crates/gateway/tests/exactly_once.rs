@@ -421,6 +421,7 @@ async fn a_retry_and_a_steer_under_a_client_id_run_once() {
         ClientFrame::MessageRetry(iris_protocol::MessageRetry {
             message_id: message_id(&echo),
             client_id: Some(cid.into()),
+            ..Default::default()
         })
     };
     let first = phone.request(default_lane(), retry("r-1")).await.unwrap();

@@ -3,7 +3,8 @@
 //! agent or a scheduled run ends; `session/resume` instead of `session/load`; a `usage_update`'s
 //! cost as `runtime.cost`; updates and capabilities of a newer ACP version ignored. The demo
 //! agent's `sessions` keyword says how many sessions it holds open. The spare session is off
-//! here, so that the counts are exact; `tests/spare_session.rs` covers it.
+//! here, and so are the checkpoints a lane forks to take a turn back, so that the counts are exact;
+//! `tests/spare_session.rs` and `tests/rewind.rs` cover them.
 
 mod common;
 
@@ -22,8 +23,9 @@ fn demo(name: &str, env: &[(&str, &str)]) -> NamedAgent {
         name: name.into(),
         command: demo_agent(),
         cwd: None,
-        env: env
+        env: [("DEMO_FORK", "0")]
             .iter()
+            .chain(env)
             .map(|(k, v)| ((*k).to_owned(), Secret::from(*v)))
             .collect(),
         timeouts: AgentTimeouts::default(),
@@ -31,9 +33,11 @@ fn demo(name: &str, env: &[(&str, &str)]) -> NamedAgent {
     }
 }
 
-/// The demo agent, without a spare session.
+/// The demo agent, without a spare session or checkpoints.
 fn demo_without_spare(c: &mut iris_gateway::Config) {
-    c.agent_command = Some(demo_agent());
+    c.agent_command = None;
+    c.agents = vec![demo("demo", &[])];
+    c.default_agent = Some("demo".into());
     c.spare_session = false;
 }
 

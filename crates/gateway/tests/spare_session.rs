@@ -1,7 +1,8 @@
 //! The spare session: the gateway keeps one agent session open ahead of need and hands it to the
 //! next new chat (or `/new`), so that its first answer does not wait for `session/new`; it opens
 //! the next one behind it, never more than one, and none when `spare_session = false`. Through
-//! the real server and the demo agent, whose `sessions` keyword says how many sessions it holds.
+//! the real server and the demo agent, whose `sessions` keyword says how many sessions it holds
+//! (without checkpoints, so that the counts are exact: `tests/rewind.rs` covers those).
 
 mod common;
 
@@ -26,7 +27,7 @@ fn spare_id(status: &str) -> String {
 
 #[tokio::test]
 async fn a_new_chat_takes_the_session_opened_ahead_and_the_next_one_is_opened() {
-    let gw = TestGateway::start_demo().await;
+    let gw = TestGateway::start_with(demo_without_fork).await;
     let (mut a, _) = gw.connect("phone").await;
     turn(&mut a, default_lane(), "hello").await;
     let status = lane_command(&mut a, "default", "/status").await;
@@ -59,7 +60,7 @@ async fn a_new_chat_takes_the_session_opened_ahead_and_the_next_one_is_opened() 
 
 #[tokio::test]
 async fn spares_never_pile_up_however_often_a_chat_starts_over() {
-    let gw = TestGateway::start_demo().await;
+    let gw = TestGateway::start_with(demo_without_fork).await;
     let (mut a, _) = gw.connect("phone").await;
     turn(&mut a, default_lane(), "hello").await;
     let mut seen = Vec::new();
@@ -88,7 +89,7 @@ async fn spares_never_pile_up_however_often_a_chat_starts_over() {
 #[tokio::test]
 async fn no_spare_when_it_is_turned_off() {
     let gw = TestGateway::start_with(|c| {
-        c.agent_command = Some(demo_agent());
+        demo_without_fork(c);
         c.spare_session = false;
     })
     .await;

@@ -228,6 +228,12 @@ pub struct MessageSend {
     /// extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// Edit and resend (an Iris extension): this message replaces the lane's newest answered
+    /// user message `edit_of`; the agent's session goes back to where it was before that message,
+    /// which is marked `replaced` with its answers. Only where that answer's `runtime.rewind`
+    /// says the agent can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_of: Option<String>,
 }
 
 /// `media.upload.start`.
@@ -363,6 +369,11 @@ pub struct MessageDelete {
 pub struct MessageRetry {
     /// The user message to run again.
     pub message_id: String,
+    /// Regenerate (an Iris extension): the agent's session goes back to where it was before the
+    /// message, and the answers it had are marked `replaced`. Only for the lane's newest answered
+    /// message, where its answer's `runtime.rewind` says the agent can.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rewind: bool,
     /// The device's own id for this request, as for `message.send`. An Iris extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,

@@ -25,17 +25,22 @@ pub enum MessageState {
     /// The gateway went down while the agent worked on it; its answer was cut off (Retry runs
     /// it again).
     Interrupted,
+    /// Regenerated or edited away: a newer answer (or an edited message) took its place in the
+    /// conversation the agent remembers. Also set on the answers that were replaced. Kept in the
+    /// transcript.
+    Replaced,
 }
 
 impl MessageState {
     /// Every state, for tests and documentation.
-    pub const ALL: [MessageState; 6] = [
+    pub const ALL: [MessageState; 7] = [
         MessageState::Queued,
         MessageState::Running,
         MessageState::Answered,
         MessageState::Stopped,
         MessageState::Failed,
         MessageState::Interrupted,
+        MessageState::Replaced,
     ];
 
     /// The state's wire name, also the text the store keeps.
@@ -47,6 +52,7 @@ impl MessageState {
             MessageState::Stopped => "stopped",
             MessageState::Failed => "failed",
             MessageState::Interrupted => "interrupted",
+            MessageState::Replaced => "replaced",
         }
     }
 

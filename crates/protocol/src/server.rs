@@ -308,6 +308,11 @@ pub struct Runtime {
     /// the chat's agent and model from its newest message that carries a runtime.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The turn can be taken back (an Iris extension): while this is the lane's newest answer,
+    /// `message.retry {rewind:true}` regenerates it and `message.send {edit_of}` edits the
+    /// message it answers. Set only when the agent can fork its session.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rewind: bool,
 }
 
 /// `message` (also the entries of `history`).

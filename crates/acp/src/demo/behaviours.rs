@@ -251,6 +251,18 @@ impl Turn<'_> {
         Ok(Flow::Done)
     }
 
+    /// `recall`: the user text of each earlier turn of the session.
+    pub(super) fn recall(&mut self) -> Step {
+        let turns = self.demo.state().history_of(self.session_id);
+        let mut text = format!("Recall: {} earlier turns", turns.len());
+        if !turns.is_empty() {
+            text.push_str(": ");
+            text.push_str(&turns.join(" / "));
+        }
+        self.say(&text);
+        Ok(Flow::Done)
+    }
+
     /// `future`: what an agent of a newer ACP version might send.
     pub(super) fn future(&mut self) -> Step {
         self.update(SessionUpdate::Unknown(serde_json::json!({

@@ -27,6 +27,7 @@
 //! | `silent` | answers exactly `[SILENT] nothing to report` (the marker of a scheduled job with nothing to say); ends the turn |
 //! | `environment` | answers `Environment: ` and, sorted, the names of its `IRIS_*` variables and `NAME=value` of its `DEMO_*` ones (`none` without any); ends the turn |
 //! | `sessions` | answers `Open sessions: <n>, resumed: <r>, loaded: <l>` (sessions open now; reopened by `session/resume` and `session/load` since the demo started); ends the turn |
+//! | `recall` | answers `Recall: <n> earlier turns` and the user text of each earlier turn of this session, oldest first, joined by ` / ` (what `session/fork` copied, say); ends the turn |
 //! | `future` | updates from a newer ACP version: a `session/update` of an unknown type (`future_update`), then an `agent_message_chunk` "Future-proof. " with an unknown field |
 //! | `cost` | a `usage_update` with `cost {amount: 0.0125, currency: "USD"}` |
 //! | `think` | `agent_thought_chunk`s before the answer |
@@ -52,9 +53,9 @@
 //! A unit test keeps this table equal to the script the demo plays.
 //!
 //! It advertises `sessionCapabilities.close` (`session/close` forgets a session) and `list`
-//! (`session/list` lists the open sessions), with
-//! `DEMO_RESUME=1` also `resume` (`session/resume` reopens a session without replaying it), and a
-//! capability of a newer ACP version (`futureCapability`) that clients must ignore.
+//! (`session/list` lists the open sessions), `fork` unless `DEMO_FORK=0` (`session/fork` copies a
+//! session's history, model and mode into a new one), with `DEMO_RESUME=1` also `resume`
+//! (`session/resume` reopens a session without replaying it), and a capability of a newer ACP version (`futureCapability`) that clients must ignore.
 //!
 //! With `DEMO_PROMPT_LOG=<file>` in its environment the demo appends the text of every prompt it
 //! starts a turn for to that file, one JSON string per line, so that tests count real runs.

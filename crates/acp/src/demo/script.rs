@@ -47,6 +47,7 @@ enum Behaviour {
     Silent,
     Environment,
     Sessions,
+    Recall,
     Future,
     Cost,
     Think,
@@ -200,6 +201,12 @@ const SCRIPT: &[Rule] = &[
         Behaviour::Sessions,
         "answers `Open sessions: <n>, resumed: <r>, loaded: <l>` (sessions open now; reopened by \
          `session/resume` and `session/load` since the demo started); ends the turn",
+    ),
+    keyword(
+        &["recall"],
+        Behaviour::Recall,
+        "answers `Recall: <n> earlier turns` and the user text of each earlier turn of this \
+         session, oldest first, joined by ` / ` (what `session/fork` copied, say); ends the turn",
     ),
     keyword(
         &["future"],
@@ -448,6 +455,7 @@ impl Turn<'_> {
             Behaviour::Silent => self.silent(),
             Behaviour::Environment => self.environment(),
             Behaviour::Sessions => self.sessions(),
+            Behaviour::Recall => self.recall(),
             Behaviour::Future => self.future(),
             Behaviour::Cost => self.cost(),
             Behaviour::Think => self.think(),

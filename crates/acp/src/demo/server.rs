@@ -96,6 +96,14 @@ impl State {
         )
     }
 
+    /// The user text of each finished turn of a session, oldest first.
+    pub(super) fn history_of(&self, session_id: &str) -> Vec<String> {
+        self.sessions
+            .get(session_id)
+            .map(|s| s.history.iter().map(|(user, _)| user.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// A new session or tool call id, unique across restarts of the demo.
     pub(super) fn fresh_id(&mut self, kind: &str) -> String {
         let id = format!("demo-{kind}-{}-{}", self.id_prefix, self.next_id);
@@ -123,13 +131,16 @@ fn record_prompt(text: &str) {
     }
 }
 
-/// Capabilities besides `loadSession` and prompts: `sessionCapabilities.close` always, `resume`
-/// with `DEMO_RESUME=1` in the environment, and one from a future ACP version that clients must
-/// ignore.
+/// Capabilities besides `loadSession` and prompts: `sessionCapabilities.close` and `list`
+/// always, `fork` unless `DEMO_FORK=0` is in the environment, `resume` with `DEMO_RESUME=1`, and
+/// one from a future ACP version that clients must ignore.
 fn extra_capabilities() -> serde_json::Map<String, Value> {
     let mut session = serde_json::Map::new();
     session.insert("close".into(), serde_json::json!({}));
     session.insert("list".into(), serde_json::json!({}));
+    if !std::env::var("DEMO_FORK").is_ok_and(|v| v == "0") {
+        session.insert("fork".into(), serde_json::json!({}));
+    }
     if std::env::var("DEMO_RESUME").is_ok_and(|v| v == "1") {
         session.insert("resume".into(), serde_json::json!({}));
     }
@@ -222,6 +233,7 @@ impl Demo {
             method::SESSION_LOAD => self.load_session(params),
             method::SESSION_RESUME => self.resume_session(params),
             method::SESSION_CLOSE => self.close_session(params),
+            method::SESSION_FORK => self.fork_session(params),
             method::SESSION_LIST => self.list_sessions(),
             method::SESSION_SET_MODEL => self.set_model(params),
             method::SESSION_SET_MODE => self.set_mode(params),
@@ -312,6 +324,38 @@ impl Demo {
             modes: Some(modes_state(&session.mode_id)),
         };
         Ok((to_json(&response), Some((id, vec![available_commands()]))))
+    }
+
+    /// `session/fork`: a new session with a copy of the history, model and mode of an open one
+    /// (an unknown id is an error: there is nothing to copy).
+    fn fork_session(&self, params: Value) -> Handled {
+        let request: LoadSessionRequest = parse(params).map_err(|e| (INVALID_PARAMS, e))?;
+        let mut state = self.state();
+        let Some(from) = state.sessions.get(&request.session_id) else {
+            return Err((
+                INVALID_PARAMS,
+                format!("unknown session {}", request.session_id),
+            ));
+        };
+        let session = Session {
+            model_id: from.model_id.clone(),
+            mode_id: from.mode_id.clone(),
+            history: from.history.clone(),
+            used: from.used,
+            cwd: request.cwd,
+            ..Session::new()
+        };
+        let session_id = state.fresh_id("session");
+        let response = NewSessionResponse {
+            session_id: session_id.clone(),
+            models: Some(models_state(&session.model_id)),
+            modes: Some(modes_state(&session.mode_id)),
+        };
+        state.sessions.insert(session_id.clone(), session);
+        Ok((
+            to_json(&response),
+            Some((session_id, vec![available_commands()])),
+        ))
     }
 
     /// `session/list`: every open session with its working directory.

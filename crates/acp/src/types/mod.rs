@@ -30,6 +30,9 @@ pub mod method {
     /// Client → agent request: end a session and free what it holds (where
     /// `sessionCapabilities.close` is advertised).
     pub const SESSION_CLOSE: &str = "session/close";
+    /// A copy of a session with its history so far, as a new session (advertised as
+    /// `sessionCapabilities.fork`; params as `session/load`'s, result as `session/new`'s).
+    pub const SESSION_FORK: &str = "session/fork";
     /// Client → agent request: the sessions the agent holds (where `sessionCapabilities.list`
     /// is advertised).
     pub const SESSION_LIST: &str = "session/list";

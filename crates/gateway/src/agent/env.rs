@@ -175,6 +175,9 @@ pub(crate) struct LaneEnv {
     pub(crate) hosts: Hosts,
     pub(crate) settings: BridgeConfig,
     pub(crate) pickers: Arc<PickerIndex>,
+    /// Per idle lane that can take its newest turn back, the user message of that turn (see
+    /// `lane::rewind`); read by the handlers to refuse a regenerate or an edit before storing.
+    pub(crate) rewinds: Mutex<HashMap<Lane, String>>,
     notice: Mutex<Option<String>>,
     /// Raised whenever a channel changes its agent: a lane that sees it move re-reads its
     /// channel's agent (an idle lane at once, a busy one before its next job).
@@ -200,9 +203,25 @@ impl LaneEnv {
             hosts,
             settings,
             pickers: Arc::default(),
+            rewinds: Mutex::default(),
             notice: Mutex::new(notice),
             epoch: watch::channel(0).0,
         }
+    }
+
+    /// Whether `lane` is idle and can take its turn for `message_id` back.
+    pub(crate) fn can_rewind(&self, lane: &Lane, message_id: &str) -> bool {
+        let map = self.rewinds.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(lane).is_some_and(|m| m == message_id)
+    }
+
+    /// Says which turn of `lane` can be taken back now (none while a turn runs).
+    pub(crate) fn set_rewind(&self, lane: &Lane, message_id: Option<&str>) {
+        let mut map = self.rewinds.lock().unwrap_or_else(|e| e.into_inner());
+        match message_id {
+            Some(m) => map.insert(lane.clone(), m.to_owned()),
+            None => map.remove(lane),
+        };
     }
 
     /// The one-time notice about the agent choice, for the first turn.

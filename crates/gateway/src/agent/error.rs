@@ -27,6 +27,11 @@ pub enum AgentError {
     /// A retry while the lane runs a turn.
     #[error("a turn is running in this chat; retry when it has ended")]
     RetryWhileBusy,
+    /// Regenerate or edit where the lane holds no checkpoint before that message: it is not the
+    /// newest answered one, the session moved on (`/new`, another agent), or the agent cannot
+    /// fork its session.
+    #[error("this answer can no longer be regenerated or edited: only the newest answer can, and only with an agent that can fork its session")]
+    NoCheckpoint,
     /// The gateway runs without an agent (`--agent none`).
     #[error("no agent is configured")]
     NoAgent,
@@ -78,7 +83,9 @@ impl From<AgentError> for WireError {
             | AgentError::NoRunner
             | AgentError::PickerUnknown
             | AgentError::UnknownAgent { .. } => WireError::not_found(message),
-            AgentError::BadChoice(_) | AgentError::EmptySteer => WireError::bad_request(message),
+            AgentError::BadChoice(_) | AgentError::EmptySteer | AgentError::NoCheckpoint => {
+                WireError::bad_request(message)
+            }
             AgentError::LaneEnded | AgentError::Unavailable(_) | AgentError::ShuttingDown => {
                 WireError::internal(message)
             }
@@ -100,6 +107,7 @@ mod tests {
         assert_eq!(wire(AgentError::PickerUnknown), ErrorCode::NotFound);
         assert_eq!(wire(AgentError::BadChoice("no")), ErrorCode::BadRequest);
         assert_eq!(wire(AgentError::EmptySteer), ErrorCode::BadRequest);
+        assert_eq!(wire(AgentError::NoCheckpoint), ErrorCode::BadRequest);
         assert_eq!(wire(AgentError::ShuttingDown), ErrorCode::Internal);
         assert_eq!(
             wire(AgentError::Store(StoreError::Invalid("x".into()))),

@@ -126,6 +126,7 @@ pub async fn resume(agents: &Agents, media: &Media, store: &Store) -> Result<usi
                     work: Work::Prompt {
                         text: message.text.clone(),
                         blocks: media.prompt_links(&attachments),
+                        rewind: None,
                     },
                 };
                 agents.submit(ticket, submission).await

@@ -72,6 +72,8 @@ pub struct TurnConfig {
     pub show_reasoning: bool,
     /// Minimum spacing of `message.update` frames (leading edge: see the module docs).
     pub update_interval: Duration,
+    /// The turn can be taken back (`runtime.rewind`).
+    pub rewind: bool,
 }
 
 #[derive(Debug)]
@@ -660,6 +662,7 @@ impl TurnMapper {
             latency: Some(round_secs(now.duration_since(self.started_at))),
             cost: self.cost,
             agent: self.cfg.agent.clone(),
+            rewind: self.cfg.rewind,
         };
         if !self.bubble_started
             && self.text.is_empty()

@@ -72,6 +72,9 @@ pub enum Work {
         text: String,
         /// Attachments as content blocks.
         blocks: Vec<ContentBlock>,
+        /// An edit (`message.send {edit_of}`): the user message whose checkpoint the turn goes
+        /// back to.
+        rewind: Option<String>,
     },
     /// A gateway command.
     Command(Command),
@@ -120,9 +123,14 @@ impl Agents {
                 message_id: sub.message_id,
                 slot,
             }),
-            Work::Prompt { text, blocks } => LaneCmd::Prompt(PromptJob {
+            Work::Prompt {
                 text,
                 blocks,
+                rewind,
+            } => LaneCmd::Prompt(PromptJob {
+                text,
+                blocks,
+                rewind,
                 origin_conn: sub.origin_conn,
                 message_id: sub.message_id,
                 slot,
@@ -192,14 +200,21 @@ impl Agents {
         Ok(lane)
     }
 
+    /// Whether the lane is idle and can take its turn for `message_id` back (regenerate, edit).
+    pub fn can_rewind(&self, lane: &Lane, message_id: &str) -> bool {
+        self.env().can_rewind(lane, message_id)
+    }
+
     /// Runs a stored user message of the lane again as a new turn; refused while the lane runs
-    /// a turn.
+    /// a turn. With `rewind`, the turn starts from the agent session's checkpoint before the
+    /// message (refused where the lane has none).
     pub async fn retry(
         &self,
         lane: &Lane,
         message_id: String,
         text: String,
         blocks: Vec<ContentBlock>,
+        rewind: bool,
         origin_conn: u64,
     ) -> Result<(), AgentError> {
         let slot = Some(self.take_slot(lane)?);
@@ -207,6 +222,7 @@ impl Agents {
         let job = PromptJob {
             text,
             blocks,
+            rewind: rewind.then(|| message_id.clone()),
             origin_conn,
             message_id,
             slot,

@@ -218,6 +218,7 @@ mod tests {
                 cwd: "~".into(),
                 show_reasoning: false,
                 update_interval: Duration::from_millis(interval_ms),
+            rewind: false,
             });
             let mut devices = [Device::new(true), Device::new(false), Device::new(true), Device::new(false)];
             let header = Header::lane("default", None);

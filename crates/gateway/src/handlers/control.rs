@@ -71,7 +71,11 @@ pub(super) async fn retry(
 ) -> Result<Reply> {
     let client_id = client_ids::check(req.client_id.as_deref())?;
     let lane = resolve_lane(ctx, header).await?;
-    let digest = client_ids::digest("message.retry", &[lane.row_id(), &req.message_id]);
+    let mut parts = vec![lane.row_id(), req.message_id.as_str()];
+    if req.rewind {
+        parts.push("rewind");
+    }
+    let digest = client_ids::digest("message.retry", &parts);
     if let Some(reply) = client_ids::answer_prior(ctx, device, header, client_id, &digest).await? {
         return Ok(reply);
     }
@@ -90,6 +94,9 @@ pub(super) async fn retry(
         return Err(WireError::bad_request(
             "a gateway command cannot be retried",
         ));
+    }
+    if req.rewind && !ctx.agents.can_rewind(&lane, &message.message_id) {
+        return Err(crate::agent::AgentError::NoCheckpoint.into());
     }
     let mut attachments = Vec::new();
     for m in &message.media {
@@ -112,7 +119,14 @@ pub(super) async fn retry(
     let blocks = ctx.media.prompt_links(&attachments);
     let result = match ctx
         .agents
-        .retry(&lane, message.message_id, message.text, blocks, origin.conn)
+        .retry(
+            &lane,
+            message.message_id,
+            message.text,
+            blocks,
+            req.rewind,
+            origin.conn,
+        )
         .await
     {
         Ok(()) => Ok(Reply::ack(header)),

@@ -52,6 +52,7 @@ pub(super) async fn send(
     let attachments = ctx.media.resolve_refs(device_id, &send.media_refs).await?;
     let command = Command::parse(&send.text);
     let is_agent_command = command.is_none() && is_agent_command(ctx, &send.text);
+    let rewind = check_edit(ctx, &lane, &send, command.is_none() && !is_agent_command).await?;
     let thread =
         (send.auto_thread && lane.thread_id.is_none() && command.is_none() && !is_agent_command)
             .then(|| new_thread(&send.text, &lane.chat_id));
@@ -109,6 +110,7 @@ pub(super) async fn send(
         None => Work::Prompt {
             text: send.text,
             blocks: ctx.media.prompt_links(&attachments),
+            rewind,
         },
     };
     let submission = Submission {
@@ -209,16 +211,51 @@ fn store_send(
 /// The content a `client_id` stands for: lane, text, reply, attachments, thread wish.
 fn send_digest(lane: &Lane, send: &MessageSend) -> String {
     let refs = send.media_refs.join("\n");
-    client_ids::digest(
-        "message.send",
-        &[
-            lane.row_id(),
-            &send.text,
-            send.reply_to.as_deref().unwrap_or(""),
-            &refs,
-            if send.auto_thread { "thread" } else { "" },
-        ],
-    )
+    let mut parts = vec![
+        lane.row_id(),
+        &send.text,
+        send.reply_to.as_deref().unwrap_or(""),
+        &refs,
+        if send.auto_thread { "thread" } else { "" },
+    ];
+    // Only an edit names what it edits: the digests of other sends stay as they were.
+    if let Some(edit_of) = &send.edit_of {
+        parts.extend(["edit_of", edit_of]);
+    }
+    client_ids::digest("message.send", &parts)
+}
+
+/// An edit (`edit_of`) takes back the lane's newest turn: refused for a command, an
+/// auto-thread, a message that is not a user's prompt of this lane, and where the lane cannot
+/// take that turn back now.
+async fn check_edit(
+    ctx: &Context,
+    lane: &Lane,
+    send: &MessageSend,
+    prompt: bool,
+) -> Result<Option<String>> {
+    let Some(edit_of) = &send.edit_of else {
+        return Ok(None);
+    };
+    if !prompt || send.auto_thread {
+        return Err(WireError::bad_request(
+            "only a message for the agent can be an edit, in the same chat",
+        ));
+    }
+    let edited = ctx
+        .shared
+        .store
+        .get_message(edit_of)
+        .await?
+        .filter(|m| m.chat_id == lane.chat_id && m.thread_id == lane.thread_id)
+        .ok_or_else(|| WireError::not_found("edit_of unknown in this lane"))?;
+    if from_stored(&edited).role != Role::User {
+        return Err(WireError::bad_request("only a user message can be edited"));
+    }
+    if !ctx.agents.can_rewind(lane, edit_of) {
+        return Err(crate::agent::AgentError::NoCheckpoint.into());
+    }
+    Ok(Some(edit_of.clone()))
 }
 
 /// Whether the text starts with a command the agent advertised (forwarded to it as a prompt).

@@ -157,6 +157,21 @@ pub fn demo_agent() -> String {
     format!("'{}' demo-agent", env!("CARGO_BIN_EXE_iris-gateway"))
 }
 
+/// The demo agent as the only agent, named `demo`, without `sessionCapabilities.fork`: lanes
+/// keep no checkpoints (`DEMO_FORK=0`), for tests that count the sessions it holds.
+pub fn demo_without_fork(c: &mut Config) {
+    c.agent_command = None;
+    c.agents = vec![iris_gateway::config::NamedAgent {
+        name: "demo".into(),
+        command: demo_agent(),
+        cwd: None,
+        env: [("DEMO_FORK".to_owned(), "0".into())].into_iter().collect(),
+        timeouts: Default::default(),
+        spare_session: None,
+    }];
+    c.default_agent = Some("demo".into());
+}
+
 /// How long a turn's frames may take to arrive.
 pub const FRAME_WAIT: Duration = Duration::from_secs(30);
 

@@ -208,6 +208,7 @@ mod tests {
             cwd: "~".into(),
             show_reasoning: false,
             update_interval: Duration::from_millis(50),
+            rewind: false,
         });
         let chunk = serde_json::json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}});
         m.on_update(&serde_json::from_value(chunk).unwrap(), Instant::now());

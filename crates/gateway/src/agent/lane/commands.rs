@@ -91,6 +91,7 @@ impl LaneActor {
     }
 
     pub(super) async fn new_session(&mut self) {
+        self.drop_checkpoints().await;
         self.session.forget().await;
         match self.ensure_session().await {
             Ok(_) => self.out.system("Started a new session.").await,

@@ -30,12 +30,14 @@ use super::host::{event_channel, AgentHost, EventRx, LaneEvent};
 use super::turn::TurnMapper;
 use crate::outbox::Lane;
 
+mod branch;
 mod checkpoint;
 mod commands;
 mod drive;
 mod output;
 mod pickers;
 mod queue;
+mod rewind;
 mod scheduled;
 mod session;
 mod titles;
@@ -90,6 +92,7 @@ pub(crate) struct LaneActor {
     session: session::SessionSlot,
     checkpoints: checkpoint::Checkpoints,
     queue: queue::LaneQueue,
+    rewind: branch::Rewind,
     show_reasoning: bool,
     /// Titles the agent may still give the thread before the next turn starts
     /// ([`AGENT_TITLES_PER_TURN`]).
@@ -116,6 +119,7 @@ impl LaneActor {
             ),
             checkpoints: checkpoint::Checkpoints::new(store, lane),
             queue: queue::LaneQueue::default(),
+            rewind: branch::Rewind::default(),
             show_reasoning: true,
             agent_titles_left: AGENT_TITLES_PER_TURN,
             inbox,
@@ -139,6 +143,8 @@ impl LaneActor {
             if self.inbox.ending() {
                 break;
             }
+            // The checkpoint of the next turn, made before that turn can start.
+            self.take_checkpoint().await;
             if let Some(job) = self.queue.pop() {
                 self.follow_agent().await;
                 self.run_job(job).await;
@@ -175,7 +181,17 @@ impl LaneActor {
 
     async fn idle_cmd(&mut self, cmd: LaneCmd) {
         match cmd {
-            LaneCmd::Prompt(p) => self.queue.prompt_when_idle(p),
+            LaneCmd::Prompt(mut p) => {
+                // A regenerate needs the checkpoint before its message; refused without one.
+                let refused = p.rewind.as_deref().is_some_and(|b| !self.can_rewind(b));
+                match p.retry.take() {
+                    Some(reply) if refused => drop(reply.send(Err(AgentError::NoCheckpoint))),
+                    reply => {
+                        p.retry = reply;
+                        self.queue.prompt_when_idle(p);
+                    }
+                }
+            }
             LaneCmd::Command(c) => self.queue.push(queue::Job::Command(c)),
             LaneCmd::Cron(c) => self.queue.push(queue::Job::Cron(c)),
             LaneCmd::Stop(reply) => drop(reply.send(false)),
@@ -218,7 +234,9 @@ impl LaneActor {
     /// Takes the agent of the lane's channel when some channel changed its agent.
     async fn follow_agent(&mut self) {
         let epoch = self.inbox.epoch();
-        self.session.follow(&self.env.hosts, epoch).await;
+        if self.session.follow(&self.env.hosts, epoch).await {
+            self.drop_checkpoints().await;
+        }
     }
 
     /// The agent process and this lane's session on it (see [`session::SessionSlot::ensure`]).

@@ -67,6 +67,9 @@ pub(crate) struct PromptJob {
     pub text: String,
     /// Extra content blocks (attachments).
     pub blocks: Vec<ContentBlock>,
+    /// Regenerate or edit: the user message whose checkpoint of the agent session the turn
+    /// starts from (see `super::rewind`).
+    pub rewind: Option<String>,
     /// Connection that sent it (gets the `read.receipt`), 0 for none.
     pub origin_conn: u64,
     /// The stored user message.
@@ -88,6 +91,7 @@ impl PromptJob {
         PromptJob {
             text,
             blocks: Vec::new(),
+            rewind: None,
             origin_conn: 0,
             message_id: String::new(),
             slot: None,
@@ -202,6 +206,12 @@ impl LaneQueue {
     }
 
     /// How many jobs wait.
+    /// Whether the next job takes the newest turn back (then no checkpoint after that turn is
+    /// needed).
+    pub(crate) fn rewinds_next(&self) -> bool {
+        matches!(self.jobs.front(), Some(Job::Prompt(p)) if p.rewind.is_some())
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.jobs.len()
     }

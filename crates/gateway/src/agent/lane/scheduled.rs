@@ -117,6 +117,7 @@ impl LaneActor {
             cwd: crate::config::home_relative(&self.host().cwd),
             show_reasoning: self.show_reasoning,
             update_interval: self.env.settings.update_interval,
+            rewind: false,
         });
         let blocks = vec![ContentBlock::text(prompt.to_owned())];
         let Driven {

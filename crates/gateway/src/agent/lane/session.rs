@@ -14,6 +14,10 @@ use super::super::host::{AgentHost, EventRx, EventTx, Instance};
 use super::super::usage::{UsageKind, UsageMeter};
 use crate::outbox::Lane;
 
+/// How long a fork of the lane's session (a checkpoint, or the session a rewound turn runs in)
+/// may take.
+const FORK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How long a model switch waits for the agent's answer.
 const SET_MODEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -24,6 +28,8 @@ pub(crate) struct Session {
     pub models: Option<SessionModelState>,
     /// Turns the agent's token reports into each turn's own count.
     pub usage: UsageMeter,
+    /// Opened empty and no turn ran in it yet (a reopened session has a history).
+    pub fresh: bool,
 }
 
 impl Session {
@@ -33,6 +39,7 @@ impl Session {
             generation: instance.generation,
             models,
             usage: UsageMeter::new(UsageKind::of(instance.info.as_ref())),
+            fresh: false,
         }
     }
 }
@@ -160,9 +167,100 @@ impl SessionSlot {
             .add_route(&id, instance.generation, self.events.clone());
         let had_one = self.stored.is_some();
         self.set_stored(Some(id.clone())).await;
-        self.current = Some(Session::new(id, &instance, models));
+        self.current = Some(Session {
+            fresh: true,
+            ..Session::new(id, &instance, models)
+        });
         self.refill = Some(instance.clone());
         Ok((instance, had_one))
+    }
+
+    /// Whether the running agent can fork a session (`sessionCapabilities.fork`).
+    pub(crate) async fn can_fork(&self) -> bool {
+        self.host
+            .running()
+            .await
+            .is_some_and(|i| i.caps.session_capability("fork"))
+    }
+
+    /// A copy of the open session as it stands (`session/fork`), kept aside as a checkpoint;
+    /// none where the agent cannot fork, no session is open, or the fork failed.
+    pub(crate) async fn fork_current(&self, rx: &mut EventRx) -> Option<String> {
+        let session = self.current.as_ref()?;
+        let instance = self.host.running().await?;
+        if instance.generation != session.generation || !instance.caps.session_capability("fork") {
+            return None;
+        }
+        let cwd = self.host.cwd.clone();
+        let forking = tokio::time::timeout(
+            FORK_TIMEOUT,
+            instance.client.fork_session(&session.id, &cwd),
+        );
+        match drain_while(rx, forking).await {
+            Ok(Ok(resp)) => Some(resp.session_id),
+            Ok(Err(e)) => {
+                tracing::info!(error = %e, "session/fork failed; no checkpoint for this turn");
+                None
+            }
+            Err(_) => {
+                tracing::info!("session/fork was not answered in time; no checkpoint");
+                None
+            }
+        }
+    }
+
+    /// Ends a checkpoint session no longer needed, where the agent can (`session/close`).
+    pub(crate) async fn close_checkpoint(&self, id: &str) {
+        if let Some(instance) = self.host.running().await {
+            instance.close_session(id).await;
+        }
+    }
+
+    /// Moves the lane to a new session that starts from a checkpoint: a fork of `from`, or an
+    /// empty session for a checkpoint before the first turn. The session left behind is closed;
+    /// the model chosen in it is chosen again in the new one.
+    pub(crate) async fn rewind_to(
+        &mut self,
+        from: Option<&str>,
+        rx: &mut EventRx,
+    ) -> Result<(), AgentError> {
+        let instance = self.host.instance().await?;
+        let cwd = self.host.cwd.clone();
+        let opened = match from {
+            Some(id) => {
+                let forking =
+                    tokio::time::timeout(FORK_TIMEOUT, instance.client.fork_session(id, &cwd));
+                drain_while(rx, forking).await
+            }
+            None => {
+                let opening = tokio::time::timeout(FORK_TIMEOUT, instance.client.new_session(&cwd));
+                drain_while(rx, opening).await
+            }
+        };
+        let resp = match opened {
+            Ok(Ok(resp)) => resp,
+            Ok(Err(e)) => return Err(AgentError::Unavailable(format!("{e}"))),
+            Err(_) => {
+                return Err(AgentError::Unavailable(
+                    "the agent did not answer in time".into(),
+                ))
+            }
+        };
+        let model = self.current_model();
+        self.release(true).await;
+        self.host
+            .add_route(&resp.session_id, instance.generation, self.events.clone());
+        self.set_stored(Some(resp.session_id.clone())).await;
+        self.current = Some(Session {
+            fresh: from.is_none(),
+            ..Session::new(resp.session_id, &instance, resp.models)
+        });
+        if let Some(model) = model.filter(|m| Some(m) != self.current_model().as_ref()) {
+            if let Err(e) = self.set_model(&model).await {
+                tracing::info!(error = %e, "the model was not chosen again after a rewind");
+            }
+        }
+        Ok(())
     }
 
     /// Starts opening the agent's next spare session, if this lane took one (or opened the
@@ -220,27 +318,29 @@ impl SessionSlot {
 
     /// Takes the agent of the lane's channel, when some channel changed its agent since the
     /// lane last looked (`epoch`, and once at the start): a session on the old agent is closed
-    /// there and forgotten, and the next turn opens one on the new agent.
-    pub(crate) async fn follow(&mut self, hosts: &Hosts, epoch: u64) {
+    /// there and forgotten, and the next turn opens one on the new agent. Returns whether the
+    /// lane moved to another agent.
+    pub(crate) async fn follow(&mut self, hosts: &Hosts, epoch: u64) -> bool {
         if epoch == self.epoch {
-            return;
+            return false;
         }
         self.epoch = epoch;
         let agent = match self.store.get_channel(self.lane.row_id()).await {
             Ok(Some(row)) => row.agent,
-            Ok(None) => return,
+            Ok(None) => return false,
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the lane's agent");
-                return;
+                return false;
             }
         };
         let host = hosts.host(agent.as_deref()).clone();
         if Arc::ptr_eq(&host, &self.host) {
-            return;
+            return false;
         }
         self.release(true).await;
         self.stored = None;
         self.host = host;
+        true
     }
 
     /// Forgets the session (`/new`): closed on the agent, and no longer remembered.

@@ -21,6 +21,7 @@ impl LaneActor {
         if let Some(notice) = self.env.take_notice() {
             self.out.system(notice).await;
         }
+        let rewound = self.rewind_job(&mut job).await;
         let instance = match self.ensure_session().await {
             Ok(i) => i,
             Err(e) => {
@@ -40,6 +41,7 @@ impl LaneActor {
             .current()
             .map(|s| s.id.clone())
             .unwrap_or_default();
+        let rewind = rewound || self.checkpoint_for(&job.message_id).await;
         self.out.read_receipt(job.origin_conn, &job.message_id);
         let turn_started = Instant::now();
         // Committed before the prompt goes out: this `agent.busy` takes the message out of the
@@ -57,6 +59,7 @@ impl LaneActor {
             cwd: crate::config::home_relative(&self.host().cwd),
             show_reasoning: self.show_reasoning,
             update_interval: self.env.settings.update_interval,
+            rewind,
         });
         mapper.answering(&job.message_id);
         let turn_id = mapper.message_id().to_owned();
@@ -106,11 +109,46 @@ impl LaneActor {
         let shown = shows_text(&outs).then_some(shown).flatten();
         self.out.emit(outs, &turn_id, shown).await;
         self.env.shared.metrics.observe_turn(turn_started.elapsed());
+        self.rewind_ended(&job.message_id, Some(&turn_id));
         if let Some(n) = notice {
             self.out.system(n).await;
         }
         drop(slot);
         self.out.idle().await;
+    }
+
+    /// A regenerate or an edit moves the lane back to the checkpoint before the message it
+    /// takes back; returns whether it did. An edit that arrives when that is no longer possible
+    /// (another turn ran first) runs as a new message, and the lane says so.
+    async fn rewind_job(&mut self, job: &mut PromptJob) -> bool {
+        let Some(before) = job.rewind.take() else {
+            return false;
+        };
+        match self.rewind_to(&before, &job.message_id).await {
+            Ok(()) => true,
+            Err(e) => {
+                let text = match e {
+                    AgentError::NoCheckpoint => "The conversation could not be taken back to before the edited message (another turn ran first); the edit was sent as a new message.".to_owned(),
+                    e => format!("The conversation could not be taken back ({e}); the message runs where the conversation stands."),
+                };
+                self.out.system(text).await;
+                false
+            }
+        }
+    }
+
+    /// Makes the checkpoint before this turn's message the lane's (see `super::rewind`);
+    /// returns whether the turn can be taken back.
+    async fn checkpoint_for(&mut self, message_id: &str) -> bool {
+        let fresh = self
+            .session
+            .current_mut()
+            .map(|s| std::mem::take(&mut s.fresh));
+        if message_id.is_empty() || !self.session.can_fork().await {
+            self.drop_checkpoints().await;
+            return false;
+        }
+        self.rewind_begin(message_id, fresh == Some(true)).await
     }
 
     pub(super) fn cancel_turn(

@@ -22,6 +22,7 @@ fn mapper() -> TurnMapper {
         cwd: "~".into(),
         show_reasoning: true,
         update_interval: Duration::from_millis(50),
+        rewind: false,
     })
 }
 
