@@ -173,6 +173,15 @@ impl Gateway {
             Guard::new(token, config.limits.clone()).shared_token(config.auth.shared_token),
         );
         let media = Media::new(&config, store.clone());
+        let files = crate::files::Files::new(
+            &config.files,
+            dir.clone(),
+            roster.agents.iter().map(|a| {
+                let cwd = a.spec.cwd.clone().unwrap_or_else(|| cwd.clone());
+                (a.name.clone(), cwd, !a.disabled)
+            }),
+            roster.default.clone(),
+        );
         let (cron, due) = Cron::new(config.cron.clone(), store.clone());
         let shared = Shared::new(config, store, hub);
         let agents = Agents::new(
@@ -196,6 +205,7 @@ impl Gateway {
             guard,
             agents,
             media,
+            files,
             shutdown: CancellationToken::new(),
             searches: Default::default(),
             push: push.clone(),

@@ -170,10 +170,7 @@ mod tests {
             total: 100_000,
             hidden: 0,
         };
-        let text = encode(
-            &Header::default(),
-            &ServerFrame::FilesList(listing.clone()),
-        );
+        let text = encode(&Header::default(), &ServerFrame::FilesList(listing.clone()));
         assert!(text.contains(r#""type":"files.list""#), "{text}");
         assert!(!text.contains("hidden"), "{text}");
         let back = decode::<ServerFrame>(&text).expect("decode");
