@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::agents::{AgentFileConfig, NamedAgentFileConfig};
 use super::error::ConfigError;
-use super::FileConfig;
 
 /// `[files]` in the file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -41,8 +41,8 @@ pub struct FilesConfig {
     pub max_entries: usize,
     /// Bytes of text one read holds at most.
     pub max_read_bytes: usize,
-    /// Largest file a pull streams.
-    pub max_pull_bytes: u64,
+    /// Largest file a pull streams (`None`: `[media] max_upload_bytes`).
+    pub max_pull_bytes: Option<u64>,
 }
 
 impl Default for FilesConfig {
@@ -54,16 +54,19 @@ impl Default for FilesConfig {
             show_hidden: false,
             max_entries: 2000,
             max_read_bytes: 256 * 1024,
-            max_pull_bytes: 100 * 1024 * 1024,
+            max_pull_bytes: None,
         }
     }
 }
 
 impl FilesConfig {
     /// `[files]` and the agents' `files` keys, over the defaults.
-    pub fn resolve(file: &FileConfig) -> Result<FilesConfig, ConfigError> {
+    pub fn resolve(
+        f: &FilesFileConfig,
+        agent: &AgentFileConfig,
+        agents: &BTreeMap<String, NamedAgentFileConfig>,
+    ) -> Result<FilesConfig, ConfigError> {
         let d = FilesConfig::default();
-        let f = &file.files;
         let invalid = |key: &'static str| ConfigError::Invalid {
             key,
             message: "must be at least 1".into(),
@@ -81,19 +84,15 @@ impl FilesConfig {
         }
         Ok(FilesConfig {
             enabled: f.enabled.unwrap_or(d.enabled),
-            agent: file.agent.files,
-            per_agent: file
-                .agents
+            agent: agent.files,
+            per_agent: agents
                 .iter()
                 .filter_map(|(name, a)| a.files.map(|on| (name.clone(), on)))
                 .collect(),
             show_hidden: f.show_hidden.unwrap_or(d.show_hidden),
             max_entries,
             max_read_bytes,
-            max_pull_bytes: f
-                .max_pull_bytes
-                .or(file.media.max_upload_bytes)
-                .unwrap_or(d.max_pull_bytes),
+            max_pull_bytes: f.max_pull_bytes,
         })
     }
 
@@ -110,27 +109,31 @@ impl FilesConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::FileConfig;
+
+    fn resolve(file: &FileConfig) -> Result<FilesConfig, ConfigError> {
+        FilesConfig::resolve(&file.files, &file.agent, &file.agents)
+    }
 
     fn parse(toml: &str) -> FilesConfig {
-        let file: FileConfig = toml::from_str(toml).expect("toml");
-        FilesConfig::resolve(&file).expect("valid")
+        resolve(&toml::from_str(toml).expect("toml")).expect("valid")
     }
 
     #[test]
     fn on_by_default_and_switchable_per_agent() {
         let d = parse("");
         assert!(d.enabled_for("demo") && !d.show_hidden);
-        assert_eq!(d.max_pull_bytes, 100 * 1024 * 1024);
+        assert_eq!(d.max_pull_bytes, None);
         let c = parse(
             "[agent]\nfiles = false\n[agents.code]\ncommand = \"x\"\nfiles = true\n\
-             [agents.mail]\ncommand = \"y\"\n[media]\nmax_upload_bytes = 10\n",
+             [agents.mail]\ncommand = \"y\"\n[files]\nmax_pull_bytes = 10\n",
         );
         assert!(c.enabled_for("code"));
         assert!(!c.enabled_for("mail") && !c.enabled_for("demo"));
-        assert_eq!(c.max_pull_bytes, 10);
+        assert_eq!(c.max_pull_bytes, Some(10));
         let off = parse("[files]\nenabled = false\nshow_hidden = true\n[agents.code]\ncommand = \"x\"\nfiles = true\n");
         assert!(off.enabled_for("code") && !off.enabled_for("demo") && off.show_hidden);
         let file: FileConfig = toml::from_str("[files]\nmax_entries = 0\n").expect("toml");
-        assert!(FilesConfig::resolve(&file).is_err());
+        assert!(resolve(&file).is_err());
     }
 }

@@ -348,7 +348,7 @@ impl Config {
             }
             None => FileConfig::default(),
         };
-        let files = files::FilesConfig::resolve(&file)?;
+        let files = files::FilesConfig::resolve(&file.files, &file.agent, &file.agents)?;
         let listen_text = over
             .listen
             .or(file.listen)

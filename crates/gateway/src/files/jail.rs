@@ -265,7 +265,7 @@ fn hidden(part: &str) -> WireError {
         ErrorCode::Auth,
         format!(
             "{:?} is hidden (.git and secret files are not shown unless [files] show_hidden)",
-            crate::files::escape(part)
+            super::names::escape(part)
         ),
     )
 }

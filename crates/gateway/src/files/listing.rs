@@ -9,7 +9,7 @@ use iris_protocol::FileEntry;
 use rustix::fs::{AtFlags, FileType, OFlags, Stat};
 
 use super::jail::{is_hidden, Jail, RelPath};
-use super::{escape_bytes, mtime_ms};
+use super::names::{escape_bytes, mtime_ms};
 use crate::wire::WireError;
 
 /// A directory's first entries and its counts.

@@ -5,6 +5,7 @@
 //!   the data directory kept out, nothing but directories and regular files opened.
 //! - [`listing`]: a directory's first entries, in one pass that holds only those.
 //! - [`read`]: a file's kind, a bounded piece of its text, the open file for a pull.
+//! - [`names`]: names with control characters shown escaped, times in milliseconds.
 //!
 //! Every request runs on a blocking thread, at most [`MAX_BUSY`] at once.
 //!
@@ -18,10 +19,12 @@ use iris_protocol::{ErrorCode, FileContent, FilesListing, FilesPullHeader};
 use tokio::sync::Semaphore;
 
 use crate::config::files::FilesConfig;
+use crate::config::Config;
 use crate::wire::WireError;
 
 pub mod jail;
 pub mod listing;
+pub mod names;
 pub mod read;
 
 use jail::{Jail, RelPath};
@@ -56,13 +59,16 @@ pub struct PullFile {
 
 impl Files {
     /// The file browser of `agents` (name, working directory, whether it runs at all), the
-    /// default agent's name, with the `[files]` settings; `data_dir` is never shown.
+    /// default agent's name, with the `[files]` settings; the data directory is never shown.
     pub fn new(
-        config: &FilesConfig,
-        data_dir: PathBuf,
+        config: &Config,
         agents: impl IntoIterator<Item = (String, PathBuf, bool)>,
         default: String,
     ) -> Arc<Files> {
+        let data_dir = config.data_dir.clone();
+        let mut files = config.files.clone();
+        files.max_pull_bytes = files.max_pull_bytes.or(Some(config.media.max_upload_bytes));
+        let config = &files;
         let roots = agents
             .into_iter()
             .map(|(name, dir, runs)| {
@@ -122,7 +128,7 @@ impl Files {
     /// `files.pull`: the file opened, refused above `[files] max_pull_bytes`.
     pub async fn open_for_pull(&self, agent: &str, path: &str) -> Result<PullFile, WireError> {
         let path = RelPath::parse(path)?;
-        let max = self.config.max_pull_bytes;
+        let max = self.config.max_pull_bytes.unwrap_or(u64::MAX);
         let name = agent.to_owned();
         self.run(agent, move |jail| {
             let opened = read::open(&jail, &path)?;
@@ -177,56 +183,5 @@ impl Files {
         tokio::task::spawn_blocking(move || work(Jail::open(&dir, &data_dir, show_hidden)?))
             .await
             .map_err(WireError::internal)?
-    }
-}
-
-/// A name as shown: control characters as escapes (`\n`, `\u{1b}`).
-pub fn escape(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\\' if name.chars().any(char::is_control) => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A name's label (escaped, bytes that are not UTF-8 as `\xNN`) and, when it is UTF-8, the
-/// exact name.
-pub fn escape_bytes(name: &[u8]) -> (String, Option<String>) {
-    match std::str::from_utf8(name) {
-        Ok(s) => (escape(s), Some(s.to_owned())),
-        Err(_) => {
-            let mut out = String::new();
-            for chunk in name.utf8_chunks() {
-                out.push_str(&escape(chunk.valid()));
-                for b in chunk.invalid() {
-                    out.push_str(&format!("\\x{b:02x}"));
-                }
-            }
-            (out, None)
-        }
-    }
-}
-
-/// A status's modification time in unix milliseconds.
-pub fn mtime_ms(st: &rustix::fs::Stat) -> i64 {
-    st.st_mtime.saturating_mul(1000) + st.st_mtime_nsec as i64 / 1_000_000
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_shown_escaped() {
-        assert_eq!(escape("plain.txt"), "plain.txt");
-        assert_eq!(escape("a\nb\u{1b}[31m"), "a\\nb\\u{1b}[31m");
-        assert_eq!(escape_bytes(b"x\xffy"), ("x\\xffy".into(), None));
     }
 }

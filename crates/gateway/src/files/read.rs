@@ -8,7 +8,7 @@ use iris_protocol::{ErrorCode, FileContent};
 use rustix::fs::{FileType, OFlags};
 
 use super::jail::{Jail, RelPath, Resolved};
-use super::mtime_ms;
+use super::names::mtime_ms;
 use crate::media::{mime_from_name, recognize};
 use crate::wire::WireError;
 

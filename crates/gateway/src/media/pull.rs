@@ -44,7 +44,7 @@ struct PullRequest {
 enum Source {
     Stored(MediaRow),
     Opened {
-        header: ServerFrame,
+        header: Box<ServerFrame>,
         file: std::fs::File,
         size: u64,
     },
@@ -95,6 +95,7 @@ impl PullWorker {
         file: std::fs::File,
         size: u64,
     ) -> Result<(), WireError> {
+        let header = Box::new(header);
         self.queue_source(id, Source::Opened { header, file, size })
     }
 
@@ -144,7 +145,7 @@ async fn serve(media: &Media, req: PullRequest, out: &mpsc::Sender<PullItem>) ->
         PullItem::Text(encode(&Header::default().with_id(req.id.clone()), &frame))
     };
     let (header, file, size) = match req.source {
-        Source::Opened { header, file, size } => (header, tokio::fs::File::from_std(file), size),
+        Source::Opened { header, file, size } => (*header, tokio::fs::File::from_std(file), size),
         Source::Stored(row) => {
             let path = media.files().blob_path(&row.sha256);
             let file = match tokio::fs::File::open(&path).await {
