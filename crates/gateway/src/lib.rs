@@ -23,6 +23,7 @@ pub mod handlers;
 pub mod agent;
 // Services.
 pub mod cron;
+pub mod files;
 pub mod media;
 pub mod push;
 // Ground floor.

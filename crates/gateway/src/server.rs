@@ -30,6 +30,20 @@ use crate::hub::{CloseReason, Hub};
 use crate::media::Media;
 use crate::state::Shared;
 
+/// The file browser of the roster's agents, each in its working directory (`cwd` when it has
+/// none of its own).
+fn file_browser(
+    config: &Config,
+    roster: &crate::agent::Roster,
+    cwd: &Path,
+) -> Arc<crate::files::Files> {
+    let agents = roster.agents.iter().map(|a| {
+        let dir = a.spec.cwd.clone().unwrap_or_else(|| cwd.to_path_buf());
+        (a.name.clone(), dir, !a.disabled)
+    });
+    crate::files::Files::new(config, agents, roster.default.clone())
+}
+
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -173,6 +187,7 @@ impl Gateway {
             Guard::new(token, config.limits.clone()).shared_token(config.auth.shared_token),
         );
         let media = Media::new(&config, store.clone());
+        let files = file_browser(&config, &roster, &cwd);
         let (cron, due) = Cron::new(config.cron.clone(), store.clone());
         let shared = Shared::new(config, store, hub);
         let agents = Agents::new(
@@ -196,6 +211,7 @@ impl Gateway {
             guard,
             agents,
             media,
+            files,
             shutdown: CancellationToken::new(),
             searches: Default::default(),
             push: push.clone(),

@@ -68,6 +68,13 @@ frame_enum! {
         DevicesList(Empty) = "devices.list",
         /// Revoke this device or one paired through its codes. An Iris extension.
         DeviceRevoke(crate::pairing::DeviceRevoke) = "device.revoke",
+        /// List a directory of an agent's working directory. An Iris extension.
+        FilesList(crate::files::FilesList) = "files.list",
+        /// Read a file of an agent's working directory (its kind; text, bounded). An Iris
+        /// extension.
+        FilesRead(crate::files::FilesRead) = "files.read",
+        /// Stream a file of an agent's working directory. An Iris extension.
+        FilesPull(crate::files::FilesPull) = "files.pull",
     }
 }
 

@@ -117,15 +117,21 @@ pub enum ResponseFrame {
     Usage(crate::usage::Usage),
     /// The paired devices, for `devices.list` and `device.revoke`.
     DevicesList(crate::pairing::DeviceList),
+    /// A directory of an agent's working directory, for `files.list`.
+    FilesList(crate::files::FilesListing),
+    /// A file of an agent's working directory, for `files.read`.
+    FilesRead(crate::files::FileContent),
 }
 
 /// Server frame types the connection writes itself, outside the three kinds above: the answer to
-/// `hello`, errors, the end of a `sync` replay, and a pull's header and end around its bytes.
+/// `hello`, errors, the end of a `sync` replay, and a pull's header and end around its bytes
+/// (`media.pull` or `files.pull`, then `media.pull.end`).
 pub const CONNECTION_TYPES: &[&str] = &[
     "hello.ack",
     "error",
     "sync.done",
     "media.pull",
+    "files.pull",
     "media.pull.end",
 ];
 
@@ -144,6 +150,8 @@ impl From<ResponseFrame> for ServerFrame {
             R::PushStatus(p) => ServerFrame::PushStatus(p),
             R::Usage(p) => ServerFrame::Usage(p),
             R::DevicesList(p) => ServerFrame::DevicesList(p),
+            R::FilesList(p) => ServerFrame::FilesList(p),
+            R::FilesRead(p) => ServerFrame::FilesRead(p),
         }
     }
 }
@@ -317,6 +325,8 @@ mod tests {
             R::PushStatus(crate::push::PushStatus::default()),
             R::Usage(crate::usage::Usage::default()),
             R::DevicesList(crate::pairing::DeviceList::default()),
+            R::FilesList(crate::files::FilesListing::default()),
+            R::FilesRead(crate::files::FileContent::default()),
         ]
     }
 

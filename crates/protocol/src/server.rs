@@ -99,6 +99,13 @@ frame_enum! {
         Usage(crate::usage::Usage) = "usage",
         /// Response to `devices.list` and `device.revoke`. An Iris extension.
         DevicesList(crate::pairing::DeviceList) = "devices.list",
+        /// Response to `files.list`. An Iris extension.
+        FilesList(crate::files::FilesListing) = "files.list",
+        /// Response to `files.read`. An Iris extension.
+        FilesRead(crate::files::FileContent) = "files.read",
+        /// The header of a `files.pull`, before its bytes and `media.pull.end`. An Iris
+        /// extension.
+        FilesPull(crate::files::FilesPullHeader) = "files.pull",
     }
 }
 

@@ -32,6 +32,8 @@ pub struct AgentFileConfig {
     /// `/new` so that its first answer does not wait for the agent to open a session (default
     /// true). Turn it off for an agent whose idle sessions are not cheap.
     pub spare_session: Option<bool>,
+    /// Whether devices may browse its working directory (`[files]`; default `[files] enabled`).
+    pub files: Option<bool>,
 }
 
 /// `[agents.NAME]` in the file.
@@ -54,6 +56,8 @@ pub struct NamedAgentFileConfig {
     pub cancel_grace_secs: Option<u64>,
     /// As in `[agent]`; default: `[agent]`'s value.
     pub spare_session: Option<bool>,
+    /// Whether devices may browse its working directory (default `[files] enabled`).
+    pub files: Option<bool>,
 }
 
 /// How long an agent's turns and approvals may take.

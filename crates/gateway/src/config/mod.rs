@@ -11,6 +11,7 @@ pub mod agents;
 pub mod auth;
 pub mod cron;
 mod error;
+pub mod files;
 pub mod push;
 mod secret;
 pub mod tls;
@@ -84,6 +85,9 @@ pub struct FileConfig {
     /// `[tls]` section.
     #[serde(default)]
     pub tls: tls::TlsFileConfig,
+    /// `[files]` section.
+    #[serde(default)]
+    pub files: files::FilesFileConfig,
 }
 
 /// `[cron]`: scheduled prompts.
@@ -256,6 +260,8 @@ pub struct Config {
     pub group_commit: bool,
     /// Media transfer settings.
     pub media: MediaConfig,
+    /// The file browser.
+    pub files: files::FilesConfig,
     /// The base URL devices reach the gateway at, when configured (no trailing slash).
     pub public_url: Option<String>,
     /// Scheduled prompts.
@@ -342,6 +348,7 @@ impl Config {
             }
             None => FileConfig::default(),
         };
+        let files = files::FilesConfig::resolve(&file.files, &file.agent, &file.agents)?;
         let listen_text = over
             .listen
             .or(file.listen)
@@ -412,6 +419,7 @@ impl Config {
             retention: Duration::from_secs(retention_days * 86_400),
             group_commit: file.outbox.group_commit.unwrap_or(true),
             media: media_config(file.media),
+            files,
             public_url,
             cron,
             push: push::PushConfig::resolve(file.push)?,
@@ -478,6 +486,7 @@ impl Config {
             retention: Duration::from_secs(30 * 86_400),
             group_commit: true,
             media: MediaConfig::default(),
+            files: files::FilesConfig::default(),
             public_url: None,
             cron: cron::CronConfig::default(),
             push: push::PushConfig::default(),

@@ -25,6 +25,8 @@ pub struct Context {
     pub agents: Agents,
     /// Uploads, pulls and files from the agent.
     pub media: Arc<Media>,
+    /// The file browser of the agents' working directories.
+    pub files: Arc<crate::files::Files>,
     /// Cancelled when the gateway shuts down.
     pub shutdown: CancellationToken,
     /// Each device's search rate.

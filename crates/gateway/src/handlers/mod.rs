@@ -1,7 +1,8 @@
 //! Request handlers, one room per family: [`messages`] (send, history, delete, receipts),
 //! [`search`] (with its cost bounds), [`channels`] (create, rename, default, delete), [`control`] (stop, steer, pickers,
 //! the command catalog), [`registration`] (a device's name, caps and push registration),
-//! [`pairing`] (a code for another device) and [`devices`] (the paired devices, revoking one).
+//! [`pairing`] (a code for another device), [`devices`] (the paired devices, revoking one) and
+//! [`files`] (the file browser, read-only).
 //!
 //! A handler that changes state does it in one store transaction that also appends the durable
 //! frame announcing the change; the requesting connection receives that frame (with its request
@@ -21,6 +22,7 @@ mod client_ids;
 mod context;
 mod control;
 mod devices;
+mod files;
 mod messages;
 mod pairing;
 mod registration;
@@ -82,6 +84,9 @@ pub async fn handle(
         ClientFrame::Usage(_) => messages::usage(ctx, header).await,
         ClientFrame::DevicesList(_) => devices::list(ctx, device, header).await,
         ClientFrame::DeviceRevoke(req) => devices::revoke(ctx, device, header, req).await,
+        ClientFrame::FilesList(req) => files::list(ctx, header, req).await,
+        ClientFrame::FilesRead(req) => files::read(ctx, header, req).await,
+        ClientFrame::FilesPull(req) => files::pull(ctx, media, header, req).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(
@@ -102,7 +107,8 @@ pub async fn handle(
 /// Requests that write to the store (most append a durable frame every device receives), under
 /// the per-device request budget. `message.send` has a budget of its own; reading requests
 /// (history, search, pulls, the catalog) and uploads, which have their own quotas, are not
-/// counted.
+/// counted; nor are the file browser's reads, bounded by their caps and by
+/// [`crate::files::MAX_BUSY`] at once.
 fn changes_state(body: &ClientFrame) -> bool {
     matches!(
         body,

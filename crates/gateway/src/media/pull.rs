@@ -36,7 +36,18 @@ pub enum PullItem {
 
 struct PullRequest {
     id: Option<RequestId>,
-    row: MediaRow,
+    source: Source,
+}
+
+/// What a pull streams: a stored media item, or a file opened elsewhere (the file browser's
+/// `files.pull`) with the header frame that announces it.
+enum Source {
+    Stored(MediaRow),
+    Opened {
+        header: Box<ServerFrame>,
+        file: std::fs::File,
+        size: u64,
+    },
 }
 
 /// A connection's pull task. Dropping it stops the task.
@@ -49,9 +60,11 @@ pub struct PullWorker {
 
 impl std::fmt::Debug for PullRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PullRequest")
-            .field("media_id", &self.row.media_id)
-            .finish()
+        let what = match &self.source {
+            Source::Stored(row) => row.media_id.as_str(),
+            Source::Opened { .. } => "(opened file)",
+        };
+        f.debug_struct("PullRequest").field("media", &what).finish()
     }
 }
 
@@ -70,8 +83,25 @@ impl PullWorker {
 
     /// Queues a pull; refused when too many are waiting.
     pub fn queue(&self, id: Option<RequestId>, row: MediaRow) -> Result<(), WireError> {
+        self.queue_source(id, Source::Stored(row))
+    }
+
+    /// Queues the pull of a file already opened (read-only, a regular file), announced by
+    /// `header`; at most `size` bytes of it are sent.
+    pub fn queue_opened(
+        &self,
+        id: Option<RequestId>,
+        header: ServerFrame,
+        file: std::fs::File,
+        size: u64,
+    ) -> Result<(), WireError> {
+        let header = Box::new(header);
+        self.queue_source(id, Source::Opened { header, file, size })
+    }
+
+    fn queue_source(&self, id: Option<RequestId>, source: Source) -> Result<(), WireError> {
         self.requests
-            .try_send(PullRequest { id, row })
+            .try_send(PullRequest { id, source })
             .map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => WireError::new(
                     ErrorCode::RateLimited,
@@ -114,32 +144,35 @@ async fn serve(media: &Media, req: PullRequest, out: &mpsc::Sender<PullItem>) ->
     let text = |frame: ServerFrame| {
         PullItem::Text(encode(&Header::default().with_id(req.id.clone()), &frame))
     };
-    let path = media.files().blob_path(&req.row.sha256);
-    let file = match tokio::fs::File::open(&path).await {
-        Ok(f) => f,
-        Err(e) => {
-            // The media row outlived its file (removed meanwhile, or lost): nothing to send.
-            tracing::warn!(error = %e, media_id = %req.row.media_id, "media file missing");
-            let err = ErrorPayload {
-                code: ErrorCode::NotFound,
-                message: "media is no longer available".into(),
+    let (header, file, size) = match req.source {
+        Source::Opened { header, file, size } => (*header, tokio::fs::File::from_std(file), size),
+        Source::Stored(row) => {
+            let path = media.files().blob_path(&row.sha256);
+            let file = match tokio::fs::File::open(&path).await {
+                Ok(f) => f,
+                Err(e) => {
+                    // The media row outlived its file (removed meanwhile, or lost).
+                    tracing::warn!(error = %e, media_id = %row.media_id, "media file missing");
+                    let err = ErrorPayload {
+                        code: ErrorCode::NotFound,
+                        message: "media is no longer available".into(),
+                    };
+                    return out.send(text(ServerFrame::Error(err))).await.map_err(drop);
+                }
             };
-            return out.send(text(ServerFrame::Error(err))).await.map_err(drop);
+            let header = MediaPullHeader {
+                media_id: row.media_id.clone(),
+                kind: row.kind.clone(),
+                mime: row.mime.clone(),
+                size: row.size,
+                filename: row.filename.clone(),
+                sha256: row.sha256.clone(),
+            };
+            (ServerFrame::MediaPullHeader(header), file, row.size)
         }
     };
-    let row = &req.row;
-    let header = MediaPullHeader {
-        media_id: row.media_id.clone(),
-        kind: row.kind.clone(),
-        mime: row.mime.clone(),
-        size: row.size,
-        filename: row.filename.clone(),
-        sha256: row.sha256.clone(),
-    };
-    out.send(text(ServerFrame::MediaPullHeader(header)))
-        .await
-        .map_err(drop)?;
-    let mut reader = file.take(row.size);
+    out.send(text(header)).await.map_err(drop)?;
+    let mut reader = file.take(size);
     let mut sent = 0u64;
     let ok = loop {
         let mut buf = BytesMut::with_capacity(CHUNK);
@@ -152,7 +185,7 @@ async fn serve(media: &Media, req: PullRequest, out: &mpsc::Sender<PullItem>) ->
             }
         };
         match filled {
-            Ok(0) => break sent == row.size,
+            Ok(0) => break sent == size,
             Ok(n) => {
                 sent += n as u64;
                 out.send(PullItem::Binary(buf.freeze()))
@@ -160,7 +193,7 @@ async fn serve(media: &Media, req: PullRequest, out: &mpsc::Sender<PullItem>) ->
                     .map_err(drop)?;
             }
             Err(e) => {
-                tracing::warn!(error = %e, media_id = %row.media_id, "reading a media file failed");
+                tracing::warn!(error = %e, "reading a pulled file failed");
                 break false;
             }
         }

@@ -242,6 +242,22 @@ impl ConnMedia {
         Ok(Reply::Nothing)
     }
 
+    /// Queues the pull of a file opened elsewhere (`files.pull`), announced by `header`, behind
+    /// the connection's earlier pulls.
+    pub fn pull_opened(
+        &mut self,
+        media: &Arc<Media>,
+        id: Option<RequestId>,
+        header: iris_protocol::ServerFrame,
+        file: std::fs::File,
+        size: u64,
+    ) -> Result<(), WireError> {
+        let worker = self
+            .pulls
+            .get_or_insert_with(|| PullWorker::spawn(media.clone()));
+        worker.queue_opened(id, header, file, size)
+    }
+
     /// The next frame of the running pull; pending while nothing is being pulled.
     pub async fn next_pull_item(&mut self) -> PullItem {
         match &mut self.pulls {

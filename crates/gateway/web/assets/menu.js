@@ -1,11 +1,12 @@
 // The top-bar menu (`#menu`): opening and closing it, its keyboard (arrows, Esc), and its
-// actions (the command list, the chat's agent, exporting the chat, the runtime-footer and
+// actions (the command list, the chat's agent, exporting the chat, its agent's files (files.js), the runtime-footer and
 // tool-details display settings with the body classes that apply them, the Settings view
 // (settings.js), the Notifications dialog, pairing another device, signing out). A click anywhere else closes it, and closes any popup menu too; Esc closes whatever menu
 // or panel is open and gives the focus back to the button that opened it. A tap on an answer's
 // runtime footer shows all of it (narrow screens show one line).
 
 import { exportChat } from './export.js';
+import { showFiles } from './files.js';
 import { showNotificationSettings } from './notifysettings.js';
 import { showPairDialog } from './pairing.js';
 import { signOut } from './session.js';
@@ -72,6 +73,9 @@ function runAction(action) {
       break;
     case 'export':
       exportChat(currentLane());
+      break;
+    case 'files':
+      showFiles();
       break;
     case 'footer':
       app.settings.footer = !app.settings.footer;
