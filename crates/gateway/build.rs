@@ -9,6 +9,7 @@
 //!   `tests/claude/adapter` after `npm ci`) and network namespaces.
 //! - `has_browser`: Node.js, Chromium (`$IRIS_CHROMIUM`, else `/usr/bin/chromium`), the `sqlite3`
 //!   shell and the browser suite's packages (`npm ci` in `web/tests`).
+//! - `has_pebble`: Let's Encrypt's ACME test server `pebble` on `PATH` (Debian's `pebble`).
 //!
 //! Under CI (`$CI` set) every `cfg` is set whatever is installed: CI never ignores a test, and one
 //! that lacks what it needs fails, saying what is missing.
@@ -32,7 +33,12 @@ use std::process::{Command, Stdio};
 const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 fn main() {
-    for cfg in ["has_hermes", "has_claude_adapter", "has_browser"] {
+    for cfg in [
+        "has_hermes",
+        "has_claude_adapter",
+        "has_browser",
+        "has_pebble",
+    ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
     for var in [
@@ -54,6 +60,7 @@ fn main() {
         ("has_hermes", hermes(&manifest) && netns),
         ("has_claude_adapter", claude_adapter(&manifest) && netns),
         ("has_browser", browser(&manifest)),
+        ("has_pebble", on_path("pebble")),
     ];
     for (cfg, here) in found {
         if here || ci {

@@ -11,6 +11,7 @@
 pub mod action_route;
 pub mod listener;
 pub mod pair;
+pub mod redirect;
 pub mod server;
 pub mod web;
 // Connection layer.
@@ -27,6 +28,7 @@ pub mod files;
 pub mod media;
 pub mod push;
 // Ground floor.
+pub mod acme;
 pub mod actions;
 pub mod clock;
 pub mod command;

@@ -27,6 +27,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::acme::answers::ACME_TLS_ALPN;
 use crate::conn::ReadBudget;
 use crate::metrics::Metrics;
 
@@ -235,6 +236,8 @@ pub async fn serve(
                 // The handshake has the time the request headers have, and counts against the
                 // same read budget.
                 match tokio::time::timeout(header_timeout, acceptor.accept(io)).await {
+                    // A TLS-ALPN-01 validation ends with its handshake (RFC 8737).
+                    Ok(Ok(tls)) if tls.get_ref().1.alpn_protocol() == Some(ACME_TLS_ALPN) => {}
                     Ok(Ok(tls)) => conn.serve(tls).await,
                     Ok(Err(e)) => tracing::debug!(peer = %peer, error = %e, "TLS handshake failed"),
                     Err(_) => {

@@ -163,10 +163,12 @@ struct ConfigArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, env = "IRIS_TLS_KEY", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
-    /// Serve TLS with a self-signed certificate made on the first start (kept in the data dir);
-    /// pairing links carry its fingerprint for the app to pin.
+    /// Serve TLS with a self-signed certificate made on the first start (pairing links pin it).
     #[arg(long, conflicts_with = "tls_cert")]
     tls_self_signed: bool,
+    /// Also listen for plain HTTP (e.g. 0.0.0.0:80): redirects to https, refuses WebSockets.
+    #[arg(long, env = "IRIS_HTTP_LISTEN")]
+    http_listen: Option<String>,
 }
 
 impl ConfigArgs {
@@ -185,6 +187,7 @@ impl ConfigArgs {
             tls_cert: self.tls_cert,
             tls_key: self.tls_key,
             tls_self_signed: self.tls_self_signed,
+            http_listen: self.http_listen,
         };
         Config::resolve(over).map_err(|e| {
             eprintln!("iris-gateway: {e}");

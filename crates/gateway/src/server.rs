@@ -92,6 +92,10 @@ pub struct Gateway {
     push: crate::push::Push,
     /// TLS, when the gateway serves it itself.
     tls: Option<crate::tls::Tls>,
+    /// The certificate's renewal, with ACME.
+    acme: Option<crate::acme::Acme>,
+    /// The plain HTTP listener that redirects to https.
+    redirect: Option<TcpListener>,
 }
 
 /// Where the token came from.
@@ -129,16 +133,7 @@ impl Gateway {
                 (Secret::from(token), source)
             }
         };
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| match source.kind() {
-                    std::io::ErrorKind::AddrInUse => StartError::AddrInUse(config.listen),
-                    _ => StartError::Bind {
-                        addr: config.listen,
-                        source,
-                    },
-                })?;
+        let listener = bind(config.listen).await?;
         let addr = listener.local_addr().map_err(|source| StartError::Bind {
             addr: config.listen,
             source,
@@ -174,10 +169,7 @@ impl Gateway {
         let mut config = config;
         // Links made by `pair.create` name the port really bound (`listen` may ask for port 0).
         config.listen = addr;
-        let tls = match &config.tls {
-            Some(tls) => Some(crate::tls::load(tls, &dir, &certificate_names(&config))?),
-            None => None,
-        };
+        let (tls, acme, redirect) = start_tls(&mut config, &dir).await?;
         config.tls_pin = tls.as_ref().and_then(|t| t.pin.clone());
         // `hello.ack` offers the VAPID key that was loaded (or made) in the data dir.
         if let Some(webpush) = config.push.webpush.as_mut() {
@@ -224,6 +216,8 @@ impl Gateway {
             token_source,
             push,
             tls,
+            acme,
+            redirect,
         })
     }
 
@@ -300,6 +294,23 @@ impl Gateway {
             exempt: shared.config.trusted_proxies.clone(),
         });
         let metrics = shared.metrics.clone();
+        let answers = self.acme.as_ref().map(crate::acme::Acme::answers);
+        if let Some(acme) = self.acme {
+            acme.spawn(stop.clone());
+        }
+        let plain = self.redirect.map(|listener| {
+            let routes =
+                crate::redirect::routes(&shared.config, known_hosts(&shared.config), answers);
+            let serve = crate::listener::serve(
+                listener,
+                routes,
+                admission.clone(),
+                metrics.clone(),
+                None,
+                stop.clone(),
+            );
+            tokio::spawn(serve)
+        });
         let tls = self.tls.map(|t| t.acceptor);
         let server =
             crate::listener::serve(self.listener, app, admission, metrics, tls, stop.clone());
@@ -327,6 +338,9 @@ impl Gateway {
         let result = server
             .await
             .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        if let Some(plain) = plain {
+            let _ = plain.await;
+        }
         // Watermarks the devices proved last are stored before the store closes.
         watermarks_done.cancel();
         let _ = watermarks.await;
@@ -350,12 +364,7 @@ struct Routes {
 /// The HTTP routes: `/ws`, `/healthz`, `/metrics`, `/v1/actions` and the web client, each
 /// behind the `Host` check.
 fn app(routes: Routes, hsts: bool) -> Router {
-    let config = &routes.ctx.shared.config;
-    let hosts = Arc::new(KnownHosts::new(
-        config.public_url.as_deref(),
-        &config.allowed_origins,
-        crate::config::host_name().as_deref(),
-    ));
+    let hosts = known_hosts(&routes.ctx.shared.config);
     let router = Router::new()
         .route("/ws", get(ws_upgrade))
         .route("/healthz", get(healthz))
@@ -375,6 +384,66 @@ fn app(routes: Routes, hsts: bool) -> Router {
     router
         .layer(axum::middleware::from_fn_with_state(hosts, check_host))
         .with_state(routes)
+}
+
+/// TLS as configured (files, self-signed or ACME) and the plain redirect listener, bound (its
+/// address written back into the configuration: tests ask for port 0).
+async fn start_tls(config: &mut Config, dir: &Path) -> Result<TlsParts, StartError> {
+    let (tls, acme) = match config.tls.as_ref().map(|t| (t, &t.source)) {
+        Some((_, crate::config::tls::TlsSource::Acme(cfg))) => {
+            let acme = crate::acme::Acme::load(cfg, dir)?;
+            (Some(acme.tls()?), Some(acme))
+        }
+        Some((tls, _)) => (
+            Some(crate::tls::load(tls, dir, &certificate_names(config))?),
+            None,
+        ),
+        None => (None, None),
+    };
+    let redirect = match config.tls.as_mut().and_then(|t| t.redirect_listen.as_mut()) {
+        Some(addr) => {
+            let listener = bind(*addr).await?;
+            // The address really bound (tests ask for port 0).
+            *addr = listener.local_addr().map_err(|source| StartError::Bind {
+                addr: *addr,
+                source,
+            })?;
+            Some(listener)
+        }
+        None => None,
+    };
+    Ok((tls, acme, redirect))
+}
+
+/// What [`start_tls`] gives.
+type TlsParts = (
+    Option<crate::tls::Tls>,
+    Option<crate::acme::Acme>,
+    Option<TcpListener>,
+);
+
+/// The names the gateway answers to: those of `KnownHosts`, and the domains of `[tls.acme]`.
+fn known_hosts(config: &Config) -> Arc<KnownHosts> {
+    let mut origins = config.allowed_origins.clone();
+    if let Some(crate::config::tls::TlsSource::Acme(acme)) = config.tls.as_ref().map(|t| &t.source)
+    {
+        origins.extend(acme.domains.iter().map(|d| format!("https://{d}")));
+    }
+    Arc::new(KnownHosts::new(
+        config.public_url.as_deref(),
+        &origins,
+        crate::config::host_name().as_deref(),
+    ))
+}
+
+/// Binds a listening socket, saying which address failed and why.
+async fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::AddrInUse => StartError::AddrInUse(addr),
+            _ => StartError::Bind { addr, source },
+        })
 }
 
 /// `Strict-Transport-Security` on every answer served over TLS with the owner's certificate: a

@@ -61,7 +61,8 @@ pub enum TlsError {
 }
 
 /// Loads (or, self-signed, makes) the certificate; `names` are the host names and addresses a
-/// self-signed certificate is made for.
+/// self-signed certificate is made for. ACME certificates come from the `acme` module, which builds
+/// its [`Tls`] with [`serve_with`].
 pub fn load(cfg: &TlsConfig, data_dir: &Path, names: &[String]) -> Result<Tls, TlsError> {
     let (cert, key, self_signed) = match &cfg.source {
         TlsSource::Files { cert, key } => (cert.clone(), key.clone(), false),
@@ -69,9 +70,24 @@ pub fn load(cfg: &TlsConfig, data_dir: &Path, names: &[String]) -> Result<Tls, T
             let (cert, key) = ensure_self_signed(&data_dir.join(SELF_SIGNED_DIR), names)?;
             (cert, key, true)
         }
+        TlsSource::Acme(_) => {
+            return Err(TlsError::Load {
+                path: data_dir.to_owned(),
+                message: "ACME certificates are loaded by the ACME service".into(),
+            })
+        }
     };
     let resolver = Reloading::new(cert, key, cfg.reload_check)?;
     let pin = self_signed.then(|| resolver.fingerprint());
+    let mut tls = serve_with(Arc::new(resolver), &[])?;
+    tls.pin = pin;
+    tls.hsts = cfg.hsts();
+    Ok(tls)
+}
+
+/// TLS serving the certificates `resolver` picks, offering HTTP/1.1 and the `extra` ALPN
+/// protocols (ACME's `acme-tls/1`); HSTS on, no pin (the caller says otherwise).
+pub fn serve_with(resolver: Arc<dyn ResolvesServerCert>, extra: &[&[u8]]) -> Result<Tls, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut server = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -80,13 +96,34 @@ pub fn load(cfg: &TlsConfig, data_dir: &Path, names: &[String]) -> Result<Tls, T
             message: e.to_string(),
         })?
         .with_no_client_auth()
-        .with_cert_resolver(Arc::new(resolver));
+        .with_cert_resolver(resolver);
     server.alpn_protocols = vec![b"http/1.1".to_vec()];
+    server
+        .alpn_protocols
+        .extend(extra.iter().map(|p| p.to_vec()));
     Ok(Tls {
         acceptor: TlsAcceptor::from(Arc::new(server)),
-        pin,
-        hsts: !self_signed,
+        pin: None,
+        hsts: true,
     })
+}
+
+/// A certificate chain (PEM) and its private key (PEM) as rustls serves them.
+pub fn certified_key(chain_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, String> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    if chain.is_empty() {
+        return Err("no certificate".into());
+    }
+    let private = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| e.to_string())?;
+    let signing =
+        rustls::crypto::ring::sign::any_supported_type(&private).map_err(|e| e.to_string())?;
+    let certified = CertifiedKey::new(chain, signing);
+    certified
+        .keys_match()
+        .map_err(|e| format!("the key does not belong to the certificate: {e}"))?;
+    Ok(certified)
 }
 
 /// The SHA-256 fingerprint of a DER certificate, lowercase hex.
@@ -283,7 +320,7 @@ fn ensure_self_signed(dir: &Path, names: &[String]) -> Result<(PathBuf, PathBuf)
 }
 
 /// Writes a file through a temporary one renamed into place, with `mode` from the start.
-fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     let mut file = fs::OpenOptions::new()
         .write(true)

@@ -3,7 +3,8 @@
 //! what to do. Failures make the command exit 1, so scripts can use it; warnings do not.
 //!
 //! Checked: the data dir and its secrets are private; plain HTTP is not served on a network
-//! address; the certificate the gateway serves loads and is not near expiry; `public_url`
+//! address; the certificate the gateway serves loads and is not near expiry (with ACME: its
+//! expiry, when it is due for renewal, and the last failed order); `public_url`
 //! reaches a gateway (`/healthz`) and a WebSocket upgrade through it succeeds with the web
 //! client's `Origin` (a proxy that drops `Upgrade`, a host or origin the gateway refuses); each
 //! agent starts and answers ACP `initialize`; the shared token, still on once devices are paired;
@@ -120,7 +121,15 @@ fn private_files(dir: &Path) -> Vec<Finding> {
             dir.display()
         )));
     }
-    let secrets = ["token", "admin.key", "vapid.pem", "iris.db", "tls/key.pem"];
+    let secrets = [
+        "token",
+        "admin.key",
+        "vapid.pem",
+        "iris.db",
+        "tls/key.pem",
+        "acme/key.pem",
+        "acme/account.json",
+    ];
     for name in secrets {
         let path = dir.join(name);
         let Ok(meta) = std::fs::metadata(&path) else {
@@ -159,6 +168,7 @@ fn exposure(config: &Config) -> Option<Finding> {
 /// The certificate of `[tls]`: it loads, and it is not about to expire.
 fn certificate(config: &Config) -> Option<Finding> {
     let cert = match &config.tls.as_ref()?.source {
+        TlsSource::Acme(acme) => return Some(acme_state(config, acme)),
         TlsSource::Files { cert, .. } => cert.clone(),
         TlsSource::SelfSigned => config
             .data_dir
@@ -176,7 +186,7 @@ fn certificate(config: &Config) -> Option<Finding> {
                 format!("no self-signed certificate in {} yet", cert.display()),
                 "it is made by the first `iris-gateway serve --tls-self-signed`",
             ),
-            TlsSource::Files { .. } => Finding::fail(
+            _ => Finding::fail(
                 format!("{} holds no PEM certificate", cert.display()),
                 "point tls.cert at the full chain (e.g. fullchain.pem)",
             ),
@@ -206,6 +216,66 @@ fn certificate(config: &Config) -> Option<Finding> {
     } else {
         Finding::ok(format!("certificate valid for {days} more days ({until})"))
     })
+}
+
+/// Where the ACME certificate stands: its expiry and renewal, and the last failed order.
+fn acme_state(config: &Config, acme: &crate::config::tls::AcmeConfig) -> Finding {
+    let names = acme.domains.join(", ");
+    let status = crate::acme::store::status_in(&config.data_dir).unwrap_or_default();
+    let held = std::fs::read(
+        config
+            .data_dir
+            .join(crate::acme::store::DIR)
+            .join("cert.pem"),
+    )
+    .ok()
+    .and_then(|pem| crate::acme::Validity::of_pem(&pem));
+    let now = crate::ids::now_ms();
+    let when = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+            .unwrap_or_default()
+    };
+    let fix = "the names must lead to this machine, on port 443 (tls-alpn-01) or 80 (http-01, \
+               redirect_listen); the gateway tries again by itself (see its log)";
+    let failed = status.last_error.as_ref().map(|e| {
+        format!(
+            "the last ACME order for {names} failed at {}: {e}",
+            when(status.last_error_ms.unwrap_or(now))
+        )
+    });
+    match (held, failed) {
+        (None, None) => Finding::warn(
+            format!("no ACME certificate for {names} yet"),
+            "`iris-gateway serve` orders it at start",
+        ),
+        (None, Some(failed)) => Finding::fail(failed, fix),
+        (Some(v), _) if v.until_ms < now => Finding::fail(
+            format!(
+                "the ACME certificate for {names} expired at {}",
+                when(v.until_ms)
+            ),
+            fix,
+        ),
+        (Some(v), Some(failed)) => Finding::warn(
+            format!(
+                "{failed}; the certificate in service is valid until {}",
+                when(v.until_ms)
+            ),
+            fix,
+        ),
+        (Some(v), None) => {
+            let renewed = status
+                .renewed_ms
+                .map(|ms| format!(", renewed {}", when(ms)))
+                .unwrap_or_default();
+            Finding::ok(format!(
+                "ACME certificate for {names} valid until {}{renewed}; renewal due {}",
+                when(v.until_ms),
+                when(v.renew_at_ms(acme.renew_before))
+            ))
+        }
+    }
 }
 
 /// `public_url` reaches this gateway, and a WebSocket upgrade through it is let in.

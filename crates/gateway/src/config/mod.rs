@@ -330,6 +330,8 @@ pub struct Overrides {
     pub tls_key: Option<PathBuf>,
     /// `--tls-self-signed`.
     pub tls_self_signed: bool,
+    /// `--http-listen` / `IRIS_HTTP_LISTEN`: the plain HTTP redirect to https.
+    pub http_listen: Option<String>,
 }
 
 impl Config {
@@ -430,6 +432,7 @@ impl Config {
                 over.tls_cert,
                 over.tls_key,
                 over.tls_self_signed,
+                over.http_listen,
             )?,
             tls_pin: None,
         })
