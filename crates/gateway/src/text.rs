@@ -166,6 +166,19 @@ pub fn tail(text: &str, max: usize) -> String {
     format!("…{}", text.chars().skip(skip + 1).collect::<String>())
 }
 
+/// An error with its causes, which say what actually went wrong ("connection refused" is in the
+/// source of a reqwest error).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -141,17 +141,5 @@ async fn account(cfg: &AcmeConfig, files: &Files) -> Result<Account, String> {
 
 /// `what` failed, and why.
 fn fail(what: &str, e: &instant_acme::Error) -> String {
-    format!("{what}: {}", chain(e))
-}
-
-/// An error with its causes ("connection refused" is in the source of a reqwest error).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    format!("{what}: {}", crate::text::error_chain(e))
 }

@@ -296,7 +296,7 @@ async fn reach(config: &Config) -> Vec<Finding> {
         }
         Err(e) => {
             return vec![Finding::fail(
-                format!("cannot reach {health}: {}", error_chain(&e)),
+                format!("cannot reach {health}: {}", crate::text::error_chain(&e)),
                 "is the gateway running (`iris-gateway serve`), and does public_url name an \
                  address this machine reaches the way a phone does?",
             )]
@@ -341,7 +341,10 @@ async fn reach(config: &Config) -> Vec<Finding> {
             "the proxy must pass `Upgrade` and `Connection` on /ws (docs/deployment.md)",
         ),
         Err(e) => Finding::fail(
-            format!("the WebSocket upgrade failed: {}", error_chain(&e)),
+            format!(
+                "the WebSocket upgrade failed: {}",
+                crate::text::error_chain(&e)
+            ),
             "the proxy must pass `Upgrade` and `Connection` on /ws (docs/deployment.md)",
         ),
     });
@@ -367,18 +370,6 @@ fn http_client(config: &Config) -> reqwest::Result<reqwest::Client> {
             .build(),
         None => builder.build(),
     }
-}
-
-/// An error with its causes, which say what actually went wrong ("connection refused").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Each agent starts and answers `initialize`.
