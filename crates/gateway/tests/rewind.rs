@@ -283,3 +283,40 @@ async fn checkpoints_do_not_pile_up() {
     assert!(sessions.starts_with("Open sessions: 2,"), "{sessions}");
     gw.stop().await;
 }
+
+/// Whether the answer `id` in a history page says it can be taken back.
+fn offers_rewind(history: &[iris_protocol::Message], id: &str) -> bool {
+    let m = history.iter().find(|m| m.message_id == id).expect("in the page");
+    m.runtime.as_ref().is_some_and(|r| r.rewind)
+}
+
+#[tokio::test]
+async fn a_history_page_offers_to_take_back_the_newest_turn_only_and_none_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gw = TestGateway::start_in(dir.path(), no_spare).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    let older = answer_id(&turn(&mut phone, default_lane(), "one").await);
+    let newest = answer_id(&turn(&mut phone, default_lane(), "two").await);
+    let history = lane_history(&mut phone, default_lane()).await;
+    assert!(!offers_rewind(&history, &older), "an older turn");
+    assert!(offers_rewind(&history, &newest), "the newest turn");
+    drop(phone);
+    gw.stop().await;
+
+    // The checkpoints were in the gateway's memory: after a restart nothing can be taken back,
+    // and a page no longer offers it.
+    let gw = TestGateway::start_in(dir.path(), no_spare).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    let history = lane_history(&mut phone, default_lane()).await;
+    assert!(!offers_rewind(&history, &newest));
+    let asked = history
+        .iter()
+        .find(|m| m.message_id == newest)
+        .and_then(|m| m.reply_to.clone())
+        .expect("the answer names its message");
+    assert_eq!(
+        refused_with(regenerate(&mut phone, &asked).await),
+        ErrorCode::BadRequest
+    );
+    gw.stop().await;
+}

@@ -288,7 +288,15 @@ pub(super) async fn history(ctx: &Context, header: &Header, req: HistoryRequest)
             StoreError::NotFound => WireError::not_found("before_message_id unknown in this lane"),
             other => other.into(),
         })?;
-    let messages: Vec<Message> = page.messages.iter().map(from_stored).collect();
+    let mut messages: Vec<Message> = page.messages.iter().map(from_stored).collect();
+    // Stored, `runtime.rewind` says the turn could be taken back when it ended; a page says so
+    // only of the lane's newest turn while its checkpoint is kept (never after a restart).
+    for m in &mut messages {
+        let prompt = m.reply_to.as_deref();
+        if let Some(runtime) = m.runtime.as_mut().filter(|r| r.rewind) {
+            runtime.rewind = prompt.is_some_and(|p| ctx.agents.can_rewind(&lane, p));
+        }
+    }
     let oldest_message_id = messages.first().map(|m| m.message_id.clone());
     let frame = ResponseFrame::History(History {
         messages,

@@ -23,6 +23,7 @@ import { initInbox } from './inbox.js';
 import {
   closeStalePickers, initPickers, onOpenPickers, onPicker, settleGonePickers,
 } from './pickers.js';
+import { initRewind } from './rewind.js';
 import { initSearch } from './search.js';
 import {
   deviceId, deviceName, forgetKept, initSession, renderConnState, showApp, showSignin, tokenAtLoad,
@@ -216,6 +217,7 @@ initSidebar();
 initPickers();
 initInbox();
 initComposer();
+initRewind();
 initSearch();
 initMenu();
 initModelChip({ chooseAgent });

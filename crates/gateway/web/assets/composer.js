@@ -1,11 +1,12 @@
 // The composer at the bottom of the page: the message box (autosize, Enter to send), sending
-// (with attachments and the "new thread" toggle), steering and stopping the agent, the slash
+// (with attachments and the "new thread" toggle, or as the edit rewind.js opened), steering and stopping the agent, the slash
 // command drawer with its catalog and keyboard navigation, and the attachment tray (file picker,
 // paste, upload progress). `updateComposer` brings the Send button in line with the lane's busy
 // state and pending uploads; the transcript and the connection state call it.
 
 import { icon } from './icons.js';
 import { keep, newClientId, trySend } from './outbox.js';
+import { takeEdit } from './rewind.js';
 import { $, app, currentLane } from './state.js';
 import { showLane } from './transcript.js';
 import { popupMenu, request, toast } from './ui.js';
@@ -104,6 +105,8 @@ function onKeydown(ev) {
       return;
     }
     if (ev.key === 'Escape') {
+      // Esc closes the drawer only, not an edit under way (rewind.js).
+      ev.stopImmediatePropagation();
       hideDrawer();
       return;
     }
@@ -122,6 +125,8 @@ async function sendMessage() {
   const lane = currentLane();
   const auto = $('auto-thread').getAttribute('aria-pressed') === 'true';
   const payload = { text, client_id: newClientId() };
+  const editOf = takeEdit();
+  if (editOf) payload.edit_of = editOf;
   if (ready.length) payload.media_refs = ready.map((a) => a.ref);
   if (auto && !lane.thread_id && text && !text.startsWith('/')) payload.auto_thread = true;
   input.value = '';

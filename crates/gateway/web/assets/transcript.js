@@ -16,6 +16,9 @@ import { icon } from './icons.js';
 import { initLightbox, openLightbox } from './lightbox.js';
 import { markdown } from './markdown.js';
 import { noteRuntime, renderModelChip } from './modelchip.js';
+import {
+  laneShown, promptOf, rewindButtons, rewindItems, syncRewindButtons,
+} from './rewind.js';
 import { $, app, currentLane, findMessage, getLane, laneOf, laneTitle, shownLanes, store } from './state.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
@@ -74,6 +77,7 @@ export function showLane(chatId, threadId) {
   clearNew(lane);
   forgetUnread(lane);
   $('log').replaceChildren(lane.el);
+  laneShown();
   if (lane.historyLoaded) refreshLane(lane);
   renderTitle();
   hooks.renderSidebar();
@@ -215,9 +219,10 @@ function fillMessage(el, lane, m, opts = {}) {
   if (m.role === 'assistant' && m.runtime && app.settings.footer) meta.append(h('button', { type: 'button', class: 'runtime', 'aria-expanded': 'false', title: 'Show all' }, runtimeFooter(m.runtime)));
   if (m.steering) meta.prepend(h('span', { class: 'steering' }, '↪ Steering'));
   if (ENDINGS[m.ended]) meta.append(h('span', { class: `ended ended-${m.ended}` }, ENDINGS[m.ended]));
+  const state = m.state || el.dataset.state;
+  if (state) el.dataset.state = state;
+  if (state === 'replaced') meta.append(REPLACED());
   if (m.role === 'user') {
-    const state = m.state || el.dataset.state;
-    if (state) el.dataset.state = state;
     meta.append(receiptEl(state));
     meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
   }
@@ -237,7 +242,11 @@ function fillMessage(el, lane, m, opts = {}) {
   if (m.ts) el.dataset.ts = String(m.ts);
   if (m.ended) el.dataset.ended = m.ended;
   if (m.reply_to) el.dataset.replyTo = m.reply_to;
+  if (m.runtime) el.dataset.rewind = m.runtime.rewind ? '1' : '';
 }
+
+/** The mark of a message taken back by a regenerate or an edit. */
+const REPLACED = () => h('span', { class: 'replaced', title: 'Taken back by a regenerate or an edit' }, 'Replaced');
 
 /**
  * Where a user message stands with the agent (`state`, `message.state`), drawn the same on every
@@ -250,6 +259,7 @@ const RECEIPTS = {
   stopped: ['■', 'Stopped'],
   failed: ['⚠', 'The agent could not answer it'],
   interrupted: ['✂', 'Interrupted by a restart of the gateway'],
+  replaced: ['', ''],
 };
 
 function receiptEl(state) {
@@ -265,6 +275,8 @@ export function onMessageState(frame) {
   el.dataset.state = state;
   const old = el.querySelector('.meta .receipt');
   if (old) old.replaceWith(receiptEl(state));
+  const meta = el.querySelector('.meta');
+  if (state === 'replaced' && meta && !meta.querySelector('.replaced')) meta.prepend(REPLACED());
 }
 
 /**
@@ -386,12 +398,14 @@ const LONG_PRESS_MS = 500;
 
 /**
  * The quick actions of a message, shown over its corner on hover or keyboard focus (wide
- * screens): Copy, and Retry where the message's menu offers it. The ⋯ menu keeps all actions.
+ * screens): Copy, and Retry, Regenerate or Edit where the message's menu offers it (rewind.js).
+ * The ⋯ menu keeps all actions.
  */
 function actionBar(lane, el, m) {
   const bar = h('div', { class: 'msg-actions', role: 'group', 'aria-label': 'Quick actions' });
   if (m.text) bar.append(h('button', { type: 'button', onclick: () => copyText(el.dataset.text) }, icon('copy'), 'Copy'));
-  if (ENDINGS[m.ended]) bar.append(h('button', { type: 'button', onclick: () => retry(lane, el) }, 'Retry'));
+  if (ENDINGS[m.ended]) bar.append(h('button', { type: 'button', class: 'retry', onclick: () => retry(lane, el) }, 'Retry'));
+  bar.append(...rewindButtons(lane, el, m));
   bar.hidden = !bar.childElementCount;
   return bar;
 }
@@ -413,8 +427,11 @@ function retry(lane, el) {
 function messageMenu(anchor, lane, el) {
   const items = [];
   if (el.dataset.text) items.push(['Copy text', () => copyText(el.dataset.text)]);
-  const prompt = ENDINGS[el.dataset.ended] && promptOf(lane, el);
+  // Retry regenerates, where that is on offer (rewind.js): the agent forgets the failed try.
+  const rewind = rewindItems(lane, el);
+  const prompt = ENDINGS[el.dataset.ended] && !rewind.length && promptOf(lane, el);
   if (prompt) items.push(['Retry', () => request('message.retry', { message_id: prompt }, lane)]);
+  items.push(...rewind);
   items.push(['Delete', async () => {
     const ok = await confirmDialog('Delete this message?', 'It is deleted on every device and cannot be recovered.', 'Delete');
     if (ok) request('message.delete', { message_ids: [el.dataset.id] }, lane);
@@ -442,6 +459,14 @@ function openActions(el) {
  */
 function initMessageGestures() {
   const log = $('log');
+  // Regenerate and Edit show in the quick actions only while on offer, worked out as they show.
+  const sync = (ev) => {
+    const el = ev.target.closest && ev.target.closest('.msg:not(.streaming)');
+    const lane = el && laneOfElement(el);
+    if (lane) syncRewindButtons(lane, el);
+  };
+  log.addEventListener('pointerover', sync);
+  log.addEventListener('focusin', sync);
   let timer = null;
   let start = null;
   let pressedAt = 0;
@@ -480,15 +505,6 @@ function initMessageGestures() {
     if (performance.now() - pressedAt < 2000) ev.preventDefault();
     pressedAt = 0;
   }, { passive: false });
-}
-
-/** The user message an answer answered: its `reply_to`, else the nearest user message above it. */
-function promptOf(lane, el) {
-  if (el.dataset.replyTo) return el.dataset.replyTo;
-  const users = [...lane.el.querySelectorAll('.msg.role-user')];
-  const above = users.filter((u) => u.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING);
-  const last = above.pop();
-  return last ? last.dataset.id : null;
 }
 
 export function onDeleted(frame) {

@@ -72,7 +72,8 @@ describe('message actions', { timeout: 300000 }, () => {
     await answer.locator('.body').click({ button: 'right' });
     const menu = page.getByRole('menu');
     await menu.getByRole('menuitem', { name: 'Copy text' }).waitFor();
-    assert.deepEqual(await menu.getByRole('menuitem').allTextContents(), ['Copy text', 'Delete']);
+    // The demo agent can take its newest turn back (rewind.test.mjs).
+    assert.deepEqual(await menu.getByRole('menuitem').allTextContents(), ['Copy text', 'Regenerate', 'Delete']);
     await page.keyboard.press('Escape');
     await menu.waitFor({ state: 'detached' });
     assert.equal(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), 'Message actions');
@@ -85,8 +86,11 @@ describe('message actions', { timeout: 300000 }, () => {
     await stopped.waitFor();
     await page.locator('#busy').waitFor({ state: 'hidden' });
     await stopped.hover();
-    assert.deepEqual(await stopped.locator('.msg-actions button').allTextContents(), ['Copy', 'Retry']);
-    assert.deepEqual(await answer.locator('.msg-actions button').allTextContents(), ['Copy'], 'a complete answer offers no Retry');
+    const shown = (msg) => msg.locator('.msg-actions button:not([hidden])').allTextContents();
+    assert.deepEqual(await shown(stopped), ['Copy', 'Retry']);
+    await answer.hover();
+    assert.deepEqual(await shown(answer), ['Copy'], 'an older complete answer offers no Retry');
+    await stopped.hover();
     await stopped.getByRole('button', { name: 'Retry' }).click();
     await page.locator('.msg.role-assistant.streaming', { hasText: 'Lingering.' }).waitFor();
     assert.equal(await userMsg(page, 'linger').count(), 1, 'a retry adds no user message');
@@ -107,7 +111,7 @@ describe('message actions', { timeout: 300000 }, () => {
     const menu = page.getByRole('menu');
     await longPress(page, answer.locator('.body'), () => menu.getByRole('menuitem', { name: 'Copy text' }).waitFor());
     await shot(page, 'actions-long-press-phone');
-    assert.deepEqual(await menu.getByRole('menuitem').allTextContents(), ['Copy text', 'Delete']);
+    assert.deepEqual(await menu.getByRole('menuitem').allTextContents(), ['Copy text', 'Regenerate', 'Delete']);
     await menu.getByRole('menuitem', { name: 'Copy text' }).click();
     await page.locator('#toasts', { hasText: 'Copied' }).waitFor();
     assert.equal(await clipboard(page), 'Echo: hold me');
