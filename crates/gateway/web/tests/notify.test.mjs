@@ -79,14 +79,32 @@ async function lockScreen(gatewayUrl) {
 }
 
 /** Waits until the lock screen shows a notification satisfying `pred`, and returns it. */
-async function waitNotification(screen, pred, what) {
-  const deadline = Date.now() + 15000;
+async function waitNotification(screen, pred, what, ms = 15000) {
+  const deadline = Date.now() + ms;
   for (;;) {
     const shown = await screen.notifications();
     const hit = shown.find(pred);
     if (hit) return hit;
     if (Date.now() > deadline) throw new Error(`no notification ${what}: ${JSON.stringify(shown)}`);
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Delivers `payload` to the lock screen's service worker until a notification satisfying `pred`
+ * shows (at most 3 deliveries, 5 s apart), and returns it. The DevTools protocol's delivery now
+ * and then reaches no push handler on a busy machine (seen once in some hundred runs, with no
+ * error); a push service delivers again too. The same push shown twice is one notification (its
+ * tag).
+ */
+async function deliverUntilShown(screen, payload, pred, what) {
+  for (let attempt = 1; ; attempt++) {
+    await screen.deliver(payload);
+    try {
+      return await waitNotification(screen, pred, what, 5000);
+    } catch (e) {
+      if (attempt === 3) throw e;
+    }
   }
 }
 
@@ -122,8 +140,7 @@ describe('answering from the notification', { timeout: 180000 }, () => {
     assert.ok(payload.chat_id, 'the chat is named');
 
     // Delivered to the phone's service worker, it shows a notification with the buttons.
-    await screen.deliver(payload);
-    const shown = await waitNotification(screen, (n) => n.data && n.data.action_token, 'with buttons');
+    const shown = await deliverUntilShown(screen, payload, (n) => n.data && n.data.action_token, 'with buttons');
     const max = await screen.worker.evaluate(() => Notification.maxActions || 2);
     assert.equal(shown.title, payload.title);
     assert.equal(shown.requireInteraction, true, 'an approval stays until it is answered');
