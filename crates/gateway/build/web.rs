@@ -9,6 +9,11 @@
 //!   `<link rel="modulepreload">` for every module the first paint needs: those `app.js` reaches
 //!   through static imports (dynamic `import()` loads the rest when wanted);
 //! - the Content-Security-Policy allows the inline import map by its SHA-256 and nothing else;
+//! - `web/bundle/app.js`, the first paint's modules in one (made by `web/bundle/bundle.mjs`
+//!   with esbuild, and kept in the repository), is served as `assets/app.bundle.js` and named by
+//!   the page instead of `app.js`, while the sources hash on its first line matches the scripts
+//!   under `web/assets/` ([`sources_hash`]); otherwise the page loads the modules one by one and
+//!   the build warns;
 //! - `assets/diagram.html`, the frame Mermaid draws in, gets an import map of its own, of the
 //!   modules only it loads (Mermaid's, left out of the page's map) and DOMPurify; its hash is
 //!   `DIAGRAM_MAP_HASH`, for the frame's policy.
@@ -200,10 +205,58 @@ fn diagram_frame(source: &str, assets: &[Built]) -> (String, String) {
     (html, hash)
 }
 
+/// SHA-256 over each script under `web/assets/` in bytewise order of its path: the path, a NUL,
+/// its bytes, a NUL (as `web/bundle/bundle.mjs` computes it).
+fn sources_hash(assets: &[Built]) -> String {
+    let mut scripts: Vec<&Built> = assets
+        .iter()
+        .filter(|a| a.name.ends_with(".js") || a.name.ends_with(".mjs"))
+        .collect();
+    scripts.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    let mut hash = Sha256::new();
+    for a in scripts {
+        hash.update(a.name.as_bytes());
+        hash.update([0]);
+        hash.update(&a.body);
+        hash.update([0]);
+    }
+    hex::encode(hash.finalize())
+}
+
+/// The name the page's bundle is served under.
+const BUNDLE: &str = "app.bundle.js";
+
+/// `web/bundle/app.js` as an asset, when it was made from the scripts in `assets`; a warning
+/// from the build otherwise.
+fn bundle(web: &Path, assets: &[Built]) -> Option<Built> {
+    let path = web.join("bundle/app.js");
+    println!("cargo::rerun-if-changed={}", path.display());
+    let stale = |why: &str| {
+        println!(
+            "cargo::warning=Iris Web loads its modules one by one: web/bundle/app.js {why}; run `npm ci && node bundle.mjs` in crates/gateway/web/bundle"
+        );
+        None
+    };
+    let Ok(body) = std::fs::read(&path) else {
+        return stale("is missing");
+    };
+    let first = body.split(|b| *b == b'\n').next().unwrap_or_default();
+    let wanted = format!("from sources sha256 {};", sources_hash(assets));
+    if !String::from_utf8_lossy(first).contains(&wanted) {
+        return stale("was made from other sources");
+    }
+    Some(Built {
+        name: BUNDLE.to_owned(),
+        hashed: hashed_name(BUNDLE, &body),
+        content_type: "text/javascript; charset=utf-8",
+        body,
+    })
+}
+
 /// `index.html` naming the hashed files, with the import map and preload hints; and the hash of
-/// the import map for the CSP.
-fn index_html(source: &str, assets: &[Built]) -> (String, String) {
-    let mut html = source.to_owned();
+/// the import map for the CSP. `entry` is the module the page runs: `app.js`, or the bundle.
+fn index_html(source: &str, assets: &[Built], entry: &str) -> (String, String) {
+    let mut html = source.replace("\"assets/app.js\"", &format!("\"assets/{entry}\""));
     for a in assets {
         html = html.replace(
             &format!("\"assets/{}\"", a.name),
@@ -217,7 +270,7 @@ fn index_html(source: &str, assets: &[Built]) -> (String, String) {
         .map(|a| (a.name.as_str(), a.hashed.as_str()))
         .collect();
     let mut head = format!("<script type=\"importmap\">{map}</script>\n");
-    for name in first_paint_modules(assets, "app.js") {
+    for name in first_paint_modules(assets, entry) {
         head.push_str(&format!(
             "  <link rel=\"modulepreload\" href=\"assets/{}\">\n",
             hashed[name.as_str()]
@@ -288,8 +341,15 @@ pub fn build(manifest: &Path, out_dir: &Path) {
     }
     let mut assets = Vec::new();
     collect(&web.join("assets"), &web.join("assets"), &mut assets);
+    let entry = match bundle(&web, &assets) {
+        Some(b) => {
+            assets.push(b);
+            BUNDLE
+        }
+        None => "app.js",
+    };
     let source = std::fs::read_to_string(web.join("index.html")).expect("web/index.html");
-    let (index, csp_hash) = index_html(&source, &assets);
+    let (index, csp_hash) = index_html(&source, &assets, entry);
     let frame_source = assets
         .iter()
         .find(|a| a.name == "diagram.html")

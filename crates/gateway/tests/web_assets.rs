@@ -1,7 +1,8 @@
 //! Iris Web's assets as a browser gets them from the real gateway: content-hashed URLs cached as
 //! immutable, brotli or gzip by `Accept-Encoding` (the same bytes once decompressed), an unknown
 //! or old hash refused, and the page itself always revalidated, naming the hashed files through
-//! its import map (allowed by the Content-Security-Policy) with preload hints.
+//! its import map (allowed by the Content-Security-Policy), and starting the one bundle of its
+//! first paint (`web/bundle`), made from these sources.
 
 mod common;
 
@@ -48,21 +49,29 @@ async fn hashed_assets_are_immutable_and_precompressed_and_the_page_is_revalidat
     assert_eq!(page.header("cache-control"), Some("no-cache"));
     let html = String::from_utf8(page.body.clone()).expect("utf-8 page");
     let app = hashed_url(&html, "app.js");
-    let util = hashed_url(&html, "util.js");
+    let bundle = hashed_url(&html, "app.bundle.js");
     assert!(
         html.contains(&format!(
             r#"<script type="module" src="{}"></script>"#,
-            &app[1..]
+            &bundle[1..]
         )),
-        "the page starts the hashed app.js: {html}"
+        "the page starts the bundle of its first paint, which is served only while it was made \
+         from these sources (run `npm ci && node bundle.mjs` in crates/gateway/web/bundle): {html}"
     );
-    assert!(
-        html.contains(&format!(
-            r#"<link rel="modulepreload" href="{}">"#,
-            &util[1..]
-        )),
-        "first-paint modules are preloaded: {html}"
+    assert_eq!(
+        html.matches(r#"<link rel="modulepreload""#).count(),
+        1,
+        "the bundle is the one module of the first paint: {html}"
     );
+    assert!(html.contains(&format!(
+        r#"<link rel="modulepreload" href="{}">"#,
+        &bundle[1..]
+    )));
+    let served = get(&gw, &bundle, &[]).await;
+    assert_eq!(served.header("cache-control"), Some(IMMUTABLE));
+    let made = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/web/bundle/app.js"))
+        .expect("web/bundle/app.js");
+    assert_eq!(served.body, made);
     assert!(
         !html.contains("modulepreload\" href=\"assets/vendor/highlight/languages"),
         "highlight languages are not preloaded"

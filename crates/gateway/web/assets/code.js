@@ -34,9 +34,11 @@ const ready = new Map();
 
 function loadLanguage(file) {
   if (!loading.has(file)) {
+    // A computed path, which a bundler leaves alone (web/bundle): the file is one of LANGUAGES.
+    const language = `./vendor/highlight/languages/${file}.min.js`;
     loading.set(file, Promise.all([
       import('./vendor/highlight/core.min.js'),
-      import(`./vendor/highlight/languages/${file}.min.js`),
+      import(language),
     ]).then(([{ default: hljs }, { default: language }]) => {
       hljs.registerLanguage(file, language);
       ready.set(file, hljs);
