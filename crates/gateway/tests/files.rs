@@ -350,3 +350,45 @@ async fn a_huge_file_and_a_huge_directory_give_bounded_answers() {
     assert_eq!(listed.entries[1999].name, "f001999");
     gw.stop().await;
 }
+
+/// The paths of an agent's tool calls are absolute (ACP): one inside the working directory is
+/// taken as its relative path, and every defence holds for it as for a relative one.
+#[tokio::test]
+async fn an_absolute_path_inside_the_working_directory_is_taken_as_tool_calls_name_it() {
+    let root = tempfile::tempdir().unwrap();
+    let work = lay_out(root.path());
+    std::fs::create_dir_all(root.path().join("workshop")).unwrap();
+    std::fs::write(root.path().join("workshop/notes.txt"), "beside, not inside").unwrap();
+    let gw = start(root.path(), &work).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    let abs = |rel: &str| format!("{}/{rel}", work.display());
+
+    let file = read(&mut phone, &abs("src/main.rs"), 0).await.expect("read");
+    assert_eq!(file.path, "src/main.rs", "answered with the path in the directory");
+    assert!(file.text.unwrap_or_default().contains("println"));
+    let listing = list(&mut phone, Some("code"), &work.to_string_lossy())
+        .await
+        .expect("list");
+    assert_eq!(listing.path, "");
+    let (header, bytes) = pull(&mut phone, &abs("pic.png")).await.expect("pull");
+    assert_eq!((header.path.as_str(), bytes.as_slice()), ("pic.png", PNG));
+
+    // A sibling whose name starts the same is outside; `..` after the prefix is refused.
+    let beside = root.path().join("workshop/notes.txt");
+    for path in [
+        beside.to_string_lossy().into_owned(),
+        abs("../outside/secret.txt"),
+        abs("src/../../outside/secret.txt"),
+    ] {
+        let (c, m) = read(&mut phone, &path, 0).await.expect_err("refused");
+        assert_eq!(c, ErrorCode::BadRequest, "{path}: {m}");
+    }
+    // Hidden files, symlinks out and the gateway's data directory stay refused as they are
+    // by their relative paths.
+    for rel in [".env", "link_out/secret.txt", "abs_link", "data"] {
+        let relative = read(&mut phone, rel, 0).await.expect_err("refused").0;
+        let absolute = read(&mut phone, &abs(rel), 0).await.expect_err("refused").0;
+        assert_eq!(absolute, relative, "{rel}");
+    }
+    gw.stop().await;
+}

@@ -59,6 +59,27 @@ impl RelPath {
         Ok(RelPath(parts.join("/")))
     }
 
+    /// Checks a path as a device sent it, where an absolute path is also taken when it names
+    /// something inside `root` (the agent's working directory, as configured or as the kernel
+    /// names it), as the paths of an agent's tool calls do.
+    pub fn within(root: &Path, raw: &str) -> Result<RelPath, WireError> {
+        if !raw.starts_with('/') || raw.len() > MAX_PATH || raw.contains('\0') {
+            return RelPath::parse(raw);
+        }
+        let canonical = std::fs::canonicalize(root).ok();
+        let inside = [Some(root), canonical.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter(|base| base.is_absolute())
+            .find_map(|base| Path::new(raw).strip_prefix(base).ok());
+        match inside.and_then(Path::to_str) {
+            Some(rest) => RelPath::parse(rest),
+            None => Err(WireError::bad_request(
+                "an absolute path outside the agent's working directory is refused",
+            )),
+        }
+    }
+
     /// The normalized path (`""` for the directory itself).
     pub fn as_str(&self) -> &str {
         &self.0

@@ -92,7 +92,7 @@ impl Files {
 
     /// `files.list`.
     pub async fn list(&self, agent: &str, path: &str) -> Result<FilesListing, WireError> {
-        let path = RelPath::parse(path)?;
+        let path = self.rel(agent, path)?;
         let max = self.config.max_entries;
         let name = agent.to_owned();
         self.run(agent, move |jail| {
@@ -116,7 +116,7 @@ impl Files {
         path: &str,
         offset: u64,
     ) -> Result<FileContent, WireError> {
-        let path = RelPath::parse(path)?;
+        let path = self.rel(agent, path)?;
         let max = self.config.max_read_bytes;
         let name = agent.to_owned();
         self.run(agent, move |jail| {
@@ -127,7 +127,7 @@ impl Files {
 
     /// `files.pull`: the file opened, refused above `[files] max_pull_bytes`.
     pub async fn open_for_pull(&self, agent: &str, path: &str) -> Result<PullFile, WireError> {
-        let path = RelPath::parse(path)?;
+        let path = self.rel(agent, path)?;
         let max = self.config.max_pull_bytes.unwrap_or(u64::MAX);
         let name = agent.to_owned();
         self.run(agent, move |jail| {
@@ -155,6 +155,14 @@ impl Files {
             })
         })
         .await
+    }
+
+    /// `raw` checked as a path in the agent's directory (an absolute one inside it taken too).
+    fn rel(&self, agent: &str, raw: &str) -> Result<RelPath, WireError> {
+        match self.roots.get(agent) {
+            Some(root) => RelPath::within(&root.dir, raw),
+            None => RelPath::parse(raw),
+        }
     }
 
     /// Runs `work` in the agent's jail on a blocking thread.

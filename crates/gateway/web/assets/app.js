@@ -12,8 +12,10 @@
 // keeps the read ticks.
 
 import { trackTool, watchTicks } from './activity.js';
+import { setFileOpener } from './changes.js';
 import { initComposer, loadCatalog, updateComposer } from './composer.js';
 import { Connection } from './conn.js';
+import { showFiles } from './files.js';
 import { Media } from './media.js';
 import { onEcho, resendAll } from './outbox.js';
 import { initMenu } from './menu.js';
@@ -217,6 +219,7 @@ initSidebar();
 initPickers();
 initInbox();
 initComposer();
+setFileOpener((path) => showFiles(path));
 initRewind();
 initSearch();
 initMenu();

@@ -1,13 +1,22 @@
 // A list of file changes ({path, diff, added, removed, new_file?, truncated?}), as a tool card
 // and an approval show them: each file's name with its `+N −M` counts, and its diff coloured by
-// highlight.js, collapsed beyond a few lines. Pure DOM building: it imports only code
-// highlighting and util.
+// highlight.js, collapsed beyond a few lines. The file's name opens it in the Files view (set by
+// `setFileOpener`: the gateway takes a tool call's absolute path inside the agent's directory).
+// Pure DOM building: it imports only code highlighting and util.
 
 import { highlightBlock } from './code.js';
 import { h } from './util.js';
 
 /** Lines of a diff shown before its "Show all N lines" button. */
 export const DIFF_PREVIEW_LINES = 12;
+
+/** What opens a changed file by its path (the Files view), or null. */
+let openFile = null;
+
+/** Sets what a file's name opens it with (`(path) => …`). */
+export function setFileOpener(open) {
+  openFile = open;
+}
 
 /** `2 lines added, 1 removed`: the counts as words. */
 export function changeCountsLabel(added, removed) {
@@ -33,7 +42,9 @@ export function changeBlock(change) {
   const added = Number(change.added) || 0;
   const removed = Number(change.removed) || 0;
   const box = h('div', { class: 'change', dataset: { path } }, h('div', { class: 'change-head' },
-    h('span', { class: 'change-file', title: path }, name),
+    openFile && path
+      ? h('button', { type: 'button', class: 'link change-file', title: path, 'aria-label': `Open ${name}`, onclick: () => openFile(path) }, name)
+      : h('span', { class: 'change-file', title: path }, name),
     change.new_file ? h('span', { class: 'change-new' }, 'new file') : null,
     h('span', { class: 'change-counts', role: 'img', 'aria-label': changeCountsLabel(added, removed) },
       h('span', { class: 'change-added' }, `+${added}`), ' ', h('span', { class: 'change-removed' }, `\u2212${removed}`))));

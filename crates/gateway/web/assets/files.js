@@ -14,8 +14,11 @@ import { blobType, formatBytes, h } from './util.js';
 /** The view's current showing; a late answer for an earlier one is dropped. */
 let showing = null;
 
-/** Opens the view on the chat's agent's working directory. */
-export function showFiles() {
+/**
+ * Opens the view on the chat's agent's working directory, or on the file at `path` (relative to
+ * it, or absolute inside it, as a tool call names it).
+ */
+export function showFiles(path = null) {
   const dialog = $('files');
   const view = {
     agent: null,
@@ -34,7 +37,8 @@ export function showFiles() {
     if (showing === view) showing = null;
   };
   if (!dialog.open) dialog.showModal();
-  openDir(view, '');
+  if (path) openFile(view, path);
+  else openDir(view, '');
 }
 
 /** Asks the gateway; resolves with the payload, or shows the refusal in the view. */
@@ -97,6 +101,7 @@ async function openDir(view, path) {
 async function openFile(view, path) {
   const file = await ask(view, 'files.read', { path });
   if (!file) return;
+  view.agent = file.agent;
   crumbs(view, file.path, true);
   const name = file.path.split('/').pop();
   const download = h('button', { type: 'button', class: 'secondary', onclick: () => save(view, file, name) }, 'Download');

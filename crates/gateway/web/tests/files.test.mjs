@@ -2,7 +2,7 @@
 //! "Files…" lists the chat's agent's working directory (folders first, secrets hidden and
 //! counted, a name with a control character shown escaped), a Rust file opens highlighted, an
 //! image shows inline, a file downloads with its bytes, and a symlink out of the directory shows
-//! the gateway's refusal.
+//! the gateway's refusal. The name of a file a tool call changed opens it there.
 
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, browserSuite, noisePng, openSignedIn, pageErrors, shot,
+  DESKTOP, PHONE, browserSuite, noisePng, openSignedIn, pageErrors, send, shot,
 } from './harness.mjs';
 
 const suite = browserSuite(before, after);
@@ -89,6 +89,31 @@ describe('the Files view', { timeout: 240000 }, () => {
       await dialog.getByRole('button', { name: /^way_out/ }).click();
       await dialog.getByRole('alert').filter({ hasText: 'outside the agent\'s working directory' }).waitFor();
       await shot(page, `files-refused-${size}`);
+      assert.deepEqual(pageErrors(page), []);
+    });
+
+    test(`a changed file's name in a tool card opens it in Files (${size})`, { timeout: 120000 }, async () => {
+      const { work } = workDir();
+      writeFileSync(path.join(work, 'notes.txt'), 'one\n2\nthree\nfour\n');
+      const gw = await suite.gateway({ config: `[agent]\ncwd = ${JSON.stringify(work)}\n` });
+      const { page } = await suite.device(viewport);
+      await openSignedIn(page, gw.url);
+      // The demo agent's `edit` names <cwd>/notes.txt, an absolute path, as ACP has it.
+      await send(page, 'edit');
+      const card = page.locator('details.tool', { has: page.locator('.change') });
+      const name = card.getByRole('button', { name: 'Open notes.txt' });
+      await name.waitFor();
+      assert.equal(await name.getAttribute('title'), path.join(work, 'notes.txt'));
+      await name.click();
+      const dialog = page.getByRole('dialog', { name: 'Files' });
+      const code = dialog.locator('pre.files-text code');
+      await code.waitFor();
+      assert.equal(await code.textContent(), 'one\n2\nthree\nfour\n');
+      assert.equal(await dialog.locator('.files-current').textContent(), 'notes.txt', 'shown by its path in the directory');
+      await shot(page, `files-from-change-${size}`);
+      // From there, the directory it is in.
+      await dialog.getByRole('navigation', { name: 'Folder' }).getByRole('button', { name: 'demo' }).click();
+      await dialog.getByRole('button', { name: /^notes\.txt/ }).waitFor();
       assert.deepEqual(pageErrors(page), []);
     });
   }
