@@ -1,7 +1,8 @@
 // Export of a chat as a Markdown file named after it: every page of its history, fetched with
 // `history` requests back to the first message (not only the pages drawn), each message under a
 // heading with its author and time, answers as their Markdown text, the turn's steps (commentary,
-// plan, tool calls, questions) as short lines above the answer, attachments by name.
+// plan, tool calls, questions) as short lines above the answer, the files its tools changed as
+// fenced `diff` blocks, attachments by name; what a regenerate or an edit replaced is marked.
 
 import { laneTitle } from './state.js';
 import { request, toast } from './ui.js';
@@ -75,6 +76,28 @@ function stepLine(s) {
   }
 }
 
+/** A fence for `text`: longer than any run of backticks in it. */
+function fence(text) {
+  const longest = Math.max(0, ...(String(text).match(/`+/g) || []).map((r) => r.length));
+  return '`'.repeat(Math.max(3, longest + 1));
+}
+
+/** The file changes of a turn's tool steps, each as its path, counts and a `diff` block. */
+function changeLines(steps) {
+  const out = [];
+  for (const s of steps) {
+    for (const c of (s.kind === 'tool' && Array.isArray(s.changes) ? s.changes : [])) {
+      const counts = `+${Number(c.added) || 0} −${Number(c.removed) || 0}`;
+      out.push(`Changed \`${c.path}\` (${c.new_file ? 'new file, ' : ''}${counts}${c.truncated ? ', diff cut short' : ''}):`, '');
+      if (c.diff) {
+        const f = fence(c.diff);
+        out.push(`${f}diff`, String(c.diff).replace(/\n$/, ''), f, '');
+      }
+    }
+  }
+  return out;
+}
+
 /** The Markdown of a chat: a title, then each message under "## Author · time". */
 export function chatMarkdown(title, messages) {
   const out = [`# ${title}`, '', `Exported from Iris on ${when(Date.now())}: ${messages.length} messages.`, ''];
@@ -82,9 +105,11 @@ export function chatMarkdown(title, messages) {
     out.push(`## ${AUTHORS[m.role] || m.role}${m.ts ? ` · ${when(m.ts)}` : ''}`, '');
     const steps = (m.steps || []).map(stepLine).filter(Boolean);
     if (steps.length) out.push(...steps, '');
+    out.push(...changeLines(m.steps || []));
     if (m.text) out.push(m.text, '');
     for (const f of m.media || []) out.push(`Attachment: ${f.filename || f.media_id}`, '');
     if (ENDINGS[m.ended]) out.push(`*(${ENDINGS[m.ended]})*`, '');
+    if (m.state === 'replaced') out.push('*(Replaced by a regenerate or an edit)*', '');
   }
   return out.join('\n');
 }

@@ -1,7 +1,8 @@
 //! Exporting a chat from Iris Web, at phone and desktop size, against the real gateway and its
 //! demo agent: the chat's menu → "Export chat" downloads `<chat name>.md` holding every message
 //! of the chat — more than the page has drawn, so older history pages are fetched — once each and
-//! in order, each under its author and time, and a tool step as a short line.
+//! in order, each under its author and time, a tool step as a short line, and a file change as a
+//! fenced diff.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -31,13 +32,15 @@ describe('export a chat', { timeout: 300000 }, () => {
       }
       await send(page, 'tool');
       await page.locator('.msg.role-assistant:not(.streaming)', { hasText: 'Echo: tool' }).waitFor();
+      await send(page, 'edit');
+      await page.locator('.msg.role-assistant:not(.streaming)', { hasText: 'Edited notes.txt.' }).waitFor();
 
       // A fresh load draws only the latest page.
       await page.reload();
       await waitOnline(page);
-      await page.locator('.msg.role-assistant', { hasText: 'Echo: tool' }).waitFor();
+      await page.locator('.msg.role-assistant', { hasText: 'Edited notes.txt.' }).waitFor();
       const drawn = await page.locator('#log .msg').count();
-      const total = 2 * TURNS + 2;
+      const total = 2 * TURNS + 4;
       assert.ok(drawn < total, `the page draws ${drawn} of ${total} messages`);
 
       await page.getByRole('button', { name: 'Menu' }).click();
@@ -68,6 +71,13 @@ describe('export a chat', { timeout: 300000 }, () => {
       // The tool turn: its tool call as a short line between the prompt and the answer's text.
       const tool = lines.indexOf('- Tool terminal: `echo hello` (ok)');
       assert.ok(tool > lines.indexOf('tool') && tool < lines.indexOf('Echo: tool') && tool > at, text.slice(-600));
+      // The edit's change as a fenced diff, between its prompt and its answer.
+      const changed = lines.findIndex((l) => /^Changed `.*\/notes\.txt` \(\+2 −1\):$/.test(l));
+      const answered = lines.findIndex((l) => l.startsWith('Edited notes.txt.'));
+      assert.ok(changed > lines.indexOf('edit') && changed < answered, text.slice(-900));
+      const block = lines.slice(changed + 2, lines.indexOf('```', changed + 3) + 1);
+      assert.equal(block[0], '```diff', text.slice(-900));
+      assert.ok(block.includes('+four') && block.includes('-two') && block.includes('+2'), block.join('\n'));
       assert.ok(!text.includes('completed'), 'complete answers carry no ending mark');
       await page.locator('#toasts', { hasText: `Exported ${total} messages` }).waitFor();
       assert.deepEqual(pageErrors(page), []);
