@@ -3,7 +3,8 @@
 // message bubbles (text, reasoning, media, the meta line and its actions: the ⋯ menu, the
 // quick-action bar shown on hover or focus, a long press or right click opening the menu, Copy,
 // Retry of an answer that did not complete), streaming answers, commentary and tool cards
-// (drawn by steps.js, live and from an answer's `steps` in history), the busy line above the composer, read receipts in
+// (drawn by steps.js, live and from an answer's `steps` in history; the line under an answer that
+// opens its turn's file changes by turnchanges.js), the busy line above the composer, read receipts in
 // both directions and deletions. Its reading aids (following the end, the "new messages"
 // marker, the jump to the first unread message, date separators, the unread count in the title, the empty state) are in view.js, the
 // image lightbox in lightbox.js and drag-and-drop upload in dropzone.js; it starts all three.
@@ -21,6 +22,7 @@ import {
 } from './rewind.js';
 import { $, app, currentLane, findMessage, getLane, laneOf, laneTitle, shownLanes, store } from './state.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
+import { noteTurnChanges } from './turnchanges.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
 import { formatBytes, formatTime, h, runtimeFooter, showsInline } from './util.js';
 import {
@@ -130,6 +132,7 @@ export function loadHistory(lane, older = false) {
         frag.append(el);
       }
       lane.el.insertBefore(frag, first);
+      for (const m of messages) if (m.role === 'assistant' && m.steps) noteTurnChanges(lane.items.get(m.message_id));
       if (!lane.historyLoaded || older) {
         lane.hasMore = hasMore;
         lane.oldest = oldest || lane.oldest;
@@ -379,8 +382,9 @@ export function onStreamFrame(frame) {
         fillMessage(el, lane, m);
         // Keep the answer below the turn's commentary and tool cards.
         lane.el.append(el);
+        noteTurnChanges(el);
       } else {
-        upsertMessage(lane, m, frame);
+        noteTurnChanges(upsertMessage(lane, m, frame));
       }
       noteActivity(lane, frame);
       if (!document.hidden && lane === currentLane()) sendReceipt(lane, p.message_id);

@@ -1,0 +1,66 @@
+//! The changes of a turn in Iris Web, at phone and desktop size, against the real gateway and its
+//! demo agent (`edit` changes `<cwd>/notes.txt`: two lines added, one removed): the answer of a
+//! turn whose tools changed files carries a line "1 file changed +2 −1", live and after a reload;
+//! it opens a dialog listing each file under its path with its diff; an answer whose turn changed
+//! nothing has no such line.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import {
+  DESKTOP, PHONE, browserSuite, openSignedIn, pageErrors, send, shot, waitOnline,
+} from './harness.mjs';
+
+const suite = browserSuite(before, after);
+const SIZES = [['phone', PHONE], ['desktop', DESKTOP]];
+
+const assistant = (page, text) => page.locator('.msg.role-assistant:not(.streaming)', { hasText: text });
+
+/** Opens the turn's changes from its answer's line; returns what the dialog lists. */
+async function openChanges(page, answer, screenshot = null) {
+  await answer.getByRole('button', { name: /file changed/ }).click();
+  const dialog = page.getByRole('dialog', { name: /Changes of this turn/ });
+  await dialog.locator('.change-diff code .hljs-addition', { hasText: '+four' }).waitFor();
+  const shown = await dialog.evaluate((el) => ({
+    title: el.querySelector('h2').textContent,
+    files: [...el.querySelectorAll('.turn-file-head')].map((f) => f.textContent),
+    diffs: el.querySelectorAll('.change-diff').length,
+  }));
+  if (screenshot) await shot(page, screenshot);
+  await dialog.getByRole('button', { name: 'Close changes' }).click();
+  await dialog.waitFor({ state: 'hidden' });
+  return shown;
+}
+
+describe('the changes of a turn', { timeout: 240000 }, () => {
+  for (const [size, viewport] of SIZES) {
+    test(`an answer lists the files its turn changed, live and after a reload (${size})`, { timeout: 120000 }, async () => {
+      const gw = await suite.gateway();
+      const { page } = await suite.device(viewport);
+      await openSignedIn(page, gw.url);
+      await send(page, 'tool');
+      const plain = assistant(page, 'Echo: tool');
+      await plain.waitFor();
+      await send(page, 'edit');
+      const edited = assistant(page, 'Edited notes.txt.');
+      await edited.waitFor();
+
+      const line = edited.locator('.turn-changes');
+      await line.waitFor();
+      assert.equal((await line.textContent()).replace(/\s+/g, ' '), '1 file changed +2 \u22121');
+      assert.equal(await plain.locator('.turn-changes').count(), 0, 'a turn that changed nothing has no line');
+      const live = await openChanges(page, edited, `turn-changes-${size}`);
+      assert.equal(live.title, 'Changes of this turn (1 file)');
+      assert.equal(live.files.length, 1);
+      assert.match(live.files[0], /\/notes\.txt \+2 \u22121$/);
+      assert.equal(live.diffs, 1);
+
+      await page.reload();
+      await waitOnline(page);
+      await edited.locator('.turn-changes').waitFor();
+      assert.deepEqual(await openChanges(page, edited), live, 'the same after a reload');
+      assert.equal(await plain.locator('.turn-changes').count(), 0);
+      assert.deepEqual(pageErrors(page), []);
+    });
+  }
+});
