@@ -35,8 +35,56 @@ export function diffLines(diff) {
   return shown.length === 1 && shown[0] === '' ? [] : shown;
 }
 
-/** One file change ({path, diff, added, removed, new_file?, truncated?}): its name line and diff. */
-export function changeBlock(change) {
+/**
+ * The rows of a unified diff side by side: `{hunk}` for a hunk's header, else `{left, right}`,
+ * each `{n, text, kind}` or null (`kind`: `same`, `del`, `add`). Removed lines pair with the
+ * added lines that follow them, in order; a context line stands on both sides.
+ */
+export function splitRows(lines) {
+  const rows = [];
+  let [oldN, newN] = [0, 0];
+  let dels = [];
+  let adds = [];
+  const flush = () => {
+    for (let i = 0; i < Math.max(dels.length, adds.length); i++) rows.push({ left: dels[i] || null, right: adds[i] || null });
+    [dels, adds] = [[], []];
+  };
+  for (const line of lines) {
+    const hunk = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+    if (hunk) {
+      flush();
+      [oldN, newN] = [Number(hunk[1]), Number(hunk[2])];
+      rows.push({ hunk: line });
+    } else if (line.startsWith('-')) {
+      dels.push({ n: oldN++, text: line.slice(1), kind: 'del' });
+    } else if (line.startsWith('+')) {
+      adds.push({ n: newN++, text: line.slice(1), kind: 'add' });
+    } else if (!line.startsWith('\\')) {
+      flush();
+      const text = line.slice(1);
+      rows.push({ left: { n: oldN++, text, kind: 'same' }, right: { n: newN++, text, kind: 'same' } });
+    }
+  }
+  flush();
+  return rows;
+}
+
+/** A diff's lines side by side: the old file on the left, the new one on the right. */
+function splitDiff(lines, name) {
+  const cell = (side) => (side
+    ? [h('span', { class: `split-n split-${side.kind}` }, String(side.n)), h('span', { class: `split-text split-${side.kind}` }, side.text)]
+    : [h('span', { class: 'split-n split-none' }), h('span', { class: 'split-text split-none' })]);
+  const rows = splitRows(lines).map((r) => (r.hunk
+    ? h('div', { class: 'split-hunk' }, r.hunk)
+    : h('div', { class: 'split-row' }, ...cell(r.left), ...cell(r.right))));
+  return h('div', { class: 'split-diff', tabindex: '0', role: 'region', 'aria-label': `Diff of ${name}, side by side` }, ...rows);
+}
+
+/**
+ * One file change ({path, diff, added, removed, new_file?, truncated?}): its name line and diff;
+ * with `split`, the diff side by side and whole.
+ */
+export function changeBlock(change, { split = false } = {}) {
   const path = String(change.path || '');
   const name = path.split(/[\\/]/).filter(Boolean).pop() || path;
   const added = Number(change.added) || 0;
@@ -49,7 +97,9 @@ export function changeBlock(change) {
     h('span', { class: 'change-counts', role: 'img', 'aria-label': changeCountsLabel(added, removed) },
       h('span', { class: 'change-added' }, `+${added}`), ' ', h('span', { class: 'change-removed' }, `\u2212${removed}`))));
   const lines = diffLines(change.diff);
-  if (lines.length) {
+  if (lines.length && split) {
+    box.append(splitDiff(lines, name));
+  } else if (lines.length) {
     // The text goes in as text; code.js colours it with highlight.js's class-only spans.
     const code = h('code', { class: 'language-diff' });
     // Long lines scroll sideways inside the block: reachable and scrollable by keyboard.

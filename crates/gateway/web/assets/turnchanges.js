@@ -2,7 +2,8 @@
 // cards drawn above its answer, live or from history), with a line under the answer ("2 files
 // changed +5 −1") that opens them in the `#turn-changes` dialog: each file once, under its path
 // with the turn's total counts, then each of its diffs in the order they were made ("Edit 1 of
-// 2"). A file changed once shows its one diff, which is the turn's change to it.
+// 2"). A file changed once shows its one diff, which is the turn's change to it. On a wide screen
+// the diffs stand side by side (the old text left, the new right); "Side by side" switches.
 
 import { changeBlock } from './changes.js';
 import { icon } from './icons.js';
@@ -51,13 +52,18 @@ export function noteTurnChanges(answer) {
   answer.insertBefore(line, meta);
 }
 
+/** Whether diffs show side by side: on a wide screen unless the person chose otherwise. */
+const WIDE = '(min-width: 1000px)';
+let splitChosen = null;
+
 /** Opens the dialog of the changes of the turn `answer` ends. */
 export function showTurnChanges(answer) {
   const files = turnChanges(answer);
   const dialog = $('turn-changes');
+  const split = splitChosen ?? window.matchMedia(WIDE).matches;
   const list = files.map((f) => {
     const blocks = f.changes.map((c, i) => {
-      const block = changeBlock(c);
+      const block = changeBlock(c, { split });
       if (f.changes.length > 1) block.prepend(h('div', { class: 'settings-hint' }, `Edit ${i + 1} of ${f.changes.length}`));
       return block;
     });
@@ -70,6 +76,15 @@ export function showTurnChanges(answer) {
     h('div', { class: 'settings-head' },
       h('h2', { id: 'turn-changes-title' }, `Changes of this turn (${files.length} ${files.length === 1 ? 'file' : 'files'})`),
       h('button', { type: 'button', class: 'icon', 'aria-label': 'Close changes', onclick: () => dialog.close() }, icon('x'))),
+    h('button', {
+      type: 'button',
+      class: 'secondary turn-layout',
+      'aria-pressed': String(split),
+      onclick: () => {
+        splitChosen = !split;
+        showTurnChanges(answer);
+      },
+    }, 'Side by side'),
     ...list,
   );
   if (!dialog.open) dialog.showModal();

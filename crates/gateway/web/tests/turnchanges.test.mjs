@@ -1,8 +1,8 @@
 //! The changes of a turn in Iris Web, at phone and desktop size, against the real gateway and its
 //! demo agent (`edit` changes `<cwd>/notes.txt`: two lines added, one removed): the answer of a
 //! turn whose tools changed files carries a line "1 file changed +2 −1", live and after a reload;
-//! it opens a dialog listing each file under its path with its diff; an answer whose turn changed
-//! nothing has no such line.
+//! it opens a dialog listing each file under its path with its diff, side by side on a wide
+//! screen (a button switches); an answer whose turn changed nothing has no such line.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -20,11 +20,12 @@ const assistant = (page, text) => page.locator('.msg.role-assistant:not(.streami
 async function openChanges(page, answer, screenshot = null) {
   await answer.getByRole('button', { name: /file changed/ }).click();
   const dialog = page.getByRole('dialog', { name: /Changes of this turn/ });
-  await dialog.locator('.change-diff code .hljs-addition', { hasText: '+four' }).waitFor();
+  // Unified (coloured by highlight.js) or side by side, as the screen is wide.
+  await dialog.locator('.change-diff code .hljs-addition, .split-diff .split-add', { hasText: 'four' }).first().waitFor();
   const shown = await dialog.evaluate((el) => ({
     title: el.querySelector('h2').textContent,
     files: [...el.querySelectorAll('.turn-file-head')].map((f) => f.textContent),
-    diffs: el.querySelectorAll('.change-diff').length,
+    diffs: el.querySelectorAll('.change-diff, .split-diff').length,
   }));
   if (screenshot) await shot(page, screenshot);
   await dialog.getByRole('button', { name: 'Close changes' }).click();
@@ -59,6 +60,22 @@ describe('the changes of a turn', { timeout: 240000 }, () => {
       await waitOnline(page);
       await edited.locator('.turn-changes').waitFor();
       assert.deepEqual(await openChanges(page, edited), live, 'the same after a reload');
+
+      // Side by side on a wide screen (the old text left, the new right); a button switches.
+      await edited.getByRole('button', { name: /file changed/ }).click();
+      const dialog = page.getByRole('dialog', { name: /Changes of this turn/ });
+      const layout = dialog.getByRole('button', { name: 'Side by side' });
+      const wide = size === 'desktop';
+      assert.equal(await layout.getAttribute('aria-pressed'), String(wide));
+      if (!wide) await layout.click();
+      const split = dialog.getByRole('region', { name: 'Diff of notes.txt, side by side' });
+      await split.waitFor();
+      const sides = await split.evaluate((el) => [...el.querySelectorAll('.split-row')].map((r) => [...r.children].map((c) => c.textContent)));
+      assert.deepEqual(sides, [['1', 'one', '1', 'one'], ['2', 'two', '2', '2'], ['3', 'three', '3', 'three'], ['', '', '4', 'four']]);
+      await shot(page, `turn-changes-split-${size}`);
+      await dialog.getByRole('button', { name: 'Side by side' }).click();
+      await dialog.getByRole('region', { name: 'Diff of notes.txt' }).waitFor();
+      assert.equal(await dialog.locator('.split-diff').count(), 0, 'unified again');
       assert.equal(await plain.locator('.turn-changes').count(), 0);
       assert.deepEqual(pageErrors(page), []);
     });

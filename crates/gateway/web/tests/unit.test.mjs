@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 
+import { splitRows } from '../assets/changes.js';
 import { applyUpdate } from '../assets/conn.js';
 import { sha256 } from '../assets/vendor/noble-hashes/sha2.js';
 import { bytesToHex } from '../assets/vendor/noble-hashes/utils.js';
@@ -97,4 +98,19 @@ test('push outcomes in plain words', () => {
   assert.equal(outcomeText({ backend: 'fcm', result: 'rejected', detail: 'INVALID_ARGUMENT', at }, now), 'Refused: INVALID_ARGUMENT (2 minutes ago)');
   assert.equal(outcomeText({ backend: 'ntfy', result: 'retrying', detail: 'HTTP 503', at }, now), 'Retrying: HTTP 503 (2 minutes ago)');
   assert.equal(outcomeText({ backend: 'ntfy', result: 'unreachable', detail: 'given up after 8 attempts', at }, now), 'Gave up after retries (2 minutes ago)');
+});
+
+test('a unified diff side by side: removed lines beside the added ones after them, numbered per side', () => {
+  const rows = splitRows(['@@ -1,3 +1,4 @@', ' one', '-two', '-too', '+2', ' three', '+four', '\\ No newline at end of file', '@@ -10 +11 @@', '-x']);
+  const cell = (c) => (c ? `${c.n}${c.kind[0]}:${c.text}` : '');
+  assert.deepEqual(rows.map((r) => (r.hunk ? r.hunk : [cell(r.left), cell(r.right)])), [
+    '@@ -1,3 +1,4 @@',
+    ['1s:one', '1s:one'],
+    ['2d:two', '2a:2'],
+    ['3d:too', ''],
+    ['4s:three', '3s:three'],
+    ['', '4a:four'],
+    '@@ -10 +11 @@',
+    ['10d:x', ''],
+  ]);
 });
