@@ -10,6 +10,7 @@
 //! - `has_browser`: Node.js, Chromium (`$IRIS_CHROMIUM`, else `/usr/bin/chromium`), the `sqlite3`
 //!   shell and the browser suite's packages (`npm ci` in `web/tests`).
 //! - `has_pebble`: Let's Encrypt's ACME test server `pebble` on `PATH` (Debian's `pebble`).
+//! - `has_proxies`: Debian's `caddy` and `nginx`, for the reverse-proxy recipes.
 //!
 //! Under CI (`$CI` set) every `cfg` is set whatever is installed: CI never ignores a test, and one
 //! that lacks what it needs fails, saying what is missing.
@@ -38,6 +39,7 @@ fn main() {
         "has_claude_adapter",
         "has_browser",
         "has_pebble",
+        "has_proxies",
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
@@ -61,6 +63,7 @@ fn main() {
         ("has_claude_adapter", claude_adapter(&manifest) && netns),
         ("has_browser", browser(&manifest)),
         ("has_pebble", on_path("pebble")),
+        ("has_proxies", on_path("caddy") && nginx()),
     ];
     for (cfg, here) in found {
         if here || ci {
@@ -135,6 +138,11 @@ fn browser(manifest: &Path) -> bool {
         packages,
     ];
     found.iter().all(|f| *f)
+}
+
+/// Whether nginx is installed (Debian keeps it in /usr/sbin, which a user's PATH may lack).
+fn nginx() -> bool {
+    look(Path::new("/usr/sbin/nginx"), None) || on_path("nginx")
 }
 
 /// Whether a program is on PATH (watching the file found).
