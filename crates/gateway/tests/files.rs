@@ -363,8 +363,13 @@ async fn an_absolute_path_inside_the_working_directory_is_taken_as_tool_calls_na
     let (mut phone, _) = gw.connect("phone").await;
     let abs = |rel: &str| format!("{}/{rel}", work.display());
 
-    let file = read(&mut phone, &abs("src/main.rs"), 0).await.expect("read");
-    assert_eq!(file.path, "src/main.rs", "answered with the path in the directory");
+    let file = read(&mut phone, &abs("src/main.rs"), 0)
+        .await
+        .expect("read");
+    assert_eq!(
+        file.path, "src/main.rs",
+        "answered with the path in the directory"
+    );
     assert!(file.text.unwrap_or_default().contains("println"));
     let listing = list(&mut phone, Some("code"), &work.to_string_lossy())
         .await

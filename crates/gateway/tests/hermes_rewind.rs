@@ -76,10 +76,7 @@ fn replaced(events: &[Event]) -> Vec<String> {
 }
 
 async fn request(client: &mut Client, frame: ClientFrame) {
-    client
-        .request(default_lane(), frame)
-        .await
-        .expect("taken");
+    client.request(default_lane(), frame).await.expect("taken");
 }
 
 #[tokio::test]
@@ -98,7 +95,12 @@ async fn hermes_regenerates_and_edits_from_before_the_message() {
         .await;
         let (mut phone, _) = gw.connect("phone").await;
         let (mut laptop, _) = gw.connect("laptop").await;
-        turn(&mut phone, default_lane(), "remember: the door code is 4711").await;
+        turn(
+            &mut phone,
+            default_lane(),
+            "remember: the door code is 4711",
+        )
+        .await;
         let echo = send(&mut phone, default_lane(), "what is the door code?", false).await;
         let asked = message_id(&echo);
         let (first, text, rewind) = answer(&until_idle(&mut phone).await);
@@ -139,7 +141,10 @@ async fn hermes_regenerates_and_edits_from_before_the_message() {
         assert_eq!(marked, expected);
         assert_eq!(
             last_turn_users(&env),
-            ["remember: the door code is 4711", "what was the code again?"]
+            [
+                "remember: the door code is 4711",
+                "what was the code again?"
+            ]
         );
 
         // The next turn continues the branch that stands.
@@ -156,10 +161,7 @@ async fn hermes_regenerates_and_edits_from_before_the_message() {
         // Another device's history keeps the replaced messages, marked.
         let history = lane_history(&mut laptop, default_lane()).await;
         for id in [&first, &second, &asked] {
-            let m = history
-                .iter()
-                .find(|m| &m.message_id == id)
-                .expect("kept");
+            let m = history.iter().find(|m| &m.message_id == id).expect("kept");
             assert_eq!(m.state, Some(MessageState::Replaced), "{id}");
         }
         gw.stop().await;

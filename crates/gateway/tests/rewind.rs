@@ -286,7 +286,10 @@ async fn checkpoints_do_not_pile_up() {
 
 /// Whether the answer `id` in a history page says it can be taken back.
 fn offers_rewind(history: &[iris_protocol::Message], id: &str) -> bool {
-    let m = history.iter().find(|m| m.message_id == id).expect("in the page");
+    let m = history
+        .iter()
+        .find(|m| m.message_id == id)
+        .expect("in the page");
     m.runtime.as_ref().is_some_and(|r| r.rewind)
 }
 
