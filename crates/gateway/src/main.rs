@@ -56,6 +56,10 @@ enum Command {
         /// Agent command line, as given to `serve`.
         #[arg(long, env = "IRIS_AGENT")]
         agent: Option<String>,
+        /// A certificate (PEM) to trust for public_url besides the public roots: the one a
+        /// proxy in front serves, when it is self-signed.
+        #[arg(long)]
+        trust_cert: Option<PathBuf>,
     },
     /// Run the built-in demo ACP agent on stdin/stdout (a deterministic stand-in for a real agent).
     #[command(hide = true)]
@@ -269,29 +273,23 @@ fn main() -> ExitCode {
         Command::Devices { command } => devices(command),
         Command::Backup { file, args } => backup(&file, args),
         Command::Export(args) => export(args),
-        Command::Doctor { args, agent } => doctor(args, agent),
+        Command::Doctor {
+            args,
+            agent,
+            trust_cert,
+        } => doctor(args, agent, trust_cert),
         Command::DemoAgent => demo_agent(),
     }
 }
 
-fn doctor(args: ConfigArgs, agent: Option<String>) -> ExitCode {
-    use iris_gateway::admin::doctor::{self, Level};
+fn doctor(args: ConfigArgs, agent: Option<String>, trust: Option<PathBuf>) -> ExitCode {
     let config = match args.resolve_with(agent) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let found = rt.block_on(doctor::run(&config));
-    for finding in &found {
-        println!("{finding}");
-    }
-    if found.iter().any(|f| f.level == Level::Fail) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    match iris_gateway::admin::doctor::report(&config, trust.as_deref()) {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::from(1),
     }
 }
 

@@ -515,13 +515,25 @@ async fn action(
     crate::action_route::answer(&routes.ctx, client, &headers, body).await
 }
 
-/// Liveness: a small fixed JSON object, built without parsing anything.
-async fn healthz(State(routes): State<Routes>) -> impl IntoResponse {
+/// Liveness: a small fixed JSON object, built without parsing anything. `forwarded` says how
+/// the request named its client (for `doctor`): `trusted` (`X-Forwarded-For` from an address in
+/// `trusted_proxies`), `untrusted` (the header from anyone else, ignored) or `none`.
+async fn healthz(
+    State(routes): State<Routes>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> impl IntoResponse {
     let hub = &routes.ctx.shared.hub;
+    let trusted = &routes.ctx.shared.config.trusted_proxies;
+    let forwarded = match headers.contains_key("x-forwarded-for") {
+        false => "none",
+        true if trusted.contains(&addr.ip().to_canonical()) => "trusted",
+        true => "untrusted",
+    };
     (
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         format!(
-            "{{\"status\":\"ok\",\"connections\":{},\"outbox_head\":{}}}",
+            "{{\"status\":\"ok\",\"connections\":{},\"outbox_head\":{},\"forwarded\":\"{forwarded}\"}}",
             hub.connection_count(),
             hub.head()
         ),

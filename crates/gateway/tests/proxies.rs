@@ -109,12 +109,14 @@ async fn start_proxy(program: &str, args: &[&str], dir: &Path, port: u16) -> Pro
 }
 
 /// A gateway on loopback for a proxy on `port`, as the recipe's config.toml has it.
-async fn gateway(port: u16) -> TestGateway {
+async fn gateway(port: u16, trusted: bool) -> TestGateway {
     TestGateway::start_with(move |c| {
         c.agent_command = Some(demo_agent());
         c.spare_session = false;
         c.public_url = Some(format!("https://localhost:{port}"));
-        c.trusted_proxies = vec!["127.0.0.1".parse().expect("ip")];
+        if trusted {
+            c.trusted_proxies = vec!["127.0.0.1".parse().expect("ip")];
+        }
     })
     .await
 }
@@ -191,6 +193,41 @@ async fn turn(port: u16, pin: &str) -> String {
     }
 }
 
+/// `doctor` beside `gw` with `public_url` through the proxy on `port`, trusting its certificate
+/// and with `trusted_proxies` as the gateway has it: success and the report.
+async fn doctor(gw: &TestGateway, port: u16, dir: &Path, trusted: bool) -> (bool, String) {
+    let config = dir.join("doctor.toml");
+    let proxies = if trusted { "[\"127.0.0.1\"]" } else { "[]" };
+    std::fs::write(&config, format!("trusted_proxies = {proxies}\n")).expect("config");
+    let args: Vec<String> = vec![
+        "doctor".into(),
+        "--config".into(),
+        config.to_string_lossy().into_owned(),
+        "--data-dir".into(),
+        gw.dir.to_string_lossy().into_owned(),
+        "--listen".into(),
+        gateway_addr(gw),
+        "--public-url".into(),
+        format!("https://localhost:{port}"),
+        "--agent".into(),
+        "demo".into(),
+        "--trust-cert".into(),
+        dir.join("cert.pem").to_string_lossy().into_owned(),
+    ];
+    // Off the test's runtime, which serves the gateway meanwhile.
+    let (ok, out, err) = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        common::run_cli(&args)
+    })
+    .await
+    .expect("doctor ran");
+    assert!(!err.contains("panicked"), "{err}");
+    (ok, out)
+}
+
+const PASSES: &str =
+    "ok    the proxy passes the client's address (X-Forwarded-For) and trusted_proxies names it";
+
 async fn through(port: u16, pin: &str) {
     let (status, is_page) = page(port, pin).await;
     assert!(status.contains(" 200 "), "{status}");
@@ -201,22 +238,17 @@ async fn through(port: u16, pin: &str) {
     assert_eq!(answer, "Echo: hello");
 }
 
-#[tokio::test]
-#[cfg_attr(not(has_proxies), ignore = "needs Debian's caddy and nginx")]
-async fn caddy_as_the_recipe_has_it_carries_the_page_and_a_turn() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let pin = certificate(dir.path());
-    let port = free_port();
-    let gw = gateway(port).await;
+/// Caddy in front of `gw` on `port`, from the recipe.
+async fn caddy(gw: &TestGateway, dir: &Path, port: u16) -> Proxy {
     let site = recipe("Caddy (")
         .replace("iris.example.com", &format!("localhost:{port}"))
-        .replace("127.0.0.1:8765", &gateway_addr(&gw))
+        .replace("127.0.0.1:8765", &gateway_addr(gw))
         .replacen(
             "{\n",
             &format!(
                 "{{\n    tls {} {}\n",
-                dir.path().join("cert.pem").display(),
-                dir.path().join("key.pem").display()
+                dir.join("cert.pem").display(),
+                dir.join("key.pem").display()
             ),
             1,
         );
@@ -224,19 +256,52 @@ async fn caddy_as_the_recipe_has_it_carries_the_page_and_a_turn() {
     // change to the machine's trust store.
     let caddyfile = format!(
         "{{\n    admin off\n    auto_https disable_redirects\n    skip_install_trust\n    storage file_system {}\n}}\n\n{site}\n",
-        dir.path().join("storage").display()
+        dir.join("storage").display()
     );
-    let file = dir.path().join("Caddyfile");
+    let file = dir.join("Caddyfile");
     std::fs::write(&file, &caddyfile).expect("Caddyfile");
     let file = file.to_string_lossy().into_owned();
-    let _caddy = start_proxy(
+    start_proxy(
         "caddy",
         &["run", "--config", &file, "--adapter", "caddyfile"],
-        dir.path(),
+        dir,
         port,
     )
-    .await;
+    .await
+}
+
+#[tokio::test]
+#[cfg_attr(not(has_proxies), ignore = "needs Debian's caddy and nginx")]
+async fn caddy_as_the_recipe_has_it_carries_the_page_and_a_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pin = certificate(dir.path());
+    let port = free_port();
+    let gw = gateway(port, true).await;
+    let _caddy = caddy(&gw, dir.path(), port).await;
     through(port, &pin).await;
+    let (ok, out) = doctor(&gw, port, dir.path(), true).await;
+    assert!(ok && out.contains(PASSES), "{out}");
+    gw.stop().await;
+}
+
+/// A gateway that does not name its proxy in `trusted_proxies` sees every device as the proxy:
+/// `doctor` says so, and what to do.
+#[tokio::test]
+#[cfg_attr(not(has_proxies), ignore = "needs Debian's caddy and nginx")]
+async fn doctor_names_a_proxy_missing_from_trusted_proxies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    certificate(dir.path());
+    let port = free_port();
+    let gw = gateway(port, false).await;
+    let _caddy = caddy(&gw, dir.path(), port).await;
+    let (ok, out) = doctor(&gw, port, dir.path(), false).await;
+    assert!(!ok, "{out}");
+    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(fails.len(), 1, "{out}");
+    assert!(
+        fails[0].contains("not in trusted_proxies") && fails[0].contains("add the proxy's address"),
+        "{out}"
+    );
     gw.stop().await;
 }
 
@@ -246,7 +311,7 @@ async fn nginx_as_the_recipe_has_it_carries_the_page_and_a_turn() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pin = certificate(dir.path());
     let port = free_port();
-    let gw = gateway(port).await;
+    let gw = gateway(port, true).await;
     let d = dir.path().display();
     let server = recipe("nginx (")
         .replace("listen 443 ssl", &format!("listen 127.0.0.1:{port} ssl"))
@@ -279,6 +344,8 @@ async fn nginx_as_the_recipe_has_it_carries_the_page_and_a_turn() {
     )
     .await;
     through(port, &pin).await;
+    let (ok, out) = doctor(&gw, port, dir.path(), true).await;
+    assert!(ok && out.contains(PASSES), "{out}");
     gw.stop().await;
 }
 

@@ -6,7 +6,9 @@
 //! address; the certificate the gateway serves loads and is not near expiry (with ACME: its
 //! expiry, when it is due for renewal, and the last failed order); `public_url`
 //! reaches a gateway (`/healthz`) and a WebSocket upgrade through it succeeds with the web
-//! client's `Origin` (a proxy that drops `Upgrade`, a host or origin the gateway refuses); each
+//! client's `Origin` (a proxy that drops `Upgrade`, a host or origin the gateway refuses); a
+//! proxy in front passes the client's address (`X-Forwarded-For`) and `trusted_proxies` names
+//! it, so that the failed-hello throttle counts devices and not the proxy; each
 //! agent starts and answers ACP `initialize`; the shared token, still on once devices are paired;
 //! push credentials are readable.
 
@@ -86,12 +88,26 @@ impl fmt::Display for Finding {
     }
 }
 
-/// Runs every check.
-pub async fn run(config: &Config) -> Vec<Finding> {
+/// `iris-gateway doctor`: runs every check and prints one line per finding; whether none failed.
+/// `trust`: a certificate file to trust besides the public roots (a proxy's own, self-signed).
+pub fn report(config: &Config, trust: Option<&Path>) -> bool {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let found = rt.block_on(run(config, trust));
+    for finding in &found {
+        println!("{finding}");
+    }
+    !found.iter().any(|f| f.level == Level::Fail)
+}
+
+/// Runs every check (`trust` as for [`report`]).
+pub async fn run(config: &Config, trust: Option<&Path>) -> Vec<Finding> {
     let mut found = private_files(&config.data_dir);
     found.extend(exposure(config));
     found.extend(certificate(config));
-    found.extend(reach(config).await);
+    found.extend(reach(config, trust).await);
     found.extend(agents(config).await);
     found.extend(credentials(config).await);
     found
@@ -279,15 +295,24 @@ fn acme_state(config: &Config, acme: &crate::config::tls::AcmeConfig) -> Finding
 }
 
 /// `public_url` reaches this gateway, and a WebSocket upgrade through it is let in.
-async fn reach(config: &Config) -> Vec<Finding> {
+async fn reach(config: &Config, trust: Option<&Path>) -> Vec<Finding> {
     let base = config.public_url();
-    let client = match http_client(config) {
+    let client = match http_client(config, trust) {
         Ok(client) => client,
-        Err(e) => return vec![Finding::fail(format!("no HTTP client: {e}"), "report this")],
+        Err(e) => {
+            return vec![Finding::fail(
+                format!("no HTTP client: {e}"),
+                "--trust-cert names a PEM certificate file",
+            )]
+        }
     };
     let health = format!("{base}/healthz");
-    match client.get(&health).send().await {
-        Ok(r) if r.status().is_success() => {}
+    let forwarded = match client.get(&health).send().await {
+        Ok(r) if r.status().is_success() => r
+            .json::<serde_json::Value>()
+            .await
+            .ok()
+            .and_then(|v| v["forwarded"].as_str().map(str::to_owned)),
         Ok(r) => {
             return vec![Finding::fail(
                 format!("{health} answered {}", r.status()),
@@ -301,8 +326,9 @@ async fn reach(config: &Config) -> Vec<Finding> {
                  address this machine reaches the way a phone does?",
             )]
         }
-    }
+    };
     let mut found = vec![Finding::ok(format!("{base} reaches the gateway"))];
+    found.extend(forwarding(config, forwarded.as_deref()));
     let origin = url::Url::parse(&base)
         .map(|u| u.origin().ascii_serialization())
         .unwrap_or_default();
@@ -351,9 +377,46 @@ async fn reach(config: &Config) -> Vec<Finding> {
     found
 }
 
+/// Whether a proxy in front passes the client's address as `trusted_proxies` expects, from how
+/// `/healthz` saw the request (`forwarded`: `trusted`, `untrusted` or `none`).
+fn forwarding(config: &Config, forwarded: Option<&str>) -> Option<Finding> {
+    // Without a public_url devices come straight to the listening address.
+    let direct = config.public_url.is_none()
+        || url::Url::parse(&config.public_url()).is_ok_and(|u| {
+            let ip = u
+                .host_str()
+                .and_then(|h| h.trim_matches(['[', ']']).parse().ok());
+            ip == Some(config.listen.ip())
+                && u.port_or_known_default() == Some(config.listen.port())
+        });
+    let names = !config.trusted_proxies.is_empty();
+    match forwarded? {
+        "trusted" => Some(Finding::ok(
+            "the proxy passes the client's address (X-Forwarded-For) and trusted_proxies names it",
+        )),
+        "untrusted" => Some(Finding::fail(
+            "a proxy sends X-Forwarded-For, but its address is not in trusted_proxies: every \
+             device looks like the proxy to the failed-hello throttle",
+            "add the proxy's address to trusted_proxies (docs/deployment.md)",
+        )),
+        _ if direct => None,
+        _ if names => Some(Finding::fail(
+            "the proxy does not pass X-Forwarded-For: every device looks like the proxy to the \
+             failed-hello throttle",
+            "nginx: `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;` in each \
+             location (Caddy passes it by itself)",
+        )),
+        _ => Some(Finding::warn(
+            "no proxy names the client's address (X-Forwarded-For)",
+            "behind a proxy, make it pass X-Forwarded-For and set trusted_proxies to its \
+             address; through a port forward there is nothing to do",
+        )),
+    }
+}
+
 /// An HTTP client that trusts what a device would: the public roots, or the self-signed
-/// certificate's fingerprint.
-fn http_client(config: &Config) -> reqwest::Result<reqwest::Client> {
+/// certificate's fingerprint; or exactly the certificate in `trust` (a proxy's own).
+fn http_client(config: &Config, trust: Option<&Path>) -> Result<reqwest::Client, String> {
     let builder = reqwest::Client::builder()
         .timeout(PATIENCE)
         .redirect(reqwest::redirect::Policy::none());
@@ -361,14 +424,25 @@ fn http_client(config: &Config) -> reqwest::Result<reqwest::Client> {
         .tls
         .as_ref()
         .is_some_and(|t| t.source == TlsSource::SelfSigned);
-    match self_signed
-        .then(|| crate::tls::self_signed_pin(&config.data_dir))
-        .flatten()
-    {
+    let trusted = match trust {
+        Some(file) => {
+            use rustls::pki_types::pem::PemObject;
+            let cert = rustls::pki_types::CertificateDer::from_pem_file(file)
+                .map_err(|e| format!("no certificate in {}: {e}", file.display()))?;
+            Some(crate::tls::fingerprint(&cert))
+        }
+        None => None,
+    };
+    match trusted.or_else(|| {
+        self_signed
+            .then(|| crate::tls::self_signed_pin(&config.data_dir))
+            .flatten()
+    }) {
         Some(pin) => builder
             .use_preconfigured_tls(crate::tls::pinned_client(&pin))
-            .build(),
-        None => builder.build(),
+            .build()
+            .map_err(|e| e.to_string()),
+        None => builder.build().map_err(|e| e.to_string()),
     }
 }
 
@@ -493,5 +567,30 @@ mod tests {
         assert_eq!(exposure(&config).map(|f| f.level), Some(Level::Warn));
         config.tls = Some(crate::config::tls::TlsConfig::self_signed());
         assert_eq!(exposure(&config), None);
+    }
+
+    #[test]
+    fn a_proxy_that_does_not_name_the_client_is_found_out() {
+        let mut config = Config::for_tests(Path::new("/tmp"), "token-0123456789abcdef");
+        config.listen = "127.0.0.1:8765".parse().unwrap();
+        let level = |c: &Config, seen: &str| forwarding(c, Some(seen)).map(|f| f.level);
+        // Straight to the gateway: no proxy, nothing to say.
+        assert_eq!(level(&config, "none"), None);
+        config.public_url = Some("https://iris.localhost".into());
+        // Through something that names no client: a port forward, or a proxy left unset.
+        assert_eq!(level(&config, "none"), Some(Level::Warn));
+        config.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+        assert_eq!(
+            level(&config, "none"),
+            Some(Level::Fail),
+            "a trusted proxy passes nothing"
+        );
+        assert_eq!(level(&config, "trusted"), Some(Level::Ok));
+        assert_eq!(level(&config, "untrusted"), Some(Level::Fail));
+        assert_eq!(
+            forwarding(&config, None),
+            None,
+            "an older gateway says nothing"
+        );
     }
 }
