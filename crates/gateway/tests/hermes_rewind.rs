@@ -117,7 +117,7 @@ async fn hermes_regenerates_and_edits_from_before_the_message() {
         let events = until_idle(&mut phone).await;
         let (second, text, _) = answer(&events);
         assert_eq!(text, "OK: what is the door code?");
-        assert_eq!(replaced(&events), [first.clone()]);
+        assert_eq!(replaced(&events), [first.as_str()]);
         assert_eq!(
             last_turn_users(&env),
             ["remember: the door code is 4711", "what is the door code?"],
