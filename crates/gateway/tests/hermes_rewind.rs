@@ -63,18 +63,6 @@ fn answer(events: &[Event]) -> (String, String, bool) {
         .unwrap_or_else(|| panic!("no message.stop in {:?}", types(events)))
 }
 
-fn replaced(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match &e.body {
-            ServerFrame::MessageState(s) if s.state == MessageState::Replaced => {
-                Some(s.message_id.clone())
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 async fn request(client: &mut Client, frame: ClientFrame) {
     client.request(default_lane(), frame).await.expect("taken");
 }

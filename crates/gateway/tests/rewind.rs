@@ -40,19 +40,6 @@ fn answer_id(events: &[Event]) -> String {
         .expect("an answer")
 }
 
-/// The messages marked `replaced` among `events`.
-fn replaced(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match &e.body {
-            ServerFrame::MessageState(s) if s.state == MessageState::Replaced => {
-                Some(s.message_id.clone())
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 async fn regenerate(client: &mut Client, message_id: &str) -> Result<Event, ClientError> {
     let frame = ClientFrame::MessageRetry(MessageRetry {
         message_id: message_id.into(),

@@ -346,3 +346,16 @@ pub fn file_mode(path: &Path) -> u32 {
         .mode()
         & 0o777
 }
+
+/// The messages marked `replaced` (by a regenerate or an edit) among `events`.
+pub fn replaced(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            ServerFrame::MessageState(s) if s.state == iris_protocol::MessageState::Replaced => {
+                Some(s.message_id.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
