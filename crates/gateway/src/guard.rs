@@ -249,7 +249,7 @@ impl TokenBucket {
 /// trusted proxy is the client. Entries further left could be made up by the client and are never
 /// used.
 pub fn client_ip(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAddr]) -> IpAddr {
-    let is_trusted = |ip: &IpAddr| trusted.contains(&ip.to_canonical());
+    let is_trusted = |ip: &IpAddr| is_trusted_proxy(*ip, trusted);
     if !is_trusted(&peer) {
         return peer;
     }
@@ -270,6 +270,11 @@ pub fn client_ip(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAddr]) 
         }
     }
     client
+}
+
+/// Whether `ip` is one of the `trusted_proxies` (an IPv4-mapped IPv6 address as its IPv4).
+pub fn is_trusted_proxy(ip: IpAddr, trusted: &[IpAddr]) -> bool {
+    trusted.contains(&ip.to_canonical())
 }
 
 /// [`origin_allowed`] for a request's `Origin` and `Host` headers under `config`.

@@ -527,7 +527,7 @@ async fn healthz(
     let trusted = &routes.ctx.shared.config.trusted_proxies;
     let forwarded = match headers.contains_key("x-forwarded-for") {
         false => "none",
-        true if trusted.contains(&addr.ip().to_canonical()) => "trusted",
+        true if crate::guard::is_trusted_proxy(addr.ip(), trusted) => "trusted",
         true => "untrusted",
     };
     (

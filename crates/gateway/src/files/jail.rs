@@ -60,16 +60,17 @@ impl RelPath {
     }
 
     /// Checks a path as a device sent it, where an absolute path is also taken when it names
-    /// something inside `root` (the agent's working directory, as configured or as the kernel
-    /// names it), as the paths of an agent's tool calls do.
-    pub fn within(root: &Path, raw: &str) -> Result<RelPath, WireError> {
+    /// something inside one of `roots` (the agent's working directory, as configured and as the
+    /// kernel names it), as the paths of an agent's tool calls do. Touches no file system.
+    pub fn within<'a>(
+        roots: impl IntoIterator<Item = &'a Path>,
+        raw: &str,
+    ) -> Result<RelPath, WireError> {
         if !raw.starts_with('/') || raw.len() > MAX_PATH || raw.contains('\0') {
             return RelPath::parse(raw);
         }
-        let canonical = std::fs::canonicalize(root).ok();
-        let inside = [Some(root), canonical.as_deref()]
+        let inside = roots
             .into_iter()
-            .flatten()
             .filter(|base| base.is_absolute())
             .find_map(|base| Path::new(raw).strip_prefix(base).ok());
         match inside.and_then(Path::to_str) {

@@ -36,6 +36,9 @@ pub const MAX_BUSY: usize = 4;
 #[derive(Debug, Clone)]
 struct Root {
     dir: PathBuf,
+    /// The directory as the kernel names it (symlinks resolved), read once at the start: an
+    /// absolute path a tool call names may start with either.
+    canonical: Option<PathBuf>,
     enabled: bool,
 }
 
@@ -73,7 +76,13 @@ impl Files {
             .into_iter()
             .map(|(name, dir, runs)| {
                 let enabled = runs && config.enabled_for(&name);
-                (name, Root { dir, enabled })
+                let canonical = std::fs::canonicalize(&dir).ok();
+                let root = Root {
+                    dir,
+                    canonical,
+                    enabled,
+                };
+                (name, root)
             })
             .collect();
         Arc::new(Files {
@@ -160,7 +169,10 @@ impl Files {
     /// `raw` checked as a path in the agent's directory (an absolute one inside it taken too).
     fn rel(&self, agent: &str, raw: &str) -> Result<RelPath, WireError> {
         match self.roots.get(agent) {
-            Some(root) => RelPath::within(&root.dir, raw),
+            Some(root) => {
+                let bases = [Some(root.dir.as_path()), root.canonical.as_deref()];
+                RelPath::within(bases.into_iter().flatten(), raw)
+            }
             None => RelPath::parse(raw),
         }
     }
