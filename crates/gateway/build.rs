@@ -11,6 +11,8 @@
 //!   shell and the browser suite's packages (`npm ci` in `web/tests`).
 //! - `has_pebble`: Let's Encrypt's ACME test server `pebble` on `PATH` (Debian's `pebble`).
 //! - `has_proxies`: Debian's `caddy` and `nginx`, for the reverse-proxy recipes.
+//! - `has_lan`: root and `ip netns`, to join two network namespaces by a veth pair (a LAN of
+//!   two machines, for the mDNS announcement).
 //!
 //! Under CI (`$CI` set) every `cfg` is set whatever is installed: CI never ignores a test, and one
 //! that lacks what it needs fails, saying what is missing.
@@ -40,6 +42,7 @@ fn main() {
         "has_browser",
         "has_pebble",
         "has_proxies",
+        "has_lan",
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
@@ -64,6 +67,7 @@ fn main() {
         ("has_browser", browser(&manifest)),
         ("has_pebble", on_path("pebble")),
         ("has_proxies", on_path("caddy") && nginx()),
+        ("has_lan", lan()),
     ];
     for (cfg, here) in found {
         if here || ci {
@@ -152,6 +156,19 @@ fn on_path(program: &str) -> bool {
         .map(|dir| dir.join(program))
         .find(|p| p.is_file())
         .is_some_and(|p| look(&p, None))
+}
+
+/// Whether named network namespaces can be made here (`ip netns`, as root).
+fn lan() -> bool {
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    root && Command::new("ip")
+        .args(["netns", "list"])
+        .env("PATH", SYSTEM_PATH)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Whether a new network namespace with its loopback up can be made here (`unshare -n`, or

@@ -9,6 +9,7 @@
 
 // Server layer.
 pub mod action_route;
+pub mod announce;
 pub mod listener;
 pub mod pair;
 pub mod redirect;

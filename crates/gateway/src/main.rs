@@ -61,6 +61,13 @@ enum Command {
         #[arg(long)]
         trust_cert: Option<PathBuf>,
     },
+    /// List the Iris gateways on this network (announced over mDNS as `_iris._tcp`). Exits 1
+    /// when none answered.
+    Discover {
+        /// How long to listen for answers, in seconds.
+        #[arg(long, default_value_t = 5)]
+        wait: u64,
+    },
     /// Run the built-in demo ACP agent on stdin/stdout (a deterministic stand-in for a real agent).
     #[command(hide = true)]
     DemoAgent,
@@ -278,7 +285,34 @@ fn main() -> ExitCode {
             agent,
             trust_cert,
         } => doctor(args, agent, trust_cert),
+        Command::Discover { wait } => discover(wait),
         Command::DemoAgent => demo_agent(),
+    }
+}
+
+fn discover(wait: u64) -> ExitCode {
+    let print = |g: &iris_gateway::announce::Found| {
+        let tls = if g.tls { "TLS" } else { "no TLS" };
+        let url = g.ws_url().unwrap_or_default();
+        let answers = match g.answers {
+            true => "answers from here",
+            false => "does not answer from here (a firewall, or it listens elsewhere)",
+        };
+        println!("{}  id={}  {tls}  {url}  {answers}", g.name, g.id);
+        for other in g.addresses.iter().skip(1) {
+            println!("    also at {other}");
+        }
+    };
+    match iris_gateway::announce::discover(std::time::Duration::from_secs(wait), print) {
+        Ok(0) => {
+            eprintln!("No Iris gateway answered within {wait} s. A gateway is announced when it listens beyond loopback (e.g. --listen 0.0.0.0:8765) and `mdns` is on; multicast must pass between here and there.");
+            ExitCode::from(1)
+        }
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("iris-gateway: cannot look for gateways: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 
@@ -534,7 +568,7 @@ fn pair_codes(command: PairCommand) -> ExitCode {
                         "{:<14}{:<24}{:<14}in {left} min",
                         c.id,
                         by,
-                        ago(now - c.created_at)
+                        iris_gateway::admin::table::ago(now - c.created_at)
                     );
                 }
             }
@@ -588,7 +622,7 @@ fn devices(command: DevicesCommand) -> ExitCode {
             };
             match rt.block_on(devices::list(&config.data_dir)) {
                 Ok(list) if list.is_empty() => println!("No devices have connected yet."),
-                Ok(list) => print!("{}", devices_table(&list)),
+                Ok(list) => print!("{}", iris_gateway::admin::table::devices(&list)),
                 Err(e) => {
                     eprintln!("iris-gateway: {e}");
                     return ExitCode::from(1);
@@ -640,85 +674,6 @@ fn devices(command: DevicesCommand) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn devices_table(list: &[iris_gateway::admin::devices::DeviceSummary]) -> String {
-    use iris_gateway::credentials::printable;
-    let now = iris_gateway::ids::now_ms();
-    let rows: Vec<[String; 5]> = list
-        .iter()
-        .map(|d| {
-            let seen = match d.online {
-                Some(true) => "online now".to_owned(),
-                _ => ago(now - d.last_seen),
-            };
-            let push = push_column(d, now);
-            let addr = d.last_addr.as_deref().map_or("-".to_owned(), printable);
-            [
-                printable(&d.device_id),
-                printable(&d.name),
-                seen,
-                addr,
-                push,
-            ]
-        })
-        .collect();
-    let header = ["DEVICE", "NAME", "LAST SEEN", "LAST ADDRESS", "PUSH"];
-    let mut widths = header.map(str::len);
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for r in std::iter::once(header.map(str::to_owned)).chain(rows) {
-        let line: Vec<String> = r
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-/// Each push backend of a device with how its last push ended: "fcm delivered 2 minutes ago,
-/// webpush expired 1 day ago" (a backend whose registration a push cost still shows, so the
-/// owner learns why it is gone).
-fn push_column(d: &iris_gateway::admin::devices::DeviceSummary, now: i64) -> String {
-    let mut backends: Vec<&str> = d.push.iter().map(String::as_str).collect();
-    for p in &d.last_pushes {
-        if !backends.contains(&p.backend.as_str()) {
-            backends.push(&p.backend);
-        }
-    }
-    if backends.is_empty() {
-        return "-".to_owned();
-    }
-    let parts: Vec<String> = backends
-        .iter()
-        .map(|b| match d.last_pushes.iter().find(|p| p.backend == *b) {
-            Some(p) => {
-                let test = if p.test { " (test)" } else { "" };
-                format!("{b} {}{test} {}", p.result, ago(now - p.at))
-            }
-            None => (*b).to_owned(),
-        })
-        .collect();
-    iris_gateway::credentials::printable(&parts.join(", "))
-}
-
-/// "5 minutes ago" for a duration in milliseconds.
-fn ago(ms: i64) -> String {
-    let s = (ms / 1000).max(0);
-    let (n, unit) = match s {
-        0..=59 => return "just now".to_owned(),
-        60..=3599 => (s / 60, "minute"),
-        3600..=86_399 => (s / 3600, "hour"),
-        _ => (s / 86_400, "day"),
-    };
-    format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
-}
-
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
@@ -739,60 +694,5 @@ fn demo_agent() -> ExitCode {
             eprintln!("demo agent: {e}");
             ExitCode::from(1)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_device_table_prints_no_control_characters_a_client_chose() {
-        let d = iris_gateway::admin::devices::DeviceSummary {
-            device_id: "web_1".into(),
-            name: "Phone\u{1b}]0;owned\u{7}\u{1b}[2J\nroot".into(),
-            last_seen: 0,
-            last_addr: Some("203.0.113.7".into()),
-            push: Vec::new(),
-            last_pushes: Vec::new(),
-            online: Some(true),
-        };
-        let table = devices_table(&[d]);
-        assert!(
-            !table.chars().any(|c| c.is_control() && c != '\n'),
-            "{table:?}"
-        );
-        assert_eq!(table.lines().count(), 2, "{table}");
-        assert!(table.contains("Phone]0;owned[2Jroot"), "{table}");
-        assert!(table.contains("203.0.113.7"), "{table}");
-    }
-
-    #[test]
-    fn the_push_column_says_how_each_backends_last_push_ended() {
-        let now = 10 * 60_000;
-        let outcome =
-            |backend: &str, result: &str, at: i64, test: bool| iris_protocol::PushOutcome {
-                backend: backend.into(),
-                result: result.into(),
-                detail: None,
-                at,
-                test,
-            };
-        let d = iris_gateway::admin::devices::DeviceSummary {
-            device_id: "phone".into(),
-            name: "Phone".into(),
-            last_seen: 0,
-            last_addr: None,
-            push: vec!["fcm".into(), "ntfy".into()],
-            last_pushes: vec![
-                outcome("fcm", "delivered", now - 120_000, false),
-                outcome("webpush", "expired", now - 5_000, true),
-            ],
-            online: None,
-        };
-        assert_eq!(
-            push_column(&d, now),
-            "fcm delivered 2 minutes ago, ntfy, webpush expired (test) just now"
-        );
     }
 }

@@ -96,6 +96,8 @@ pub struct Gateway {
     acme: Option<crate::acme::Acme>,
     /// The plain HTTP listener that redirects to https.
     redirect: Option<TcpListener>,
+    /// The gateway's id, announced on the LAN.
+    gateway_id: String,
 }
 
 /// Where the token came from.
@@ -165,6 +167,7 @@ impl Gateway {
         )?;
         let head = store.outbox_head().await?;
         hub.set_head(head);
+        let gateway_id = crate::announce::gateway_id(&store).await?;
         recover_previous_run(&store, &roster).await?;
         let mut config = config;
         // Links made by `pair.create` name the port really bound (`listen` may ask for port 0).
@@ -218,6 +221,7 @@ impl Gateway {
             tls,
             acme,
             redirect,
+            gateway_id,
         })
     }
 
@@ -315,6 +319,7 @@ impl Gateway {
         let server =
             crate::listener::serve(self.listener, app, admission, metrics, tls, stop.clone());
         let server = tokio::spawn(server);
+        let announcement = crate::announce::Announcement::start(&shared.config, &self.gateway_id);
         tokio::select! {
             _ = shutdown => {}
             _ = stop.cancelled() => {}
@@ -325,6 +330,9 @@ impl Gateway {
         });
         shared.hub.broadcast(&Header::default(), status, None);
         stop.cancel();
+        if let Some(announcement) = announcement {
+            announcement.stop().await;
+        }
         // Running turns end now, closed with their partial text, before the sockets close.
         ctx.agents.shutdown().await;
         shared.hub.close_all(CloseReason::GoingAway);

@@ -58,6 +58,9 @@ pub struct FileConfig {
     /// `allowed_origins = ["https://app.example.com"]`: browser origins besides the gateway's own
     /// that may open `/ws`.
     pub allowed_origins: Option<Vec<String>>,
+    /// `mdns = false`: do not announce the gateway on the LAN over mDNS (it is announced when it
+    /// listens beyond loopback).
+    pub mdns: Option<bool>,
     /// `[auth]` section.
     #[serde(default)]
     pub auth: auth::AuthFileConfig,
@@ -279,6 +282,9 @@ pub struct Config {
     /// The SHA-256 fingerprint (hex) of a self-signed certificate, set once it is loaded: pairing
     /// links carry it so that the app can pin it.
     pub tls_pin: Option<String>,
+    /// Announce the gateway on the LAN over mDNS when it listens beyond loopback (`mdns`,
+    /// default true).
+    pub mdns: bool,
 }
 
 /// Media transfer settings.
@@ -437,6 +443,7 @@ impl Config {
                 over.http_listen,
             )?,
             tls_pin: None,
+            mdns: file.mdns.unwrap_or(true),
         })
     }
 
@@ -499,6 +506,7 @@ impl Config {
             allowed_origins: Vec::new(),
             tls: None,
             tls_pin: None,
+            mdns: true,
         }
     }
 }
