@@ -47,9 +47,9 @@ impl Lan {
         for (ns, dev) in [(&lan.server, &a), (&lan.phone, &b)] {
             ip(&["link", "set", dev, "netns", ns]);
             // Addresses usable at once (no duplicate address detection on a two-port cable).
-            let dad = format!("net.ipv6.conf.{dev}.accept_dad=0");
-            let sysctl = lan.run(ns, "sysctl", &["-qw", &dad]);
-            assert!(sysctl.status.success(), "{sysctl:?}");
+            let dad = format!("echo 0 > /proc/sys/net/ipv6/conf/{dev}/accept_dad");
+            let set = lan.run(ns, "sh", &["-c", &dad]);
+            assert!(set.status.success(), "{set:?}");
             ip(&["-n", ns, "link", "set", "lo", "up"]);
             ip(&["-n", ns, "link", "set", dev, "up"]);
         }
