@@ -313,11 +313,12 @@ async fn certificates_come_from_pebble_over_both_challenges_and_are_renewed_in_s
     let pebble = Pebble::start(http_port, alpn_port, 30).await;
     let root = pebble.root().await;
     let alpn = pebble.acme("tls-alpn-01");
-    let gw = TestGateway::start_with(|c| {
+    let data = tempfile::tempdir().expect("tempdir");
+    let on_alpn_port = |c: &mut iris_gateway::config::Config| {
         c.listen = SocketAddr::from(([127, 0, 0, 1], alpn_port));
         c.tls = Some(TlsConfig::acme(alpn.clone()));
-    })
-    .await;
+    };
+    let gw = TestGateway::start_in(data.path(), on_alpn_port).await;
     let (first, head) = wait_served(&gw.dir, alpn_port, &root, None, Duration::from_secs(60)).await;
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(
@@ -367,6 +368,15 @@ async fn certificates_come_from_pebble_over_both_challenges_and_are_renewed_in_s
     )
     .await;
     assert_ne!(renewed, first);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    gw.stop().await;
+
+    // A restart serves the stored certificate from its first handshake, with the authority
+    // gone: no new order stands between a restart and the devices.
+    drop(pebble);
+    let gw = TestGateway::start_in(data.path(), on_alpn_port).await;
+    let (after, head) = served(alpn_port, &root).await.expect("served at once");
+    assert_eq!(after, renewed);
     assert!(head.starts_with("http/1.1 200"), "{head}");
     gw.stop().await;
 }

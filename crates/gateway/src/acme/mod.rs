@@ -201,6 +201,57 @@ impl Acme {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::tls::AcmeFileConfig;
+
+    /// What a restart finds: the certificate an earlier run was issued, for `domains`.
+    fn stored(dir: &Path, cfg: &AcmeConfig, domains: &[&str]) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let names = domains.iter().map(|d| d.to_string()).collect::<Vec<_>>();
+        let cert = rcgen::CertificateParams::new(names.clone())
+            .expect("params")
+            .self_signed(&key)
+            .expect("certificate");
+        let files = Files::open(dir).expect("acme dir");
+        let (chain, key) = (cert.pem(), key.serialize_pem());
+        files
+            .save_certificate(chain.as_bytes(), key.as_bytes())
+            .expect("saved");
+        let status = Status {
+            directory: cfg.directory.clone(),
+            domains: names,
+            renewed_ms: Some(crate::ids::now_ms()),
+            ..Status::default()
+        };
+        files.save_status(&status).expect("status");
+    }
+
+    #[test]
+    fn a_restart_serves_the_stored_certificate_and_orders_only_when_it_is_due() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = AcmeConfig::resolve(AcmeFileConfig {
+            domains: vec!["iris.example.com".into()],
+            directory: Some("https://127.0.0.1:9/dir".into()),
+            ..AcmeFileConfig::default()
+        })
+        .expect("config");
+        stored(dir.path(), &cfg, &["iris.example.com"]);
+        let acme = Acme::load(&cfg, dir.path()).expect("loads");
+        assert!(acme.answers.serving(), "in service before any order");
+        let (validity, same) = acme.held.expect("held");
+        assert!(same);
+        assert_eq!(
+            acme.due_ms(),
+            validity.renew_at_ms(cfg.renew_before),
+            "no order before the renewal is due"
+        );
+        assert!(acme.due_ms() > crate::ids::now_ms() + 365 * DAY);
+
+        // Configured for other names: served meanwhile, a new order at once.
+        stored(dir.path(), &cfg, &["old.example.com"]);
+        let acme = Acme::load(&cfg, dir.path()).expect("loads");
+        assert!(acme.answers.serving());
+        assert_eq!(acme.due_ms(), 0);
+    }
 
     const DAY: i64 = 86_400_000;
 
