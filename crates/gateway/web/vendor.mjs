@@ -23,7 +23,8 @@ export const LANGUAGES = [
 
 /** Lucide icons the page uses (file names under lucide/dist/esm/icons/). */
 export const ICONS = [
-  'check', 'copy', 'ellipsis', 'file-text', 'hash', 'hourglass', 'menu', 'paperclip', 'search', 'spool', 'wrench', 'x',
+  'check', 'copy', 'ellipsis', 'file-text', 'hash', 'hourglass', 'menu', 'paperclip', 'search', 'spool', 'volume-2', 'wrench',
+  'x',
 ];
 
 /**

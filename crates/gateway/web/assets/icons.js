@@ -12,12 +12,13 @@ import Menu from './vendor/lucide/icons/menu.mjs';
 import Paperclip from './vendor/lucide/icons/paperclip.mjs';
 import Search from './vendor/lucide/icons/search.mjs';
 import Spool from './vendor/lucide/icons/spool.mjs';
+import Volume2 from './vendor/lucide/icons/volume-2.mjs';
 import Wrench from './vendor/lucide/icons/wrench.mjs';
 import X from './vendor/lucide/icons/x.mjs';
 
 const ICONS = {
   check: Check, copy: Copy, ellipsis: Ellipsis, file: FileText, hash: Hash, hourglass: Hourglass, menu: Menu,
-  paperclip: Paperclip, search: Search, thread: Spool, wrench: Wrench, x: X,
+  paperclip: Paperclip, search: Search, speaker: Volume2, thread: Spool, wrench: Wrench, x: X,
 };
 
 /** A decorative SVG icon (the control around it carries the accessible name). */

@@ -1,6 +1,6 @@
 // The top-bar menu (`#menu`): opening and closing it, its keyboard (arrows, Esc), and its
 // actions (the command list, the chat's agent, exporting the chat, its agent's files (files.js), the runtime-footer and
-// tool-details display settings with the body classes that apply them, the Settings view
+// tool-details display settings with the body classes that apply them, reading the chat's answers aloud (speak.js), the Settings view
 // (settings.js), the Notifications dialog, pairing another device, signing out). A click anywhere else closes it, and closes any popup menu too; Esc closes whatever menu
 // or panel is open and gives the focus back to the button that opened it. A tap on an answer's
 // runtime footer shows all of it (narrow screens show one line).
@@ -11,6 +11,7 @@ import { showNotificationSettings } from './notifysettings.js';
 import { showPairDialog } from './pairing.js';
 import { signOut } from './session.js';
 import { showSettings } from './settings.js';
+import { canSpeak, readsAloud, toggleReadsAloud } from './speak.js';
 import { chooseAgent } from './sidebar.js';
 import { $, app, currentLane, store } from './state.js';
 import { closePopups, confirmDialog, menuKeys } from './ui.js';
@@ -56,6 +57,9 @@ function openMainMenu() {
   $('open-menu').setAttribute('aria-expanded', String(!menu.hidden));
   menu.querySelector('[data-action=footer]').setAttribute('aria-checked', String(app.settings.footer));
   menu.querySelector('[data-action=tools]').setAttribute('aria-checked', String(app.settings.tools));
+  const aloud = menu.querySelector('[data-action=aloud]');
+  aloud.hidden = !canSpeak;
+  aloud.setAttribute('aria-checked', String(readsAloud(currentLane())));
   const chat = app.channels.get(currentLane().chat_id);
   const agentItem = menu.querySelector('[data-action=agent]');
   agentItem.hidden = app.agents.length < 2 || !chat;
@@ -86,6 +90,9 @@ function runAction(action) {
       app.settings.tools = !app.settings.tools;
       store.setItem('iris.tools', app.settings.tools ? 'on' : 'off');
       document.body.classList.toggle('no-tools', !app.settings.tools);
+      break;
+    case 'aloud':
+      toggleReadsAloud(currentLane());
       break;
     case 'settings':
       showSettings();

@@ -21,6 +21,7 @@ import {
   laneShown, promptOf, rewindButtons, rewindItems, syncRewindButtons,
 } from './rewind.js';
 import { $, app, currentLane, findMessage, getLane, laneOf, laneTitle, shownLanes, store } from './state.js';
+import { answerCompleted, canSpeak, isReading, toggleReading } from './speak.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { noteTurnChanges } from './turnchanges.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
@@ -378,11 +379,13 @@ export function onStreamFrame(frame) {
       };
       const el = lane.items.get(p.message_id);
       if (el) {
+        const live = el.classList.contains('streaming');
         el.classList.remove('streaming');
         fillMessage(el, lane, m);
         // Keep the answer below the turn's commentary and tool cards.
         lane.el.append(el);
         noteTurnChanges(el);
+        if (live && m.text) answerCompleted(lane, el, p.ended);
       } else {
         noteTurnChanges(upsertMessage(lane, m, frame));
       }
@@ -402,7 +405,8 @@ const LONG_PRESS_MS = 500;
 
 /**
  * The quick actions of a message, shown over its corner on hover or keyboard focus (wide
- * screens): Copy, and Retry, Regenerate or Edit where the message's menu offers it (rewind.js).
+ * screens): Copy, and Retry, Regenerate or Edit where the message's menu offers it (rewind.js),
+ * and an answer's Read aloud (speak.js).
  * The ⋯ menu keeps all actions.
  */
 function actionBar(lane, el, m) {
@@ -410,6 +414,10 @@ function actionBar(lane, el, m) {
   if (m.text) bar.append(h('button', { type: 'button', onclick: () => copyText(el.dataset.text) }, icon('copy'), 'Copy'));
   if (ENDINGS[m.ended]) bar.append(h('button', { type: 'button', class: 'retry', onclick: () => retry(lane, el) }, 'Retry'));
   bar.append(...rewindButtons(lane, el, m));
+  if (canSpeak && m.role === 'assistant' && m.text) {
+    const on = isReading(el);
+    bar.append(h('button', { type: 'button', class: 'speak', 'aria-pressed': String(on), onclick: () => toggleReading(el) }, icon('speaker'), on ? 'Stop reading' : 'Read aloud'));
+  }
   bar.hidden = !bar.childElementCount;
   return bar;
 }
@@ -436,6 +444,7 @@ function messageMenu(anchor, lane, el) {
   const prompt = ENDINGS[el.dataset.ended] && !rewind.length && promptOf(lane, el);
   if (prompt) items.push(['Retry', () => request('message.retry', { message_id: prompt }, lane)]);
   items.push(...rewind);
+  if (canSpeak && el.dataset.role === 'assistant' && el.dataset.text) items.push([isReading(el) ? 'Stop reading' : 'Read aloud', () => toggleReading(el)]);
   items.push(['Delete', async () => {
     const ok = await confirmDialog('Delete this message?', 'It is deleted on every device and cannot be recovered.', 'Delete');
     if (ok) request('message.delete', { message_ids: [el.dataset.id] }, lane);
