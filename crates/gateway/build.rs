@@ -8,7 +8,8 @@
 //! - `has_claude_adapter`: Claude Code's ACP adapter (`$IRIS_CLAUDE_ACP`, else
 //!   `tests/claude/adapter` after `npm ci`) and network namespaces.
 //! - `has_browser`: Node.js, Chromium (`$IRIS_CHROMIUM`, else `/usr/bin/chromium`), the `sqlite3`
-//!   shell and the browser suite's packages (`npm ci` in `web/tests`).
+//!   shell, `espeak-ng`, `ffmpeg` and `pocketsphinx` (the voice notes' speech and recogniser) and
+//!   the browser suite's packages (`npm ci` in `web/tests`).
 //! - `has_pebble`: Let's Encrypt's ACME test server `pebble` on `PATH` (Debian's `pebble`).
 //! - `has_proxies`: Debian's `caddy` and `nginx`, for the reverse-proxy recipes.
 //! - `has_lan`: root and `ip netns`, to join two network namespaces by a veth pair (a LAN of
@@ -139,6 +140,10 @@ fn browser(manifest: &Path) -> bool {
         look(&chromium, None),
         on_path("node"),
         on_path("sqlite3"),
+        // voice.test.mjs: a spoken sentence, and a real offline recogniser for it.
+        on_path("espeak-ng"),
+        on_path("ffmpeg"),
+        on_path("pocketsphinx_continuous"),
         packages,
     ];
     found.iter().all(|f| *f)

@@ -330,12 +330,13 @@ fn have(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
-/// The browser suite: `node --test` in web/tests. Ignored where node, Chromium, sqlite3 or the
-/// suite's npm packages are missing — except under CI, where that is a failure.
+/// The browser suite: `node --test` in web/tests. Ignored where node, Chromium, sqlite3, the
+/// voice tests' speech programs or the suite's npm packages are missing — except under CI, where
+/// that is a failure.
 #[test]
 #[cfg_attr(
     not(has_browser),
-    ignore = "needs node, chromium, the sqlite3 shell and npm ci in crates/gateway/web/tests"
+    ignore = "needs node, chromium, the sqlite3 shell, espeak-ng, ffmpeg, pocketsphinx (with pocketsphinx-en-us) and npm ci in crates/gateway/web/tests"
 )]
 fn the_web_client_passes_its_browser_suite() {
     let tests = web_dir().join("tests");
@@ -350,6 +351,16 @@ fn the_web_client_passes_its_browser_suite() {
     if !have("sqlite3") {
         // view.test.mjs ages stored messages to test date separators.
         missing.push("sqlite3 (apt-get install sqlite3)".to_owned());
+    }
+    for (program, package) in [
+        ("espeak-ng", "espeak-ng"),
+        ("ffmpeg", "ffmpeg"),
+        ("pocketsphinx_continuous", "pocketsphinx pocketsphinx-en-us"),
+    ] {
+        if !have(program) {
+            // voice.test.mjs speaks a sentence and recognises it offline.
+            missing.push(format!("{program} (apt-get install {package})"));
+        }
     }
     if !tests.join("node_modules/playwright-core").is_dir() {
         missing.push(format!("playwright-core (npm ci in {})", tests.display()));

@@ -23,7 +23,7 @@ export const LANGUAGES = [
 
 /** Lucide icons the page uses (file names under lucide/dist/esm/icons/). */
 export const ICONS = [
-  'check', 'copy', 'ellipsis', 'file-text', 'hash', 'hourglass', 'menu', 'paperclip', 'search', 'spool', 'volume-2', 'wrench',
+  'check', 'copy', 'ellipsis', 'file-text', 'hash', 'hourglass', 'menu', 'paperclip', 'mic', 'search', 'spool', 'volume-2', 'wrench',
   'x',
 ];
 

@@ -7,7 +7,8 @@
 // received frame to the view that owns it. The views are session.js (sign-in, connection
 // banner), sidebar.js (chat list), transcript.js (messages, streaming, tool cards), composer.js
 // (message box, slash commands, attachments), pickers.js and inbox.js (the agent's open questions,
-// listed by hello.ack and replayed or live frames), search.js, menu.js and notify.js; the state
+// listed by hello.ack and replayed or live frames), voice.js (voice notes), speak.js (read aloud),
+// search.js, menu.js and notify.js; the state
 // they share is in state.js. activity.js says what the agent is doing (the busy bar) and
 // keeps the read ticks.
 
@@ -42,6 +43,7 @@ import {
 } from './transcript.js';
 import { fillIcons } from './icons.js';
 import { toast } from './ui.js';
+import { initVoice, onTranscript, updateVoice } from './voice.js';
 
 function start(token) {
   showApp();
@@ -81,6 +83,8 @@ function onHello(ack) {
   app.toastBudget = 3;
   app.webpushKey = (ack.server_caps && ack.server_caps.webpush_key) || null;
   app.agents = (ack.server_caps && ack.server_caps.agents) || [];
+  app.voice = Boolean(ack.server_caps && ack.server_caps.voice);
+  updateVoice();
   // Answers streaming now, whose start this page may never see (its cursor is past it).
   joinRunning(ack.running || []);
   // Pickers still open, which the replay may not bring (a reloaded page's cursor is past them).
@@ -171,6 +175,9 @@ function route(frame) {
     case 'message.state':
       onMessageState(frame);
       break;
+    case 'message.transcript':
+      onTranscript(frame, laneOf(frame));
+      break;
     case 'commentary':
       onCommentary(frame);
       break;
@@ -219,6 +226,7 @@ initSidebar();
 initPickers();
 initInbox();
 initComposer();
+initVoice();
 setFileOpener((path) => showFiles(path));
 initRewind();
 initSearch();

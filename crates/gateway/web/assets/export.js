@@ -107,7 +107,10 @@ export function chatMarkdown(title, messages) {
     if (steps.length) out.push(...steps, '');
     out.push(...changeLines(m.steps || []));
     if (m.text) out.push(m.text, '');
-    for (const f of m.media || []) out.push(`Attachment: ${f.filename || f.media_id}`, '');
+    for (const f of m.media || []) out.push(`${f.voice ? 'Voice note' : 'Attachment'}: ${f.filename || f.media_id}`, '');
+    const t = m.transcript;
+    if (t && t.state === 'done') out.push(...String(t.text || '').split('\n').map((l) => `> ${l}`), '');
+    else if (t && t.state === 'failed') out.push(`*(Not transcribed: ${t.error || 'the transcription failed'})*`, '');
     if (ENDINGS[m.ended]) out.push(`*(${ENDINGS[m.ended]})*`, '');
     if (m.state === 'replaced') out.push('*(Replaced by a regenerate or an edit)*', '');
   }

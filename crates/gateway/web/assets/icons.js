@@ -9,6 +9,7 @@ import FileText from './vendor/lucide/icons/file-text.mjs';
 import Hash from './vendor/lucide/icons/hash.mjs';
 import Hourglass from './vendor/lucide/icons/hourglass.mjs';
 import Menu from './vendor/lucide/icons/menu.mjs';
+import Mic from './vendor/lucide/icons/mic.mjs';
 import Paperclip from './vendor/lucide/icons/paperclip.mjs';
 import Search from './vendor/lucide/icons/search.mjs';
 import Spool from './vendor/lucide/icons/spool.mjs';
@@ -17,7 +18,7 @@ import Wrench from './vendor/lucide/icons/wrench.mjs';
 import X from './vendor/lucide/icons/x.mjs';
 
 const ICONS = {
-  check: Check, copy: Copy, ellipsis: Ellipsis, file: FileText, hash: Hash, hourglass: Hourglass, menu: Menu,
+  check: Check, copy: Copy, ellipsis: Ellipsis, file: FileText, hash: Hash, hourglass: Hourglass, menu: Menu, mic: Mic,
   paperclip: Paperclip, search: Search, speaker: Volume2, thread: Spool, wrench: Wrench, x: X,
 };
 

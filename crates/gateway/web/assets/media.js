@@ -23,15 +23,18 @@ export class Media {
     this.inflight = new Map(); // media_id → Promise<url>
   }
 
-  /** Uploads a File; resolves with its media_ref once the gateway acknowledged it. */
-  upload(file, onProgress = () => {}) {
-    const run = () => this.uploadNow(file, onProgress);
+  /**
+   * Uploads a File; resolves with its media_ref once the gateway acknowledged it. `opts.voice`:
+   * a voice note recorded here (the gateway transcribes it).
+   */
+  upload(file, onProgress = () => {}, opts = {}) {
+    const run = () => this.uploadNow(file, onProgress, opts);
     const p = this.uploads.then(run, run);
     this.uploads = p.catch(() => {});
     return p;
   }
 
-  async uploadNow(file, onProgress) {
+  async uploadNow(file, onProgress, opts = {}) {
     const conn = this.conn;
     const ref = randomId('mu_');
     const mime = file.type || 'application/octet-stream';
@@ -46,7 +49,7 @@ export class Media {
     // The start, its binary chunks and the end form one request: one id, one answer.
     const id = conn.stream(
       'media.upload.start',
-      { media_ref: ref, kind: mediaKind(mime), mime, size: file.size, filename: file.name || 'file' },
+      { media_ref: ref, kind: mediaKind(mime), mime, size: file.size, filename: file.name || 'file', ...(opts.voice ? { voice: true } : {}) },
       (f) => {
         if (f.type === 'media.upload.ack') {
           ackResolve(f.payload);

@@ -54,6 +54,7 @@ export const app = {
   toastBudget: 3,
   webpushKey: null,
   agents: [],
+  voice: false,
 };
 
 /** The default channel, or a stand-in for it while the directory is not known. */

@@ -22,6 +22,7 @@ import {
 } from './rewind.js';
 import { $, app, currentLane, findMessage, getLane, laneOf, laneTitle, shownLanes, store } from './state.js';
 import { answerCompleted, canSpeak, isReading, toggleReading } from './speak.js';
+import { transcriptEl, voiceNote } from './voice.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { noteTurnChanges } from './turnchanges.js';
 import { confirmDialog, popupMenu, request, toast } from './ui.js';
@@ -218,6 +219,7 @@ function fillMessage(el, lane, m, opts = {}) {
   else if (opts.streaming) body.append(h('span', { class: 'dots', 'aria-label': 'Typing' }, h('i'), h('i'), h('i')));
   parts.push(body);
   if (m.media && m.media.length) parts.push(mediaList(m.media));
+  if (m.transcript) parts.push(transcriptEl(lane, m.message_id, m.transcript));
   const meta = h('div', { class: 'meta' });
   if (m.ts) meta.append(h('time', { datetime: new Date(m.ts).toISOString() }, formatTime(m.ts)));
   if (m.role === 'assistant' && m.runtime && app.settings.footer) meta.append(h('button', { type: 'button', class: 'runtime', 'aria-expanded': 'false', title: 'Show all' }, runtimeFooter(m.runtime)));
@@ -642,7 +644,8 @@ function mediaList(list) {
     const inline = showsInline(m) && m.size <= 20 * 1024 * 1024;
     const local = inline && app.localMedia.get(`${m.filename}:${m.size}`);
     if (local && !app.media.urls.has(m.media_id)) app.media.remember(m.media_id, local);
-    if (inline) box.append(inlineImage(m));
+    if (m.voice) box.append(voiceNote(m));
+    else if (inline) box.append(inlineImage(m));
     else box.append(fileChip(m));
   }
   return box;

@@ -73,7 +73,7 @@ describe('message actions', { timeout: 300000 }, () => {
     const menu = page.getByRole('menu');
     await menu.getByRole('menuitem', { name: 'Copy text' }).waitFor();
     // The demo agent can take its newest turn back (rewind.test.mjs).
-    assert.deepEqual(await menu.getByRole('menuitem').allTextContents(), ['Copy text', 'Regenerate', 'Delete']);
+    assert.deepEqual(await menu.getByRole('menuitem').allTextContents(), ['Copy text', 'Regenerate', 'Read aloud', 'Delete']);
     await page.keyboard.press('Escape');
     await menu.waitFor({ state: 'detached' });
     assert.equal(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), 'Message actions');
@@ -87,9 +87,9 @@ describe('message actions', { timeout: 300000 }, () => {
     await page.locator('#busy').waitFor({ state: 'hidden' });
     await stopped.hover();
     const shown = (msg) => msg.locator('.msg-actions button:not([hidden])').allTextContents();
-    assert.deepEqual(await shown(stopped), ['Copy', 'Retry']);
+    assert.deepEqual(await shown(stopped), ['Copy', 'Retry', 'Read aloud']);
     await answer.hover();
-    assert.deepEqual(await shown(answer), ['Copy'], 'an older complete answer offers no Retry');
+    assert.deepEqual(await shown(answer), ['Copy', 'Read aloud'], 'an older complete answer offers no Retry');
     await stopped.hover();
     await stopped.getByRole('button', { name: 'Retry' }).click();
     await page.locator('.msg.role-assistant.streaming', { hasText: 'Lingering.' }).waitFor();
@@ -111,7 +111,7 @@ describe('message actions', { timeout: 300000 }, () => {
     const menu = page.getByRole('menu');
     await longPress(page, answer.locator('.body'), () => menu.getByRole('menuitem', { name: 'Copy text' }).waitFor());
     await shot(page, 'actions-long-press-phone');
-    assert.deepEqual(await menu.getByRole('menuitem').allTextContents(), ['Copy text', 'Regenerate', 'Delete']);
+    assert.deepEqual(await menu.getByRole('menuitem').allTextContents(), ['Copy text', 'Regenerate', 'Read aloud', 'Delete']);
     await menu.getByRole('menuitem', { name: 'Copy text' }).click();
     await page.locator('#toasts', { hasText: 'Copied' }).waitFor();
     assert.equal(await clipboard(page), 'Echo: hold me');

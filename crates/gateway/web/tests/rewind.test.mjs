@@ -48,16 +48,16 @@ describe('regenerate and edit', { timeout: 300000 }, () => {
 
     // The newest answer offers Regenerate, the message it answers Edit; the older turn neither.
     await recalled.hover();
-    assert.deepEqual(await quick(recalled), ['Copy', 'Regenerate']);
+    assert.deepEqual(await quick(recalled), ['Copy', 'Regenerate', 'Read aloud']);
     await userMsg(page, 'recall beta').hover();
     assert.deepEqual(await quick(userMsg(page, 'recall beta')), ['Copy', 'Edit']);
     const older = answers(page, 'Echo: alpha');
     await older.hover();
-    assert.deepEqual(await quick(older), ['Copy']);
+    assert.deepEqual(await quick(older), ['Copy', 'Read aloud']);
     await userMsg(page, 'alpha').first().hover();
     assert.deepEqual(await quick(userMsg(page, 'alpha').first()), ['Copy']);
-    assert.deepEqual(await menuItems(page, recalled), ['Copy text', 'Regenerate', 'Delete']);
-    assert.deepEqual(await menuItems(page, older), ['Copy text', 'Delete']);
+    assert.deepEqual(await menuItems(page, recalled), ['Copy text', 'Regenerate', 'Read aloud', 'Delete']);
+    assert.deepEqual(await menuItems(page, older), ['Copy text', 'Read aloud', 'Delete']);
 
     // Regenerate: a new answer; the first is kept, dimmed and marked.
     await recalled.hover();
@@ -106,7 +106,7 @@ describe('regenerate and edit', { timeout: 300000 }, () => {
     await newest.waitFor();
     assert.equal(await other.page.locator('.msg[data-state="replaced"] .replaced').count(), 3);
     assert.equal(await userMsg(other.page, 'recall beta').getAttribute('data-state'), 'replaced');
-    assert.deepEqual(await menuItems(other.page, newest), ['Copy text', 'Regenerate', 'Delete']);
+    assert.deepEqual(await menuItems(other.page, newest), ['Copy text', 'Regenerate', 'Read aloud', 'Delete']);
     assert.deepEqual(await menuItems(other.page, userMsg(other.page, 'recall gamma')), ['Copy text', 'Edit', 'Delete']);
     assert.deepEqual(await menuItems(other.page, userMsg(other.page, 'recall delta')), ['Copy text', 'Delete']);
     assert.deepEqual(pageErrors(page), []);
@@ -124,7 +124,7 @@ describe('regenerate and edit', { timeout: 300000 }, () => {
     // While a turn runs, the earlier answer offers nothing to take back.
     await send(page, 'linger');
     await page.locator('.msg.role-assistant.streaming', { hasText: 'Lingering.' }).waitFor();
-    assert.deepEqual(await menuItems(page, answers(page, 'Echo: first')), ['Copy text', 'Delete']);
+    assert.deepEqual(await menuItems(page, answers(page, 'Echo: first')), ['Copy text', 'Read aloud', 'Delete']);
     await page.getByRole('button', { name: 'Stop' }).click();
     await idle(page);
 
