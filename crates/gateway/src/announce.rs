@@ -168,7 +168,12 @@ pub fn discover(wait: Duration, mut each: impl FnMut(&Found)) -> Result<usize, m
             .iter()
             .any(|a| connects(socket_addr(a, service.port)));
         each(&Found {
-            name: unescape(service.fullname.trim_end_matches(SERVICE).trim_end_matches('.')),
+            name: unescape(
+                service
+                    .fullname
+                    .trim_end_matches(SERVICE)
+                    .trim_end_matches('.'),
+            ),
             id: crate::credentials::printable(id),
             tls: service.get_property_val_str("tls") == Some("1"),
             port: service.port,
@@ -223,7 +228,10 @@ mod tests {
 
     #[test]
     fn escaped_instance_names_read_as_they_were_written() {
-        assert_eq!(unescape(r"Iris\032on\032box\032(1a2b3c)"), "Iris on box (1a2b3c)");
+        assert_eq!(
+            unescape(r"Iris\032on\032box\032(1a2b3c)"),
+            "Iris on box (1a2b3c)"
+        );
         assert_eq!(unescape(r"a\.b\\c"), r"a.b\c");
         assert_eq!(unescape("plain"), "plain");
     }
@@ -238,7 +246,10 @@ mod tests {
             addresses: vec!["fe80::1%veth0".into()],
             answers: true,
         };
-        assert_eq!(found.ws_url().as_deref(), Some("wss://[fe80::1%25veth0]:8765/ws"));
+        assert_eq!(
+            found.ws_url().as_deref(),
+            Some("wss://[fe80::1%25veth0]:8765/ws")
+        );
     }
 
     #[test]
@@ -248,6 +259,9 @@ mod tests {
         assert!(Announcement::start(&config, "gw_1").is_none(), "loopback");
         config.listen = "[::]:0".parse().expect("address");
         config.mdns = false;
-        assert!(Announcement::start(&config, "gw_1").is_none(), "switched off");
+        assert!(
+            Announcement::start(&config, "gw_1").is_none(),
+            "switched off"
+        );
     }
 }

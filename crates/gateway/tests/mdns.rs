@@ -130,7 +130,10 @@ impl Served {
                 Err(_) => break,
             }
         }
-        panic!("no {needle:?} from the gateway; it said:\n{}", seen.join("\n"));
+        panic!(
+            "no {needle:?} from the gateway; it said:\n{}",
+            seen.join("\n")
+        );
     }
 }
 
