@@ -1,7 +1,8 @@
 // Voice notes (docs/protocol.md §9 "Voice notes"): the microphone beside Send, shown when the
 // gateway takes voice notes (`hello.ack.server_caps.voice`) and the browser can record. A tap
-// starts a recording with a timer, a level meter, Cancel and Send; holding the button records
-// while it is held and sends on release (sliding away from it cancels); Esc cancels. The note is
+// starts a recording with a timer, a level meter, Cancel and Send (a second tap sends too);
+// holding the button records while it is held and sends on release (sliding away from it
+// cancels); Esc cancels. The note is
 // uploaded as audio marked `voice` and sent as a message of that attachment only, through the
 // same kept-until-echoed path as typed messages. One that cannot be sent stays in a bar with
 // "Send again", never lost silently. In the transcript a voice note plays inline, with its
@@ -32,6 +33,8 @@ let rec = null;
 let press = null;
 /** The last voice note that could not be sent: `{ lane, file }`. */
 let failed = null;
+/** The click that follows a pointer's press is not a second press. */
+let pointerClick = false;
 
 export function initVoice() {
   const button = $('record');
@@ -39,10 +42,15 @@ export function initVoice() {
   button.addEventListener('pointermove', onPressMove);
   button.addEventListener('pointerup', onPressEnd);
   button.addEventListener('pointercancel', () => { press = null; });
-  // Keyboard (Enter, Space) and assistive technology click without a pointer press.
+  // Keyboard (Enter, Space) and assistive technology click without a pointer press: the first
+  // click records, the next sends. A pointer's click was handled by its press.
   button.addEventListener('click', () => {
-    if (press && press.started) return;
-    if (!rec) start();
+    if (pointerClick) {
+      pointerClick = false;
+      return;
+    }
+    if (rec) finish(true);
+    else start();
   });
   $('record-cancel').addEventListener('click', () => finish(false));
   $('record-send').addEventListener('click', () => finish(true));
@@ -65,6 +73,7 @@ export function updateVoice() {
 
 function onPressStart(ev) {
   if (ev.button !== 0) return;
+  pointerClick = true;
   press = { x: ev.clientX, at: performance.now(), started: !rec };
   ev.currentTarget.setPointerCapture(ev.pointerId);
   if (!rec) start();
@@ -83,8 +92,9 @@ function onPressEnd() {
   const p = press;
   press = null;
   if (!p || !rec) return;
-  // A press that started the recording and was held: release sends. A tap leaves it recording.
-  if (p.started && performance.now() - p.at >= HOLD_MS) finish(true);
+  // A press that started the recording and was held: release sends; a tap leaves it recording.
+  // A tap while it records sends it.
+  if (!p.started || performance.now() - p.at >= HOLD_MS) finish(true);
 }
 
 /** `m:ss` of a duration in ms. */
@@ -159,9 +169,11 @@ async function finish(send) {
   closeBar();
   const recorder = now.recorder;
   if (!recorder) return;
-  const stopped = new Promise((resolve) => { recorder.onstop = resolve; });
-  if (recorder.state !== 'inactive') recorder.stop();
-  await stopped;
+  if (recorder.state !== 'inactive') {
+    const stopped = new Promise((resolve) => { recorder.onstop = resolve; });
+    recorder.stop();
+    await stopped;
+  }
   now.stream.getTracks().forEach((t) => t.stop());
   if (now.audio) now.audio.close().catch(() => {});
   const ms = performance.now() - now.started;
