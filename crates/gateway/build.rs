@@ -115,14 +115,14 @@ fn claude_adapter(manifest: &Path) -> bool {
     if let Some(dir) = std::env::var_os("IRIS_CLAUDE_ACP").filter(|v| !v.is_empty()) {
         // As for Hermes: a wrong explicit setting fails the tests, with its reason.
         look(
-            &Path::new(&dir).join("node_modules/.bin/claude-code-acp"),
+            &Path::new(&dir).join("node_modules/.bin/claude-agent-acp"),
             None,
         );
         return true;
     }
     let adapter = manifest.join("tests/claude/adapter");
     look(
-        &adapter.join("node_modules/.bin/claude-code-acp"),
+        &adapter.join("node_modules/.bin/claude-agent-acp"),
         Some(&adapter),
     )
 }

@@ -87,7 +87,8 @@ impl AgentClient {
             cwd: cwd.to_string_lossy().into_owned(),
             mcp_servers: Vec::new(),
         };
-        self.call(method::SESSION_NEW, &request).await
+        let response: NewSessionResponse = self.call(method::SESSION_NEW, &request).await?;
+        Ok(response.with_config_models())
     }
 
     /// `session/load`. The agent replays the session's history as updates before answering;
@@ -150,7 +151,7 @@ impl AgentClient {
         if value.is_null() {
             return Ok(LoadSessionResponse::default());
         }
-        decode(method, value)
+        decode(method, value).map(LoadSessionResponse::with_config_models)
     }
 
     /// `session/fork`: a new session holding a copy of `session_id`'s history so far (only where
@@ -165,7 +166,8 @@ impl AgentClient {
             cwd: cwd.to_string_lossy().into_owned(),
             mcp_servers: Vec::new(),
         };
-        self.call(method::SESSION_FORK, &request).await
+        let response: NewSessionResponse = self.call(method::SESSION_FORK, &request).await?;
+        Ok(response.with_config_models())
     }
 
     /// `session/list`: the sessions the agent holds (only where it advertises
@@ -198,6 +200,28 @@ impl AgentClient {
         };
         self.connection
             .request(method::SESSION_SET_MODEL, to_params(&request))
+            .await
+            .map(drop)
+    }
+
+    /// Switches the session's model to one of `models`: `session/set_config_option` where they
+    /// came from a config option ([`SessionModelState::config_id`]), else `session/set_model`.
+    pub async fn switch_model(
+        &self,
+        session_id: &str,
+        models: Option<&SessionModelState>,
+        model_id: &str,
+    ) -> Result<(), AcpError> {
+        let Some(config_id) = models.and_then(|m| m.config_id.as_deref()) else {
+            return self.set_model(session_id, model_id).await;
+        };
+        let request = SetSessionConfigOptionRequest {
+            session_id: session_id.into(),
+            config_id: config_id.into(),
+            value: model_id.into(),
+        };
+        self.connection
+            .request(method::SESSION_SET_CONFIG_OPTION, to_params(&request))
             .await
             .map(drop)
     }

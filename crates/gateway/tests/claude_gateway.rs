@@ -1,7 +1,7 @@
-//! Claude Code (Zed's ACP adapter) as a second real agent behind the gateway, next to the demo
-//! agent, against a scripted fake Messages API in a loopback-only network namespace (see
-//! `common/claude.rs`). Ignored where the adapter or network namespaces are missing (the build
-//! script looks); never under CI.
+//! Claude Code (through its ACP adapter `claude-agent-acp`) as a second real agent behind the
+//! gateway, next to the demo agent, against a scripted fake Messages API in a loopback-only
+//! network namespace (see `common/claude.rs`). Ignored where the adapter or network namespaces
+//! are missing (the build script looks); never under CI.
 
 #[path = "common/claude.rs"]
 mod claude;
@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use iris_client::Event;
 use iris_gateway::config::{AgentTimeouts, NamedAgent};
-use iris_protocol::{ChannelCreate, ClientFrame, Empty, Header, ServerFrame, Step};
+use iris_protocol::{ChannelCreate, ClientFrame, Empty, Header, Role, ServerFrame, Step};
 
 /// A gateway with Claude Code as the agent named `claude` beside the built-in demo; `default`
 /// names the default agent.
@@ -145,6 +145,37 @@ async fn claude_code_and_the_demo_answer_side_by_side_with_their_own_catalogs_an
         .collect();
     assert!(ids.contains(&"opus".to_owned()), "{ids:?}");
     assert!(!ids.iter().any(|id| id.starts_with("demo:")), "{ids:?}");
+
+    // Claude Code offers its models as a session config option: switching is
+    // `session/set_config_option`, and the next turn asks the fake API for that model.
+    send(&mut a, Header::lane(&code, None), "/model haiku", false).await;
+    let events = until(
+        &mut a,
+        |e| matches!(&e.body, ServerFrame::Message(m) if m.role == Role::System),
+    )
+    .await;
+    let said = system_texts(&events);
+    assert_eq!(said, ["Model switched to haiku."], "{:?}", types(&events));
+    send(&mut a, Header::lane(&code, None), "and now", false).await;
+    let events = until(&mut a, |e| {
+        e.frame_type() == "agent.idle" && e.header.chat_id.as_deref() == Some(code.as_str())
+    })
+    .await;
+    assert_eq!(
+        stop_text(&events, &code).as_deref(),
+        Some("Claude heard: and now")
+    );
+    // The turns' own requests (Claude Code's side requests offer no tools): the first, before
+    // the switch, and the last.
+    let models: Vec<String> = env
+        .requests()
+        .into_iter()
+        .filter(|r| r["body"]["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .filter_map(|r| r["body"]["model"].as_str().map(str::to_owned))
+        .collect();
+    let (before, after) = (models.first().unwrap(), models.last().unwrap());
+    assert!(!before.contains("haiku"), "{before}");
+    assert!(after.contains("haiku"), "{after}");
     gw.stop().await;
 }
 
@@ -166,9 +197,10 @@ async fn claude_code_s_plans_tools_and_approvals_reach_the_phone() {
     let gw = with_claude(&env, "claude").await;
     let (mut a, _) = gw.connect("phone").await;
 
-    // A TodoWrite plan: a checklist commentary, kept as the answer's plan step.
+    // A TodoWrite plan: a checklist commentary, kept as the answer's plan step. The adapter names
+    // the item in progress by its `activeForm`.
     let frames = turn(&mut a, default_lane(), "make a plan").await;
-    let plan = "Plan:\n☑ Read the code\n◐ Fix the bug\n☐ Run the tests";
+    let plan = "Plan:\n☑ Read the code\n◐ Fixing the bug\n☐ Run the tests";
     let commentary: Vec<&str> = frames
         .iter()
         .filter_map(|e| match &e.body {
@@ -200,12 +232,14 @@ async fn claude_code_s_plans_tools_and_approvals_reach_the_phone() {
     let command = "echo hi > greeting.txt && cat greeting.txt";
     assert!(picker.title.contains(command), "{picker:?}");
     let values: Vec<&str> = picker.choices.iter().map(|c| c.value.as_str()).collect();
-    assert_eq!(values, ["allow_always", "allow", "reject"]);
+    assert_eq!(values, ["allow-once", "allow-with-updates", "reject"]);
     assert!(
         !env.work.join("greeting.txt").exists(),
         "nothing ran before the approval"
     );
-    select(&mut a, &picker.picker_id, "allow").await.unwrap();
+    select(&mut a, &picker.picker_id, "allow-once")
+        .await
+        .unwrap();
     let after = until_idle(&mut a).await;
     let end = after
         .iter()
@@ -222,11 +256,17 @@ async fn claude_code_s_plans_tools_and_approvals_reach_the_phone() {
     );
     let closed = after.iter().any(|e| {
         matches!(&e.body, ServerFrame::PickerClosed(c)
-            if c.picker_id == picker.picker_id && c.value.as_deref() == Some("allow"))
+            if c.picker_id == picker.picker_id && c.value.as_deref() == Some("allow-once"))
     });
     assert!(closed, "{:?}", types(&after));
     let stop = stop_of(&after);
     assert_eq!(stop.final_text, "The command printed hi.");
+    // The adapter reports usage: the footer has the context occupancy and a cost.
+    let runtime = stop.runtime.as_ref().expect("a runtime footer");
+    assert!(
+        runtime.context_pct.is_some() && runtime.cost.is_some_and(|c| c > 0.0),
+        "{runtime:?}"
+    );
     let kinds: Vec<&str> = stop
         .steps
         .iter()

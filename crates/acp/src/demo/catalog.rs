@@ -110,6 +110,7 @@ pub(super) fn models_state(current: &str) -> SessionModelState {
             })
             .collect(),
         current_model_id: current.into(),
+        config_id: None,
     }
 }
 

@@ -300,6 +300,7 @@ impl Demo {
             session_id: session_id.clone(),
             models: Some(models_state(DEFAULT_MODEL)),
             modes: Some(modes_state(MODES[0].0)),
+            config_options: Vec::new(),
         };
         Ok((
             to_json(&response),
@@ -322,6 +323,7 @@ impl Demo {
         let response = LoadSessionResponse {
             models: Some(models_state(&session.model_id)),
             modes: Some(modes_state(&session.mode_id)),
+            config_options: Vec::new(),
         };
         Ok((to_json(&response), Some((id, vec![available_commands()]))))
     }
@@ -350,6 +352,7 @@ impl Demo {
             session_id: session_id.clone(),
             models: Some(models_state(&session.model_id)),
             modes: Some(modes_state(&session.mode_id)),
+            config_options: Vec::new(),
         };
         state.sessions.insert(session_id.clone(), session);
         Ok((
@@ -396,6 +399,7 @@ impl Demo {
             let response = LoadSessionResponse {
                 models: Some(models_state(&session.model_id)),
                 modes: Some(modes_state(&session.mode_id)),
+                config_options: Vec::new(),
             };
             (session.history.clone(), response)
         };

@@ -44,6 +44,9 @@ pub mod method {
     pub const SESSION_SET_MODEL: &str = "session/set_model";
     /// Client → agent request: switch mode.
     pub const SESSION_SET_MODE: &str = "session/set_mode";
+    /// Client → agent request: set a session config option (for Iris: the model, where the
+    /// agent offers it as one).
+    pub const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
     /// Agent → client notification: streamed progress of a session.
     pub const SESSION_UPDATE: &str = "session/update";
     /// Agent → client request: ask the user to approve a tool call.

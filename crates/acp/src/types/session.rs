@@ -23,12 +23,16 @@ pub struct NewSessionRequest {
 pub struct NewSessionResponse {
     /// The new session's id.
     pub session_id: String,
-    /// Models the agent offers, if it reports them.
+    /// Models the agent offers, if it reports them (as `models`, or as a `configOptions` select
+    /// of category `model`: see [`SessionModelState::from_config_options`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub models: Option<SessionModelState>,
     /// Modes the agent offers, if it reports them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<SessionModeState>,
+    /// The session's configuration options (ACP's session config options), kept raw.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_options: Vec<Value>,
 }
 
 /// `session/load` params.
@@ -48,12 +52,36 @@ pub struct LoadSessionRequest {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadSessionResponse {
-    /// Models the agent offers, if it reports them.
+    /// Models the agent offers, if it reports them (as `models`, or as a `configOptions` select
+    /// of category `model`: see [`SessionModelState::from_config_options`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub models: Option<SessionModelState>,
     /// Modes the agent offers, if it reports them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modes: Option<SessionModeState>,
+    /// The session's configuration options (ACP's session config options), kept raw.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_options: Vec<Value>,
+}
+
+impl NewSessionResponse {
+    /// With `models` taken from the config options where the agent reports no `models`.
+    pub fn with_config_models(mut self) -> Self {
+        if self.models.is_none() {
+            self.models = SessionModelState::from_config_options(&self.config_options);
+        }
+        self
+    }
+}
+
+impl LoadSessionResponse {
+    /// With `models` taken from the config options where the agent reports no `models`.
+    pub fn with_config_models(mut self) -> Self {
+        if self.models.is_none() {
+            self.models = SessionModelState::from_config_options(&self.config_options);
+        }
+        self
+    }
 }
 
 /// `models` of a session.
@@ -65,6 +93,62 @@ pub struct SessionModelState {
     pub available_models: Vec<ModelInfo>,
     /// The model in use.
     pub current_model_id: String,
+    /// When the models came from a session config option, its id: the model is then switched
+    /// with `session/set_config_option`, not `session/set_model`.
+    #[serde(skip)]
+    pub config_id: Option<String>,
+}
+
+impl SessionModelState {
+    /// The models of a session that offers them only as a config option (`configOptions`: the
+    /// first `select` of category `model`, its `options` flat or in groups), as Claude Code's
+    /// `@agentclientprotocol/claude-agent-acp` does.
+    pub fn from_config_options(options: &[Value]) -> Option<SessionModelState> {
+        let option = options.iter().find(|o| {
+            o.get("category").and_then(Value::as_str) == Some("model")
+                && o.get("type").and_then(Value::as_str) == Some("select")
+        })?;
+        let id = option.get("id")?.as_str()?;
+        let current = option.get("currentValue")?.as_str()?;
+        let mut available_models = Vec::new();
+        for entry in option.get("options")?.as_array()? {
+            let values = match entry.get("options").and_then(Value::as_array) {
+                Some(group) => group.iter().collect(),
+                None => vec![entry],
+            };
+            for v in values {
+                let Some(value) = v.get("value").and_then(Value::as_str) else {
+                    continue;
+                };
+                available_models.push(ModelInfo {
+                    model_id: value.into(),
+                    name: v
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or(value)
+                        .into(),
+                    description: v.get("description").and_then(Value::as_str).map(Into::into),
+                });
+            }
+        }
+        Some(SessionModelState {
+            available_models,
+            current_model_id: current.into(),
+            config_id: Some(id.into()),
+        })
+    }
+}
+
+/// `session/set_config_option` params (for a `select`: the value's id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetSessionConfigOptionRequest {
+    /// The session.
+    pub session_id: String,
+    /// The option's `id`.
+    pub config_id: String,
+    /// One of the option's values.
+    pub value: String,
 }
 
 /// One selectable model.
@@ -211,4 +295,62 @@ pub struct Usage {
     /// Prompt tokens written to cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_write_tokens: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Part of `@agentclientprotocol/claude-agent-acp` 0.101.0's `session/new` answer: no
+    /// `models`, a model select among its `configOptions`.
+    #[test]
+    fn models_come_from_a_model_config_option_when_the_agent_reports_no_models() {
+        let answer = json!({
+            "sessionId": "s1",
+            "modes": {"currentModeId": "default", "availableModes": [{"id": "default", "name": "Manual"}]},
+            "configOptions": [
+                {"id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": "default",
+                 "options": [{"value": "default", "name": "Manual"}]},
+                {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "default",
+                 "options": [
+                     {"value": "default", "name": "Default (recommended)", "description": "Opus"},
+                     {"value": "opus", "name": "Opus 5.5"},
+                     {"group": "older", "name": "Older", "options": [{"value": "haiku", "name": "Haiku 5.5"}]}
+                 ]},
+                {"id": "fast", "name": "Fast mode", "category": "model_config", "type": "select",
+                 "currentValue": "off", "options": [{"value": "on", "name": "On"}]}
+            ]
+        });
+        let response: NewSessionResponse = serde_json::from_value(answer).unwrap();
+        let models = response.with_config_models().models.unwrap();
+        assert_eq!(models.config_id.as_deref(), Some("model"));
+        assert_eq!(models.current_model_id, "default");
+        let ids: Vec<&str> = models
+            .available_models
+            .iter()
+            .map(|m| m.model_id.as_str())
+            .collect();
+        assert_eq!(ids, ["default", "opus", "haiku"]);
+        assert_eq!(
+            models.available_models[0].description.as_deref(),
+            Some("Opus")
+        );
+
+        // `models` wins where the agent reports both; none without a model select.
+        let both = json!({"models": {"currentModelId": "a", "availableModels": [{"modelId": "a", "name": "A"}]},
+            "configOptions": answer_options()});
+        let both: LoadSessionResponse = serde_json::from_value(both).unwrap();
+        assert_eq!(both.with_config_models().models.unwrap().config_id, None);
+        let none: LoadSessionResponse =
+            serde_json::from_value(json!({"configOptions": [{"id": "fast", "type": "select",
+                "category": "model_config", "currentValue": "off", "options": []}]}))
+            .unwrap();
+        assert_eq!(none.with_config_models().models, None);
+    }
+
+    fn answer_options() -> Value {
+        json!([{"id": "model", "name": "Model", "category": "model", "type": "select",
+                "currentValue": "b", "options": [{"value": "b", "name": "B"}]}])
+    }
 }

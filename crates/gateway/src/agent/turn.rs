@@ -169,7 +169,7 @@ fn content_text(content: &[ToolCallContent]) -> Option<String> {
                     if !out.is_empty() {
                         out.push('\n');
                     }
-                    out.push_str(t);
+                    out.push_str(unfenced(t));
                 }
             }
             ToolCallContent::Diff(d) => {
@@ -182,6 +182,35 @@ fn content_text(content: &[ToolCallContent]) -> Option<String> {
         }
     }
     Some(out).filter(|s| !s.is_empty())
+}
+
+/// A tool's text output without the Markdown code fence around all of it (Claude Code's adapter
+/// sends a command's output as `` ```console `` … `` ``` ``), else the text as it is.
+fn unfenced(text: &str) -> &str {
+    let trimmed = text.trim_end();
+    let ticks = trimmed.len() - trimmed.trim_start_matches('`').len();
+    if ticks < 3 {
+        return text;
+    }
+    let fence = &trimmed[..ticks];
+    let Some((opening, rest)) = trimmed.split_once('\n') else {
+        return text;
+    };
+    let info = &opening[ticks..];
+    if info.contains('`') || info.contains(char::is_whitespace) {
+        return text;
+    }
+    let Some(inner) = rest.strip_suffix(fence) else {
+        return text;
+    };
+    if !(inner.is_empty() || inner.ends_with('\n')) {
+        return text;
+    }
+    // One fence around everything: no line inside closes it early.
+    if inner.lines().any(|l| l.trim_start().starts_with(fence)) {
+        return text;
+    }
+    inner.strip_suffix('\n').unwrap_or(inner)
 }
 
 /// Whether a tool call's input says anything (Claude Code's adapter starts a card with `{}`).

@@ -146,7 +146,7 @@ mod tests {
     fn other_agents_report_each_turn_on_its_own() {
         assert_eq!(UsageKind::of(None), UsageKind::PerTurn);
         let other = Implementation {
-            name: "claude-code-acp".into(),
+            name: "@agentclientprotocol/claude-agent-acp".into(),
             ..hermes()
         };
         let mut meter = UsageMeter::new(UsageKind::of(Some(&other)));

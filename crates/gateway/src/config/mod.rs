@@ -685,7 +685,7 @@ mod tests {
         let config = resolve_file(
             "default_agent = \"claude\"\n\
              [agent]\nturn_idle_timeout_secs = 30\n\
-             [agents.claude]\ncommand = \"claude-code-acp\"\ncwd = \"/srv/code\"\n\
+             [agents.claude]\ncommand = \"claude-agent-acp\"\ncwd = \"/srv/code\"\n\
              approval_timeout_secs = 20\nenv = { ANTHROPIC_API_KEY = \"sk-secret\" }\n\
              [agents.hermes]\ncommand = \"hermes acp\"",
         )
@@ -694,7 +694,7 @@ mod tests {
         let claude = &config.agents[0];
         assert_eq!(
             (claude.name.as_str(), claude.command.as_str()),
-            ("claude", "claude-code-acp")
+            ("claude", "claude-agent-acp")
         );
         assert_eq!(claude.cwd.as_deref(), Some(Path::new("/srv/code")));
         assert_eq!(claude.timeouts.approval, Duration::from_secs(20));

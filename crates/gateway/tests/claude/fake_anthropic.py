@@ -42,6 +42,10 @@ RULES = {
 }
 
 
+# Seconds between a text block and the tool_use block after it (see `Handler.stream`).
+TEXT_BEFORE_TOOL_PAUSE = 0.5
+
+
 def typed_texts(content):
     """The user's own words in a message's content (Claude Code's <system-reminder>s left out)."""
     if isinstance(content, str):
@@ -180,6 +184,11 @@ class Handler(BaseHTTPRequestHandler):
                                                   "delta": {"type": "text_delta",
                                                             "text": word if i == 0 else " " + word}})
             else:
+                if index > 0:
+                    # Claude Code may ask for the tool's permission before its adapter has
+                    # forwarded the text streamed ahead of it, which then reaches the client
+                    # after the tool call; a pause lets the text go first.
+                    time.sleep(TEXT_BEFORE_TOOL_PAUSE)
                 start = dict(block, input={})
                 event("content_block_start", {"type": "content_block_start", "index": index,
                                               "content_block": start})

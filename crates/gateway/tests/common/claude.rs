@@ -1,9 +1,10 @@
-//! Real Claude Code for integration tests: Zed's ACP adapter `claude-code-acp` (npm
-//! `@zed-industries/claude-code-acp@0.16.2`), pointed at the scripted fake Messages API in
-//! `tests/claude/fake_anthropic.py`, both inside a fresh loopback-only network namespace.
+//! Real Claude Code for integration tests: the ACP adapter `claude-agent-acp` (npm
+//! `@agentclientprotocol/claude-agent-acp@0.101.0`, which runs the Claude Code binary of the Claude
+//! agent SDK), pointed at the scripted fake Messages API in `tests/claude/fake_anthropic.py`, both
+//! inside a fresh loopback-only network namespace.
 //!
 //! The adapter is found in `$IRIS_CLAUDE_ACP` (a directory holding
-//! `node_modules/.bin/claude-code-acp`), else in `tests/claude/adapter` of this crate, installed
+//! `node_modules/.bin/claude-agent-acp`), else in `tests/claude/adapter` of this crate, installed
 //! there from its lockfile with `npm ci --prefix crates/gateway/tests/claude/adapter`. The build
 //! script (`build.rs`) looks in the same places: without one, the tests that need it are ignored
 //! (cfg `has_claude_adapter`), except under CI (`$CI` set), where they run and a missing adapter
@@ -11,8 +12,16 @@
 //!
 //! [`ClaudeEnv::command_line`] starts a launcher that enters a new network namespace, brings up
 //! `lo`, starts the fake API, waits until it listens, then `exec`s the adapter with a scrubbed
-//! environment: `HOME` in the temp dir, the fake API's address and key, `IS_SANDBOX=1` (Claude
-//! Code refuses to run as root otherwise) and no telemetry.
+//! environment: `HOME` in the temp dir, the fake API's address and key, and no telemetry. Three
+//! more settings make Claude Code behave as the tests expect:
+//!
+//! - `permissions.defaultMode = "default"` in `$HOME/.claude/settings.json`: the adapter's own
+//!   default is the `auto` mode, in which Claude Code decides on permissions itself (and appends
+//!   a notice about its classifier to the answer) instead of asking the client;
+//! - `CLAUDE_CODE_ENABLE_TODO_TOOLS=true` and `CLAUDE_CODE_ENABLE_TASKS=false`: Claude Code offers
+//!   no plan tool for the fake's model otherwise, or its `Task*` tools instead of `TodoWrite`;
+//! - `ENABLE_TOOL_SEARCH=false`: every tool is offered up front, not only by name behind
+//!   `ToolSearch`, so the fake can call `TodoWrite` directly.
 #![allow(dead_code)]
 
 use std::fs;
@@ -54,9 +63,9 @@ impl ClaudeEnv {
     pub fn new() -> ClaudeEnv {
         let Some(program) = find_adapter() else {
             unavailable(
-                "claude-code-acp not found; set IRIS_CLAUDE_ACP to a directory with \
-                 `npm install @zed-industries/claude-code-acp@0.16.2`, or install it into \
-                 crates/gateway/tests/claude/adapter",
+                "claude-agent-acp not found; set IRIS_CLAUDE_ACP to a directory with \
+                 `npm install @agentclientprotocol/claude-agent-acp@0.101.0`, or install it \
+                 into crates/gateway/tests/claude/adapter",
             );
         };
         if let Err(why) = namespace_support() {
@@ -68,8 +77,13 @@ impl ClaudeEnv {
             .expect("temp dir for Claude Code");
         let base = root.path().to_path_buf();
         let work = base.join("work");
-        fs::create_dir_all(base.join("home")).expect("home dir");
+        fs::create_dir_all(base.join("home/.claude")).expect("home dir");
         fs::create_dir_all(&work).expect("work dir");
+        fs::write(
+            base.join("home/.claude/settings.json"),
+            r#"{"permissions": {"defaultMode": "default"}}"#,
+        )
+        .expect("Claude Code settings");
         let env = ClaudeEnv {
             program,
             work,
@@ -119,8 +133,10 @@ python3 {fake} --port {port} --log {log} --ready-file {ready} --parent-pid $$ \
 {wait}
 cd {work}
 exec env -i PATH={system_path} HOME={home} LANG=C.UTF-8 TERM=dumb \
-    ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=sk-fake-key IS_SANDBOX=1 \
-    DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 {program}
+    ANTHROPIC_BASE_URL=http://127.0.0.1:{port} ANTHROPIC_API_KEY=sk-fake-key \
+    DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+    CLAUDE_CODE_ENABLE_TODO_TOOLS=true CLAUDE_CODE_ENABLE_TASKS=false ENABLE_TOOL_SEARCH=false \
+    {program}
 "#,
             system_path = SYSTEM_PATH,
             wait = wait_until_ready(&q(&ready), "fake API"),
@@ -148,7 +164,7 @@ exec env -i PATH={system_path} HOME={home} LANG=C.UTF-8 TERM=dumb \
 }
 
 fn find_adapter() -> Option<PathBuf> {
-    let in_dir = |dir: PathBuf| dir.join("node_modules/.bin/claude-code-acp");
+    let in_dir = |dir: PathBuf| dir.join("node_modules/.bin/claude-agent-acp");
     if let Some(dir) = std::env::var_os("IRIS_CLAUDE_ACP").filter(|v| !v.is_empty()) {
         let program = in_dir(PathBuf::from(dir));
         assert!(

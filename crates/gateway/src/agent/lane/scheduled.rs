@@ -92,7 +92,11 @@ impl LaneActor {
         {
             return Some(offered.current_model_id);
         }
-        match instance.client.set_model(session_id, &wanted).await {
+        match instance
+            .client
+            .switch_model(session_id, Some(&offered), &wanted)
+            .await
+        {
             Ok(()) => Some(wanted),
             Err(e) => {
                 tracing::warn!(error = %e, "could not select the lane's model for a scheduled run");

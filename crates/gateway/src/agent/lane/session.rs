@@ -366,7 +366,8 @@ impl SessionSlot {
         }
     }
 
-    /// Switches the session's model (`session/set_model`); returns what the lane says about
+    /// Switches the session's model (`session/set_model`, or `session/set_config_option` where
+    /// the agent offers its models as a config option); returns what the lane says about
     /// it: `Ok` once switched, `Err` when it was not.
     pub(crate) async fn set_model(&mut self, model_id: &str) -> Result<String, String> {
         let Some(session) = self.current.as_mut() else {
@@ -380,7 +381,9 @@ impl SessionSlot {
         // may be waiting for room to send them.
         let switched = tokio::time::timeout(
             SET_MODEL_TIMEOUT,
-            instance.client.set_model(&session.id, model_id),
+            instance
+                .client
+                .switch_model(&session.id, session.models.as_ref(), model_id),
         );
         match switched.await {
             Err(_) => Err("The agent did not answer in time; the model was not switched.".into()),

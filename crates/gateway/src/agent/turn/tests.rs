@@ -278,6 +278,39 @@ fn tails_keep_the_end() {
 }
 
 #[test]
+fn a_code_fence_around_a_tool_s_whole_output_is_left_out_of_its_preview() {
+    assert_eq!(unfenced("```console\nhi\n```"), "hi");
+    assert_eq!(unfenced("```\na\nb\n```\n"), "a\nb");
+    assert_eq!(unfenced("````\n```\n````"), "```");
+    assert_eq!(unfenced("```\n```"), "");
+    for kept in [
+        "hi",
+        "``` hi ```",
+        "```sh\nls\n```\nand more",
+        "```\na\n```\n```\nb\n```",
+        "``\nhi\n``",
+    ] {
+        assert_eq!(unfenced(kept), kept);
+    }
+    let mut m = mapper();
+    let t0 = Instant::now();
+    m.on_update(
+        &update(json!({"sessionUpdate": "tool_call", "toolCallId": "b", "title": "Bash", "kind": "execute", "rawInput": {"command": "echo hi"}})),
+        t0,
+    );
+    let out = m.on_update(
+        &update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "b", "status": "completed", "rawOutput": "hi",
+            "content": [{"type": "content", "content": {"type": "text", "text": "```console\nhi\n```"}}]})),
+        t0,
+    );
+    let end = out.iter().find_map(|o| match o {
+        Out::Durable(DurableFrame::ToolEnd(e)) => Some(e.output_preview.clone()),
+        _ => None,
+    });
+    assert_eq!(end, Some(Some("hi".to_owned())));
+}
+
+#[test]
 fn a_tool_s_input_sent_after_its_card_reaches_the_card_and_the_answer_s_steps() {
     let mut m = mapper();
     let t0 = Instant::now();
