@@ -25,6 +25,7 @@ mod stored;
 mod stream;
 mod transcript;
 mod usage;
+mod voice;
 
 pub use client::*;
 pub use codec::*;
@@ -38,6 +39,7 @@ pub use server::*;
 pub use stream::*;
 pub use transcript::*;
 pub use usage::*;
+pub use voice::*;
 
 /// The protocol major version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -68,6 +68,8 @@ frame_enum! {
         AgentIdle(Empty) = "agent.idle",
         /// Where a user message stands with the agent. An Iris extension.
         MessageState(crate::MessageStateChanged) = "message.state",
+        /// A voice note's transcript changed. An Iris extension.
+        MessageTranscript(crate::MessageTranscript) = "message.transcript",
         /// Search hits.
         SearchResults(SearchResults) = "search.results",
         /// Agent-produced media is available.
@@ -141,6 +143,7 @@ impl ServerFrame {
                 | "agent.busy"
                 | "agent.idle"
                 | "message.state"
+                | "message.transcript"
                 | "media.offer"
                 | "read.receipt"
         ) || frame_type.starts_with("picker.")
@@ -175,6 +178,11 @@ pub struct ServerCaps {
     /// extension.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<String>,
+    /// Whether voice notes are accepted (`media.upload.start {voice:true}`): the gateway
+    /// transcribes them, or an agent takes audio. An app shows its microphone only then. An Iris
+    /// extension.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub voice: bool,
 }
 
 /// One entry of the channel directory.
@@ -290,6 +298,10 @@ pub struct MediaInfo {
     pub size: u64,
     /// Display name.
     pub filename: String,
+    /// A voice note recorded in an app (`media.upload.start {voice:true}`), not an audio file
+    /// attached. An Iris extension.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub voice: bool,
 }
 
 /// Runtime metadata shown under final assistant messages.
@@ -368,6 +380,9 @@ pub struct Message {
     /// Where a user message stands with the agent (an Iris extension; see `message.state`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<crate::MessageState>,
+    /// A voice note's transcript (an Iris extension; see `message.transcript`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<crate::VoiceTranscript>,
 }
 
 /// `message.start`.

@@ -1,0 +1,67 @@
+//! Voice notes (Iris extensions): the transcript a message of one voice recording carries, and
+//! the durable `message.transcript` frame that announces each change of it. Older apps ignore
+//! both and show the recording as audio.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a voice note's transcript stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TranscriptState {
+    /// The gateway transcribes it (before its turn begins).
+    #[default]
+    Pending,
+    /// Transcribed: `text` is the transcript, the prompt the agent got.
+    Done,
+    /// The transcription failed (`error` says why); `message.retry` transcribes it again.
+    Failed,
+}
+
+/// The `transcript` field of a voice note's message.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoiceTranscript {
+    /// Where it stands.
+    pub state: TranscriptState,
+    /// The transcript (`done` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A short human reason (`failed` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl VoiceTranscript {
+    /// A transcript being made.
+    pub fn pending() -> Self {
+        VoiceTranscript::default()
+    }
+
+    /// A finished transcript.
+    pub fn done(text: impl Into<String>) -> Self {
+        VoiceTranscript {
+            state: TranscriptState::Done,
+            text: Some(text.into()),
+            error: None,
+        }
+    }
+
+    /// A failed transcription and why.
+    pub fn failed(error: impl Into<String>) -> Self {
+        VoiceTranscript {
+            state: TranscriptState::Failed,
+            text: None,
+            error: Some(error.into()),
+        }
+    }
+}
+
+/// `message.transcript`: a voice note's transcript changed (done or failed). Durable, filed
+/// under the message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageTranscript {
+    /// The voice note.
+    pub message_id: String,
+    /// The transcript as it stands now.
+    #[serde(flatten)]
+    pub transcript: VoiceTranscript,
+}
