@@ -21,6 +21,7 @@ pub struct Media {
     pub(super) config: MediaConfig,
     pub(super) data_dir: PathBuf,
     pub(super) open_uploads: OpenUploads,
+    pub(super) transcriber: super::voice::Transcriber,
 }
 
 impl Media {
@@ -32,6 +33,7 @@ impl Media {
             config: config.media.clone(),
             data_dir: config.data_dir.clone(),
             open_uploads: OpenUploads::default(),
+            transcriber: super::voice::Transcriber::new(config.voice.clone()),
         })
     }
 
