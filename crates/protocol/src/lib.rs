@@ -11,6 +11,7 @@
 //! for a response).
 #![deny(missing_docs)]
 
+mod caps;
 mod client;
 mod codec;
 mod delivery;
@@ -27,6 +28,7 @@ mod transcript;
 mod usage;
 mod voice;
 
+pub use caps::*;
 pub use client::*;
 pub use codec::*;
 pub use delivery::*;

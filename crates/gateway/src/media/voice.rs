@@ -4,10 +4,8 @@
 
 use std::time::Duration;
 
-use iris_store::MediaRow;
 use reqwest::multipart::{Form, Part};
 
-use super::service::Media;
 use crate::config::voice::VoiceConfig;
 
 /// The most of an endpoint's answer read; a transcript is far smaller.
@@ -142,28 +140,6 @@ async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, bool> {
         }
     }
     Ok(body)
-}
-
-impl Media {
-    /// The voice notes' settings.
-    pub fn voice(&self) -> &VoiceConfig {
-        self.transcriber.config()
-    }
-
-    /// Transcribes a stored voice note.
-    pub async fn transcribe(&self, row: &MediaRow) -> Result<String, TranscribeError> {
-        let path = self.files.blob_path(&row.sha256);
-        let bytes = match tokio::fs::read(&path).await {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(error = %e, "a voice note could not be read");
-                return Err(TranscribeError("the recording could not be read".into()));
-            }
-        };
-        self.transcriber
-            .transcribe(bytes, &row.filename, &row.mime)
-            .await
-    }
 }
 
 #[cfg(test)]

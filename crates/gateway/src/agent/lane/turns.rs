@@ -39,14 +39,7 @@ impl LaneActor {
         };
         match self.voice_note(&mut job).await {
             Voice::Ready => {}
-            Voice::Failed => {
-                self.out.read_receipt(job.origin_conn, &job.message_id);
-                drop(slot);
-                if job.busy_stored {
-                    self.out.idle().await;
-                }
-                return;
-            }
+            Voice::Failed => return self.voice_failed(&job, slot).await,
             // The note stays queued: the next start transcribes it.
             Voice::Closed => return,
         }

@@ -7,7 +7,7 @@
 
 use iris_protocol::{TranscriptState, VoiceTranscript};
 
-use super::queue::PromptJob;
+use super::queue::{PromptJob, Slot};
 use super::LaneActor;
 use crate::outbox::from_stored;
 
@@ -23,6 +23,16 @@ pub(super) enum Voice {
 }
 
 impl LaneActor {
+    /// The turn of a note whose transcription failed ends here: its place in the queue is freed
+    /// and a busy state stored with it ends.
+    pub(super) async fn voice_failed(&mut self, job: &PromptJob, slot: Option<Slot>) {
+        self.out.read_receipt(job.origin_conn, &job.message_id);
+        drop(slot);
+        if job.busy_stored {
+            self.out.idle().await;
+        }
+    }
+
     /// Transcribes the job's voice note when it has one without a transcript, and makes the
     /// transcript the job's text.
     pub(super) async fn voice_note(&mut self, job: &mut PromptJob) -> Voice {
