@@ -428,10 +428,10 @@ mod tests {
         let conn = Connection::open_in_memory().expect("memory db");
         conn.execute_batch(&format!(
             "CREATE TABLE messages (seq INTEGER PRIMARY KEY, message_id TEXT, chat_id TEXT, \
-             thread_id TEXT, role TEXT, text TEXT, ts INTEGER); \
+             thread_id TEXT, role TEXT, text TEXT, ts INTEGER, transcript TEXT); \
              WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows}) \
-             INSERT INTO messages SELECT i, 'm' || i, 'default', NULL, 'user', 'party 🎉 ' || i, i \
-             FROM n;"
+             INSERT INTO messages SELECT i, 'm' || i, 'default', NULL, 'user', 'party 🎉 ' || i, i, \
+             NULL FROM n;"
         ))
         .expect("schema");
         conn
@@ -453,6 +453,20 @@ mod tests {
         assert!(matches!(result, Err(StoreError::Interrupted)), "{result:?}");
         // No handler is left behind on the connection.
         assert_eq!(search(&conn, "🎉", None, 10).expect("search").len(), 10);
+    }
+
+    #[test]
+    fn a_voice_note_is_found_by_its_transcript() {
+        let conn = messages_table(3);
+        conn.execute(
+            "INSERT INTO messages VALUES (9, 'm9', 'default', NULL, 'user', '', 9, '東京の天気は晴れ')",
+            [],
+        )
+        .expect("a voice note");
+        let hits = search(&conn, "天気", None, 10).expect("search");
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].message_id, "m9");
+        assert!(hits[0].snippet.contains("[天気]"), "{}", hits[0].snippet);
     }
 
     #[test]
