@@ -65,3 +65,53 @@ pub struct MessageTranscript {
     #[serde(flatten)]
     pub transcript: VoiceTranscript,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{encode, DurableFrame, Header, Message, ServerFrame};
+
+    #[test]
+    fn the_frame_and_the_field_have_the_documented_shape() {
+        let frame: ServerFrame = DurableFrame::MessageTranscript(MessageTranscript {
+            message_id: "m_1".into(),
+            transcript: VoiceTranscript::done("hello"),
+        })
+        .into();
+        assert!(frame.is_durable());
+        let json: serde_json::Value =
+            serde_json::from_str(&encode(&Header::default(), &frame)).unwrap();
+        assert_eq!(json["type"], "message.transcript");
+        assert_eq!(
+            json["payload"],
+            serde_json::json!({"message_id": "m_1", "state": "done", "text": "hello"})
+        );
+        let failed = serde_json::to_value(VoiceTranscript::failed("timeout")).unwrap();
+        assert_eq!(
+            failed,
+            serde_json::json!({"state": "failed", "error": "timeout"})
+        );
+        let pending = serde_json::to_value(VoiceTranscript::pending()).unwrap();
+        assert_eq!(pending, serde_json::json!({"state": "pending"}));
+    }
+
+    #[test]
+    fn a_message_keeps_its_transcript_in_the_store() {
+        let m = Message {
+            message_id: "m_2".into(),
+            transcript: Some(VoiceTranscript::done("kept")),
+            ..Message::default()
+        };
+        let back = Message::from_stored(
+            m.message_id.clone(),
+            "user",
+            String::new(),
+            0,
+            &m.extra_json(),
+        );
+        assert_eq!(back.transcript, m.transcript);
+        assert!(m
+            .extra_json()
+            .contains(r#""transcript":{"state":"done","text":"kept"}"#));
+    }
+}
