@@ -68,10 +68,13 @@ impl Transcriber {
                 "voice notes are not transcribed here ([voice] transcribe_url is not set)",
             );
         };
-        let part = Part::bytes(bytes)
+        // The type is one the magic bytes named, so always a valid one.
+        let Ok(part) = Part::bytes(bytes)
             .file_name(filename.to_owned())
             .mime_str(mime)
-            .unwrap_or_else(|_| Part::bytes(Vec::new()));
+        else {
+            return fail("the recording's type could not be named");
+        };
         let form = Form::new()
             .part("file", part)
             .text("model", self.config.model.clone())
