@@ -83,6 +83,7 @@ async fn main() -> anyhow::Result<()> {
         mime: "application/octet-stream".into(),
         size,
         filename: "bench.bin".into(),
+        voice: false,
     };
     phone
         .send(Header::default(), ClientFrame::MediaUploadStart(start))

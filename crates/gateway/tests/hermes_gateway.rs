@@ -573,6 +573,7 @@ async fn titles_models_and_images() {
             mime: "image/png".into(),
             size: PNG.len() as u64,
             filename: "dots.png".into(),
+            voice: false,
         });
         let header = Header {
             id: Some(RequestId::Str(format!("start-{media_ref}"))),

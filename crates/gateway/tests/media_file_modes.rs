@@ -22,6 +22,7 @@ async fn media_and_upload_files_are_private_under_a_permissive_umask() {
         mime: "text/plain".into(),
         size: data.len() as u64 * 2,
         filename: "notes.txt".into(),
+        voice: false,
     });
     let id = Header {
         id: Some(RequestId::Str("up".into())),

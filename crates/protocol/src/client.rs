@@ -259,6 +259,9 @@ pub struct MediaUploadStart {
     /// Display name; never used as a path.
     #[serde(default)]
     pub filename: String,
+    /// A voice note recorded by the app, to be transcribed (an Iris extension).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub voice: bool,
 }
 
 /// `media.upload.end`.

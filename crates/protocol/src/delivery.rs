@@ -58,6 +58,8 @@ pub enum DurableFrame {
     AgentIdle,
     /// Where a user message stands with the agent.
     MessageState(crate::MessageStateChanged),
+    /// A voice note's transcript changed.
+    MessageTranscript(crate::MessageTranscript),
     /// Agent-produced media is available.
     MediaOffer(MediaInfo),
     /// Another device read a message: a `read.receipt` that carries `device_id`.
@@ -181,6 +183,7 @@ impl From<DurableFrame> for ServerFrame {
             D::AgentBusy(p) => ServerFrame::AgentBusy(p),
             D::AgentIdle => ServerFrame::AgentIdle(Empty {}),
             D::MessageState(p) => ServerFrame::MessageState(p),
+            D::MessageTranscript(p) => ServerFrame::MessageTranscript(p),
             D::MediaOffer(p) => ServerFrame::MediaOffer(p),
             D::ReadBy {
                 message_id,
@@ -236,6 +239,7 @@ impl DurableFrame {
             D::AgentBusy(_) => "agent.busy",
             D::AgentIdle => "agent.idle",
             D::MessageState(_) => "message.state",
+            D::MessageTranscript(_) => "message.transcript",
             D::MediaOffer(_) => "media.offer",
             D::ReadBy { .. } => "read.receipt",
         }
@@ -271,6 +275,7 @@ mod tests {
             D::AgentBusy(AgentBusy::default()),
             D::AgentIdle,
             D::MessageState(crate::MessageStateChanged::default()),
+            D::MessageTranscript(crate::MessageTranscript::default()),
             D::MediaOffer(MediaInfo::default()),
             D::ReadBy {
                 message_id: "m".into(),

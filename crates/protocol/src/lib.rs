@@ -11,6 +11,7 @@
 //! for a response).
 #![deny(missing_docs)]
 
+mod caps;
 mod client;
 mod codec;
 mod delivery;
@@ -25,7 +26,9 @@ mod stored;
 mod stream;
 mod transcript;
 mod usage;
+mod voice;
 
+pub use caps::*;
 pub use client::*;
 pub use codec::*;
 pub use delivery::*;
@@ -38,6 +41,7 @@ pub use server::*;
 pub use stream::*;
 pub use transcript::*;
 pub use usage::*;
+pub use voice::*;
 
 /// The protocol major version this crate speaks.
 pub const PROTOCOL_VERSION: u32 = 1;

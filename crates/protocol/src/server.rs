@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::caps::ServerCaps;
 use crate::client::{Empty, SearchScope};
 use crate::codec::{frame_enum, ErrorCode};
 pub use crate::pickers::*;
@@ -68,6 +69,8 @@ frame_enum! {
         AgentIdle(Empty) = "agent.idle",
         /// Where a user message stands with the agent. An Iris extension.
         MessageState(crate::MessageStateChanged) = "message.state",
+        /// A voice note's transcript changed. An Iris extension.
+        MessageTranscript(crate::MessageTranscript) = "message.transcript",
         /// Search hits.
         SearchResults(SearchResults) = "search.results",
         /// Agent-produced media is available.
@@ -141,40 +144,11 @@ impl ServerFrame {
                 | "agent.busy"
                 | "agent.idle"
                 | "message.state"
+                | "message.transcript"
                 | "media.offer"
                 | "read.receipt"
         ) || frame_type.starts_with("picker.")
     }
-}
-
-/// Capabilities the gateway announces.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ServerCaps {
-    /// Streaming bubbles.
-    pub streaming: bool,
-    /// Reasoning display.
-    pub reasoning: bool,
-    /// Tool events.
-    pub tools: bool,
-    /// Media transfer.
-    pub media: bool,
-    /// Full-text search.
-    pub search: bool,
-    /// Push backend in use, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push: Option<String>,
-    /// Interactive pickers.
-    pub pickers: bool,
-    /// The gateway's VAPID public key (an uncompressed P-256 point, base64url without padding),
-    /// when it sends Web Push: the `applicationServerKey` a browser subscribes with. An Iris
-    /// extension.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub webpush_key: Option<String>,
-    /// The names of the agents a chat can be given (`channel.create {agent}`,
-    /// `channel.set_agent`), the default first; empty (and absent) without an agent. An Iris
-    /// extension.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub agents: Vec<String>,
 }
 
 /// One entry of the channel directory.
@@ -290,6 +264,10 @@ pub struct MediaInfo {
     pub size: u64,
     /// Display name.
     pub filename: String,
+    /// A voice note recorded in an app (`media.upload.start {voice:true}`), not an audio file
+    /// attached. An Iris extension.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub voice: bool,
 }
 
 /// Runtime metadata shown under final assistant messages.
@@ -368,6 +346,9 @@ pub struct Message {
     /// Where a user message stands with the agent (an Iris extension; see `message.state`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<crate::MessageState>,
+    /// A voice note's transcript (an Iris extension; see `message.transcript`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<crate::VoiceTranscript>,
 }
 
 /// `message.start`.

@@ -31,6 +31,8 @@ struct MessageExtra {
     steps: Vec<Step>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    transcript: Option<crate::VoiceTranscript>,
 }
 
 impl Message {
@@ -47,6 +49,7 @@ impl Message {
             steering: self.steering,
             steps: self.steps.clone(),
             client_id: self.client_id.clone(),
+            transcript: self.transcript.clone(),
         };
         serde_json::to_string(&extra).unwrap_or_else(|_| "{}".into())
     }
@@ -72,6 +75,7 @@ impl Message {
             steps: extra.steps,
             client_id: extra.client_id,
             state: None,
+            transcript: extra.transcript,
         }
     }
 }

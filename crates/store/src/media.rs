@@ -26,10 +26,12 @@ pub struct MediaRow {
     pub device_id: Option<String>,
     /// For uploads: the device's own reference, usable in `media_refs` until attached or expired.
     pub media_ref: Option<String>,
+    /// For uploads: recorded as a voice note.
+    pub voice: bool,
 }
 
 const MEDIA_COLUMNS: &str =
-    "media_id, sha256, kind, mime, size, filename, created_at, device_id, media_ref";
+    "media_id, sha256, kind, mime, size, filename, created_at, device_id, media_ref, voice";
 
 fn media_from_row(row: &Row<'_>) -> rusqlite::Result<MediaRow> {
     Ok(MediaRow {
@@ -42,6 +44,7 @@ fn media_from_row(row: &Row<'_>) -> rusqlite::Result<MediaRow> {
         created_at: row.get(6)?,
         device_id: row.get(7)?,
         media_ref: row.get(8)?,
+        voice: row.get(9)?,
     })
 }
 
@@ -97,8 +100,8 @@ impl WriteTx<'_> {
         self.conn
             .prepare_cached(
                 "INSERT INTO media \
-                 (media_id, sha256, kind, mime, size, filename, created_at, device_id, media_ref) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 (media_id, sha256, kind, mime, size, filename, created_at, device_id, media_ref, voice) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?
             .execute((
                 &row.media_id,
@@ -110,6 +113,7 @@ impl WriteTx<'_> {
                 row.created_at,
                 &row.device_id,
                 &row.media_ref,
+                row.voice,
             ))?;
         Ok(())
     }

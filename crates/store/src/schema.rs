@@ -263,6 +263,38 @@ CREATE TABLE push_log (
     r#"
 ALTER TABLE channels ADD COLUMN awaiting_title INTEGER NOT NULL DEFAULT 0;
 "#,
+    // 13: voice notes. An upload remembers it was recorded as one; a message's transcript (kept in
+    // `extra`, opaque to the store but for this column) is searchable like its text.
+    r#"
+ALTER TABLE media ADD COLUMN voice INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN transcript TEXT GENERATED ALWAYS AS (
+    CASE WHEN json_valid(extra) THEN json_extract(extra, '$.transcript.text') END
+) VIRTUAL;
+DROP TRIGGER messages_fts_insert;
+DROP TRIGGER messages_fts_delete;
+DROP TRIGGER messages_fts_update;
+DROP TABLE messages_fts;
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    text,
+    transcript,
+    content = 'messages',
+    content_rowid = 'seq',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, text, transcript) VALUES (new.seq, new.text, new.transcript);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text, transcript)
+        VALUES ('delete', old.seq, old.text, old.transcript);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF text, extra ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, text, transcript)
+        VALUES ('delete', old.seq, old.text, old.transcript);
+    INSERT INTO messages_fts(rowid, text, transcript) VALUES (new.seq, new.text, new.transcript);
+END;
+"#,
 ];
 
 /// How long a connection waits for a lock held by another connection before failing.

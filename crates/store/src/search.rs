@@ -251,7 +251,7 @@ fn fts_search(
     };
     let sql = format!(
         "SELECT m.message_id, m.chat_id, m.thread_id, m.role, \
-                snippet(messages_fts, 0, '[', ']', '…', {SNIPPET_TOKENS}), m.ts \
+                snippet(messages_fts, -1, '[', ']', '…', {SNIPPET_TOKENS}), m.ts \
          FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid \
          WHERE messages_fts MATCH ?1 {scope_sql} \
          ORDER BY bm25(messages_fts), m.seq DESC LIMIT ?2"
@@ -288,12 +288,17 @@ fn substring_search(
 ) -> Result<Vec<SearchHit>, StoreError> {
     // SQLite's built-in lower() folds ASCII only, exactly like to_ascii_lowercase on
     // the needles, so both sides agree and byte offsets stay valid for the snippet.
-    let mut sql =
-        String::from("SELECT message_id, chat_id, thread_id, role, text, ts FROM messages WHERE 1");
+    let mut sql = String::from(
+        "SELECT message_id, chat_id, thread_id, role, text, ts, transcript FROM messages WHERE 1",
+    );
     let mut params: Vec<Value> = Vec::new();
+    // A voice note's transcript is searched with its text.
     for needle in needles {
         params.push(Value::Text(needle.clone()));
-        sql.push_str(&format!(" AND instr(lower(text), ?{}) > 0", params.len()));
+        let n = params.len();
+        sql.push_str(&format!(
+            " AND (instr(lower(text), ?{n}) > 0 OR instr(lower(coalesce(transcript, '')), ?{n}) > 0)"
+        ));
     }
     if let Some((chat, thread)) = scope {
         params.push(Value::Text(chat.to_string()));
@@ -306,7 +311,13 @@ fn substring_search(
     let mut stmt = conn.prepare(&sql)?;
     let hits = stmt
         .query_map(params_from_iter(params), |r| {
-            let text: String = r.get(4)?;
+            let mut text: String = r.get(4)?;
+            let transcript: Option<String> = r.get(6)?;
+            if let Some(t) = transcript {
+                if !text.to_ascii_lowercase().contains(&needles[0]) {
+                    text = t;
+                }
+            }
             Ok(SearchHit {
                 message_id: r.get(0)?,
                 chat_id: r.get(1)?,
@@ -417,10 +428,10 @@ mod tests {
         let conn = Connection::open_in_memory().expect("memory db");
         conn.execute_batch(&format!(
             "CREATE TABLE messages (seq INTEGER PRIMARY KEY, message_id TEXT, chat_id TEXT, \
-             thread_id TEXT, role TEXT, text TEXT, ts INTEGER); \
+             thread_id TEXT, role TEXT, text TEXT, ts INTEGER, transcript TEXT); \
              WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows}) \
-             INSERT INTO messages SELECT i, 'm' || i, 'default', NULL, 'user', 'party 🎉 ' || i, i \
-             FROM n;"
+             INSERT INTO messages SELECT i, 'm' || i, 'default', NULL, 'user', 'party 🎉 ' || i, i, \
+             NULL FROM n;"
         ))
         .expect("schema");
         conn
@@ -442,6 +453,20 @@ mod tests {
         assert!(matches!(result, Err(StoreError::Interrupted)), "{result:?}");
         // No handler is left behind on the connection.
         assert_eq!(search(&conn, "🎉", None, 10).expect("search").len(), 10);
+    }
+
+    #[test]
+    fn a_voice_note_is_found_by_its_transcript() {
+        let conn = messages_table(3);
+        conn.execute(
+            "INSERT INTO messages VALUES (9, 'm9', 'default', NULL, 'user', '', 9, '東京の天気は晴れ')",
+            [],
+        )
+        .expect("a voice note");
+        let hits = search(&conn, "天気", None, 10).expect("search");
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].message_id, "m9");
+        assert!(hits[0].snippet.contains("[天気]"), "{}", hits[0].snippet);
     }
 
     #[test]

@@ -386,7 +386,7 @@ impl Turn<'_> {
         Ok(Flow::Next)
     }
 
-    /// Acknowledges the image, file link and embedded resource blocks of the prompt.
+    /// Acknowledges the image, audio, file link and embedded resource blocks of the prompt.
     pub(super) fn attachments(&mut self, prompt: &Prompt<'_>) -> Step {
         for block in prompt.blocks {
             let note = match block {
@@ -395,6 +395,13 @@ impl Turn<'_> {
                         "Received image {} ({} bytes)",
                         image.mime_type,
                         base64_len(&image.data)
+                    )
+                }
+                ContentBlock::Audio(audio) => {
+                    format!(
+                        "Received audio {} ({} bytes)",
+                        audio.mime_type,
+                        base64_len(&audio.data)
                     )
                 }
                 ContentBlock::ResourceLink(link) => format!("Received file {}", link.name),

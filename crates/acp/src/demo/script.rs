@@ -280,7 +280,7 @@ const SCRIPT: &[Rule] = &[
     always(
         Behaviour::Attachments,
         "acknowledges each attachment: an `image` block as `Received image <mime> (<n> bytes)`, \
-         a `resource_link` as `Received file <name>`, an embedded `resource` as `Received \
+         an `audio` block as `Received audio <mime> (<n> bytes)`, a `resource_link` as `Received file <name>`, an embedded `resource` as `Received \
          resource <uri>`",
     ),
     keyword(

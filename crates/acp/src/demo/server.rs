@@ -263,7 +263,8 @@ impl Demo {
         }
     }
 
-    /// `initialize`: who the demo is and what it supports.
+    /// `initialize`: who the demo is and what it supports (audio in prompts with `DEMO_AUDIO=1`
+    /// in the environment).
     fn initialize(&self) -> Handled {
         let response = InitializeResponse {
             protocol_version: PROTOCOL_VERSION,
@@ -271,7 +272,7 @@ impl Demo {
                 load_session: true,
                 prompt_capabilities: PromptCapabilities {
                     image: true,
-                    audio: false,
+                    audio: std::env::var("DEMO_AUDIO").is_ok_and(|v| v == "1"),
                     embedded_context: true,
                 },
                 other: extra_capabilities(),

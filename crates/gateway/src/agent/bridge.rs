@@ -275,6 +275,17 @@ impl Agents {
         self.env().hosts.all().iter().any(|h| h.has_command(name))
     }
 
+    /// Whether voice notes are accepted: the gateway transcribes them, or (with `[voice]
+    /// send_audio`) an agent that started says it takes audio.
+    pub fn voice_on(&self) -> bool {
+        if self.names().is_empty() {
+            return false;
+        }
+        let voice = self.env().media.voice();
+        voice.transcribes()
+            || (voice.send_audio && self.env().hosts.all().iter().any(|h| h.takes_audio()))
+    }
+
     /// The default agent's human name.
     pub fn label(&self) -> &str {
         &self.env().hosts.default_host().label

@@ -170,6 +170,8 @@ pub struct AgentHost {
     stopping: AtomicBool,
     /// Whether a process runs now.
     running: AtomicBool,
+    /// Whether its last process said it takes audio in prompts (`promptCapabilities.audio`).
+    audio: AtomicBool,
     /// The session opened ahead for the next lane that needs one.
     pub(crate) spare: Spare,
 }
@@ -208,6 +210,7 @@ impl AgentHost {
             last_start: Mutex::default(),
             stopping: AtomicBool::new(false),
             running: AtomicBool::new(false),
+            audio: AtomicBool::new(false),
             spare: Spare::new(choice.spare_session && !choice.disabled),
         })
     }
@@ -235,6 +238,12 @@ impl AgentHost {
     /// The commands the agent advertised last.
     pub fn agent_commands(&self) -> Vec<AvailableCommand> {
         self.commands.lock().expect("commands lock").clone()
+    }
+
+    /// Whether the agent's last process said it takes audio in prompts (false before it
+    /// started).
+    pub fn takes_audio(&self) -> bool {
+        self.audio.load(Ordering::Relaxed)
     }
 
     /// Whether the agent advertises a command of this name (without slash).
@@ -326,6 +335,10 @@ impl AgentHost {
                 Some(format!("{} {}", info.name, info.version).trim().to_owned());
         }
         tracing::info!(agent = %self.label, generation, pid = client.process().map(|p| p.pid()), "agent started");
+        self.audio.store(
+            init.agent_capabilities.prompt_capabilities.audio,
+            Ordering::Relaxed,
+        );
         // One fence per lane at a time at most; lanes wait for room beyond that.
         let (control, control_rx) = mpsc::channel(LANE_EVENTS);
         let instance = Arc::new(Instance {

@@ -35,7 +35,12 @@ fn lane_of(m: &StoredMessage) -> Lane {
 fn quoted(messages: &[StoredMessage]) -> String {
     messages
         .iter()
-        .map(|m| format!("“{}”", crate::text::head(m.text.trim(), EXCERPT)))
+        .map(|m| match m.text.trim() {
+            // A voice note, or attachments alone.
+            "" if from_stored(m).transcript.is_some() => "a voice note".to_owned(),
+            "" => "a message of attachments".to_owned(),
+            text => format!("“{}”", crate::text::head(text, EXCERPT)),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

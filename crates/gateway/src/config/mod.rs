@@ -16,6 +16,7 @@ mod parse;
 pub mod push;
 mod secret;
 pub mod tls;
+pub mod voice;
 
 pub use agents::{AgentFileConfig, AgentTimeouts, NamedAgent};
 pub use error::ConfigError;
@@ -93,6 +94,9 @@ pub struct FileConfig {
     /// `[files]` section.
     #[serde(default)]
     pub files: files::FilesFileConfig,
+    /// `[voice]` section.
+    #[serde(default)]
+    pub voice: voice::VoiceFileConfig,
 }
 
 /// `[cron]`: scheduled prompts.
@@ -267,6 +271,8 @@ pub struct Config {
     pub media: MediaConfig,
     /// The file browser.
     pub files: files::FilesConfig,
+    /// Voice notes.
+    pub voice: voice::VoiceConfig,
     /// The base URL devices reach the gateway at, when configured (no trailing slash).
     pub public_url: Option<String>,
     /// Scheduled prompts.
@@ -430,6 +436,7 @@ impl Config {
             group_commit: file.outbox.group_commit.unwrap_or(true),
             media: media_config(file.media),
             files,
+            voice: voice::VoiceConfig::resolve(file.voice)?,
             public_url,
             cron,
             push: push::PushConfig::resolve(file.push)?,
@@ -499,6 +506,7 @@ impl Config {
             group_commit: true,
             media: MediaConfig::default(),
             files: files::FilesConfig::default(),
+            voice: voice::VoiceConfig::default(),
             public_url: None,
             cron: cron::CronConfig::default(),
             push: push::PushConfig::default(),

@@ -418,6 +418,7 @@ async fn attach(
             pickers: true,
             webpush_key: shared.config.push.webpush_key(),
             agents: ctx.agents.names(),
+            voice: ctx.agents.voice_on(),
         },
         sync_cursor: device.confirmed_cursor,
         last_pushed_cursor: device.last_pushed_cursor,

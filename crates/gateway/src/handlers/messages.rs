@@ -3,9 +3,9 @@
 
 use iris_protocol::{
     DurableFrame, ErrorCode, Header, History, HistoryRequest, Message, MessageDeleted, MessageSend,
-    MessageState, ReadReceipt, ResponseFrame, Role, Usage,
+    MessageState, ReadReceipt, ResponseFrame, Role, Usage, VoiceTranscript,
 };
-use iris_store::{ChannelRow, ClientRequest, StoreError, StoredMessage, WriteTx};
+use iris_store::{ChannelRow, ClientRequest, MediaRow, StoreError, StoredMessage, WriteTx};
 
 use super::channels::{create_channel_tx, give_awaited_titles};
 use super::client_ids;
@@ -63,10 +63,18 @@ pub(super) async fn send(
     let title = (command.is_none() && !is_agent_command)
         .then(|| crate::text::chat_title(&send.text))
         .flatten();
+    // A voice note the gateway transcribes waits `queued` until its transcript is done: its
+    // `agent.busy` comes after the transcription (see `agent::lane::voice`).
+    let transcribe = command.is_none()
+        && is_voice_note(&send.text, &attachments)
+        && ctx.media.voice().transcribes()
+        && !ctx.agents.names().is_empty();
     // Held until the message is handed over: stored order is handed-over order.
     let _handoff = ctx.agents.handoff(&lane).await;
     // A lane that cannot take another turn refuses the message before it is stored.
-    let ticket = ctx.agents.reserve(&lane, command.is_none())?;
+    let ticket = ctx
+        .agents
+        .reserve(&lane, command.is_none() && !transcribe)?;
     let message = Message {
         message_id: new_id("m_"),
         role: Role::User,
@@ -79,6 +87,7 @@ pub(super) async fn send(
         // Without an agent (`--agent none`) no turn runs at all.
         state: (command.is_none() && !ctx.agents.names().is_empty())
             .then_some(MessageState::Queued),
+        transcript: transcribe.then(VoiceTranscript::pending),
         ..Message::default()
     };
     let message_id = message.message_id.clone();
@@ -120,6 +129,11 @@ pub(super) async fn send(
     };
     ctx.agents.submit(ticket, submission).await?;
     Ok(Reply::ViaOutbox)
+}
+
+/// A voice note: no text, and one attachment recorded as a voice note.
+fn is_voice_note(text: &str, attachments: &[MediaRow]) -> bool {
+    text.trim().is_empty() && matches!(attachments, [one] if one.voice)
 }
 
 /// The thread `auto_thread` mints for a message in a channel.

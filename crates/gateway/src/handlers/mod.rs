@@ -75,7 +75,10 @@ pub async fn handle(
         ClientFrame::ChannelSetDefault(_) => channels::set_default(ctx, header, origin).await,
         ClientFrame::ChannelDelete(_) => channels::delete(ctx, header, origin).await,
         ClientFrame::FcmRegister(req) => registration::fcm_register(ctx, device, header, req).await,
-        ClientFrame::MediaUploadStart(req) => media.start(&ctx.media, device, header, req).await,
+        ClientFrame::MediaUploadStart(req) => {
+            let voice_on = req.voice && ctx.agents.voice_on();
+            media.start(&ctx.media, device, header, req, voice_on).await
+        }
         ClientFrame::MediaUploadEnd(req) => media.end(&ctx.media, device, req).await,
         ClientFrame::MediaPull(req) => media.pull(&ctx.media, header, req).await,
         ClientFrame::PairCreate(_) => pairing::create(ctx, device, header).await,

@@ -19,7 +19,7 @@ use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine;
 use bytes::Bytes;
-use iris_acp::{ContentBlock, ResourceLink};
+use iris_acp::{AudioContent, ContentBlock, ResourceLink};
 use iris_protocol::{DurableFrame, Header, MediaInfo};
 use iris_store::MediaRow;
 
@@ -212,29 +212,51 @@ impl Media {
     }
 
     /// The blocks of a prompt as the agent gets them: links to stored images become inline `image`
-    /// blocks when the agent accepts images.
+    /// blocks when the agent accepts images, and links to stored audio up to `[voice] max_bytes`
+    /// inline `audio` blocks when `audio` (the agent accepts audio and `[voice] send_audio`).
     pub async fn prompt_blocks(
         &self,
         blocks: Vec<ContentBlock>,
         images: bool,
+        audio: bool,
     ) -> Vec<ContentBlock> {
-        if !images {
+        if !images && !audio {
             return blocks;
         }
+        let audio_max = self.voice().max_bytes;
         let prefix = format!("{}/", file_uri(self.files.root()));
         let mut out = Vec::with_capacity(blocks.len());
         for block in blocks {
             let inline = match &block {
                 ContentBlock::ResourceLink(link)
-                    if link.uri.starts_with(&prefix)
+                    if audio
+                        && link.uri.starts_with(&prefix)
+                        && link
+                            .mime_type
+                            .as_deref()
+                            .is_some_and(|m| m.starts_with("audio/"))
+                        && link.size.is_some_and(|s| s <= audio_max) =>
+                {
+                    let sha = link.uri.rsplit('/').next().unwrap_or("");
+                    match is_sha256(sha) {
+                        true => {
+                            let mime = link.mime_type.clone().unwrap_or_default();
+                            self.inline(sha, mime, true).await
+                        }
+                        false => None,
+                    }
+                }
+                ContentBlock::ResourceLink(link)
+                    if images
+                        && link.uri.starts_with(&prefix)
                         && link.mime_type.as_deref().is_some_and(is_raster)
                         && link.size.is_some_and(|s| s <= INLINE_IMAGE_MAX) =>
                 {
                     let sha = link.uri.rsplit('/').next().unwrap_or("");
                     match is_sha256(sha) {
                         true => {
-                            self.inline_image(sha, link.mime_type.clone().unwrap_or_default())
-                                .await
+                            let mime = link.mime_type.clone().unwrap_or_default();
+                            self.inline(sha, mime, false).await
                         }
                         false => None,
                     }
@@ -246,20 +268,25 @@ impl Media {
         out
     }
 
-    async fn inline_image(&self, sha: &str, mime: String) -> Option<ContentBlock> {
+    /// A stored file as an inline `image` block, or `audio` one.
+    async fn inline(&self, sha: &str, mime: String, audio: bool) -> Option<ContentBlock> {
         let path = self.files.blob_path(sha);
         let encoded = tokio::task::spawn_blocking(move || {
             std::fs::read(path).map(|bytes| BASE64.encode(bytes))
         })
         .await;
         match encoded {
+            Ok(Ok(data)) if audio => Some(ContentBlock::Audio(AudioContent {
+                data,
+                mime_type: mime,
+            })),
             Ok(Ok(data)) => Some(ContentBlock::image(data, mime)),
             Ok(Err(e)) => {
-                tracing::warn!(error = %e, "could not read an attached image; sending a link");
+                tracing::warn!(error = %e, "could not read an attachment; sending a link");
                 None
             }
             Err(e) => {
-                tracing::warn!(error = %e, "could not encode an attached image; sending a link");
+                tracing::warn!(error = %e, "could not encode an attachment; sending a link");
                 None
             }
         }
@@ -375,6 +402,7 @@ impl Media {
             created_at: now_ms(),
             device_id: None,
             media_ref: None,
+            voice: false,
         };
         let answer_id = answer.answer_id().to_owned();
         let header = lane.clone();

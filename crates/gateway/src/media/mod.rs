@@ -3,6 +3,7 @@
 //! - [`files`]: the content-addressed file store under `<data_dir>/media/`.
 //! - [`upload`]: a connection's upload state machine (`media.upload.start` → binary frames →
 //!   `media.upload.end`) and its pulls (`media.pull`, served one at a time from disk).
+//! - [`voice`]: voice notes and their transcription.
 //! - [`agent`]: attachments in prompts, and files in the agent's answers (ACP image/resource
 //!   content and `MEDIA:<path>` lines), announced with `media.offer`.
 //!
@@ -17,6 +18,7 @@ pub mod pull;
 mod quota;
 mod service;
 pub mod upload;
+pub mod voice;
 
 pub use error::MediaError;
 pub use files::MediaFiles;
@@ -24,3 +26,4 @@ pub use names::*;
 pub use quota::Reservation;
 pub use service::Media;
 pub use upload::ConnMedia;
+pub use voice::{voice_kind, TranscribeError};

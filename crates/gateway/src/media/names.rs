@@ -12,6 +12,7 @@ pub fn info(row: &MediaRow) -> MediaInfo {
         mime: row.mime.clone(),
         size: row.size,
         filename: row.filename.clone(),
+        voice: row.voice,
     }
 }
 

@@ -10,6 +10,8 @@ use super::error::MediaError;
 use super::files::{MediaFiles, TempBlob};
 use super::names::short;
 use super::quota::{Caps, Held, OpenUploads, Reservation};
+use super::voice::TranscribeError;
+use crate::config::voice::VoiceConfig;
 use crate::config::{Config, MediaConfig};
 use crate::wire::WireError;
 
@@ -21,6 +23,7 @@ pub struct Media {
     pub(super) config: MediaConfig,
     pub(super) data_dir: PathBuf,
     pub(super) open_uploads: OpenUploads,
+    pub(super) transcriber: super::voice::Transcriber,
 }
 
 impl Media {
@@ -32,6 +35,7 @@ impl Media {
             config: config.media.clone(),
             data_dir: config.data_dir.clone(),
             open_uploads: OpenUploads::default(),
+            transcriber: super::voice::Transcriber::new(config.voice.clone()),
         })
     }
 
@@ -130,5 +134,27 @@ impl Media {
                 }
             }
         });
+    }
+}
+
+impl Media {
+    /// The voice notes' settings.
+    pub fn voice(&self) -> &VoiceConfig {
+        self.transcriber.config()
+    }
+
+    /// Transcribes a stored voice note.
+    pub async fn transcribe(&self, row: &MediaRow) -> Result<String, TranscribeError> {
+        let path = self.files.blob_path(&row.sha256);
+        let bytes = match tokio::fs::read(&path).await {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "a voice note could not be read");
+                return Err(TranscribeError("the recording could not be read".into()));
+            }
+        };
+        self.transcriber
+            .transcribe(bytes, &row.filename, &row.mime)
+            .await
     }
 }

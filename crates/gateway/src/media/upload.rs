@@ -20,6 +20,7 @@ use super::names::{clean_mime, display_name, recognize, short};
 use super::pull::{PullItem, PullWorker};
 use super::quota::Reservation;
 use super::service::Media;
+use super::voice::voice_kind;
 use crate::ids::{new_id, now_ms};
 use crate::wire::{Reply, WireError};
 
@@ -54,9 +55,30 @@ struct Upload {
     mime: String,
     filename: String,
     size: u64,
+    /// A voice note: its bytes must be a recording.
+    voice: bool,
     temp: TempBlob,
     /// The upload's share of the quotas, given back when the upload is dropped.
     quota: Reservation,
+}
+
+/// A voice note's start: refused when voice notes are off, or when the note is larger than
+/// `[voice] max_bytes`.
+fn check_voice(media: &Media, size: u64, voice_on: bool) -> Result<(), WireError> {
+    if !voice_on {
+        return Err(WireError::new(
+            ErrorCode::Unsupported,
+            "voice notes are off: set [voice] transcribe_url, or use an agent that takes audio",
+        ));
+    }
+    let limit = media.voice().max_bytes;
+    if size > limit {
+        return Err(WireError::new(
+            ErrorCode::MediaTooLarge,
+            format!("a voice note of {size} bytes is above the limit of {limit} bytes"),
+        ));
+    }
+    Ok(())
 }
 
 fn valid_ref(r: &str) -> bool {
@@ -64,13 +86,15 @@ fn valid_ref(r: &str) -> bool {
 }
 
 impl ConnMedia {
-    /// `media.upload.start`: opens the upload. Success has no response of its own.
+    /// `media.upload.start`: opens the upload. Success has no response of its own. `voice_on`:
+    /// whether voice notes are accepted now (transcribed, or an agent takes audio).
     pub async fn start(
         &mut self,
         media: &Media,
         device_id: &str,
         header: &Header,
         req: MediaUploadStart,
+        voice_on: bool,
     ) -> Result<Reply, WireError> {
         if let UploadState::Open(open) = &self.upload {
             return Err(WireError::bad_request(format!(
@@ -90,6 +114,9 @@ impl ConnMedia {
                 format!("{} bytes is above the limit of {limit} bytes", req.size),
             ));
         }
+        if req.voice {
+            check_voice(media, req.size, voice_on)?;
+        }
         let quota = media.reserve(device_id, req.size).await?;
         let mime = clean_mime(&req.mime);
         let upload = Upload {
@@ -98,6 +125,7 @@ impl ConnMedia {
             filename: display_name(&req.filename, "file"),
             mime,
             size: req.size,
+            voice: req.voice,
             temp: media.files().temp().await?,
             quota,
         };
@@ -176,6 +204,7 @@ impl ConnMedia {
             mime,
             filename,
             size,
+            voice,
             mut temp,
             quota,
             ..
@@ -195,7 +224,16 @@ impl ConnMedia {
             ));
         }
         // The app's `kind` is not trusted: what the bytes are decides how apps may show them.
-        let (kind, mime) = recognize(&mime, temp.head());
+        let (mut kind, mut mime) = recognize(&mime, temp.head());
+        if voice {
+            let Some(audio) = voice_kind(kind, &mime) else {
+                temp.discard().await;
+                return Err(WireError::bad_request(format!(
+                    "a voice note must be an audio recording; these bytes are {mime}"
+                )));
+            };
+            (kind, mime) = ("audio", audio);
+        }
         let row = MediaRow {
             media_id: new_id("md_"),
             sha256: sha,
@@ -206,6 +244,7 @@ impl ConnMedia {
             created_at: now_ms(),
             device_id: Some(device_id.to_owned()),
             media_ref: Some(media_ref.clone()),
+            voice,
         };
         media.place(temp, row).await?;
         // Stored and counted by the store from now on.

@@ -62,6 +62,7 @@ pub fn start_frame(media_ref: &str, mime: &str, filename: &str, size: u64) -> Cl
         mime: mime.into(),
         size,
         filename: filename.into(),
+        voice: false,
     })
 }
 
@@ -298,6 +299,7 @@ pub async fn upload_claiming(
         mime: mime.into(),
         size: data.len() as u64,
         filename: filename.into(),
+        voice: false,
     });
     c.send(start_header(media_ref), start).await.unwrap();
     c.send_binary(data.to_vec()).await.unwrap();

@@ -25,7 +25,7 @@ export function h(tag, attrs, ...children) {
 const DURABLE = new Set([
   'message', 'message.start', 'message.stop', 'message.deleted', 'commentary', 'tool.start', 'tool.end',
   'notification', 'channel.list', 'channel.created', 'channel.renamed', 'channel.deleted', 'agent.busy',
-  'agent.idle', 'message.state', 'media.offer',
+  'agent.idle', 'message.state', 'message.transcript', 'media.offer',
 ]);
 
 /** Whether a received frame is durable, i.e. has a cursor (known or counted). */

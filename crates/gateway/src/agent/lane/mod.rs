@@ -9,7 +9,8 @@
 //! frame the lane sends), [`pickers`] (the picker book), [`session`] (the session slot),
 //! [`checkpoint`] (a streaming answer's checkpoints) and [`queue`] (the mailbox's commands and
 //! the jobs waiting). It sees the gateway only through its [`LaneEnv`]. What it does is spread
-//! over rooms of `impl LaneActor`: [`turns`] (a user's turn, stop and steer), [`drive`] (the loop
+//! over rooms of `impl LaneActor`: [`turns`] (a user's turn, stop and steer), [`voice`] (a voice
+//! note's transcription, the first step of its turn), [`drive`] (the loop
 //! every prompt runs in), [`scheduled`] (a cron run), [`commands`] (the gateway's slash
 //! commands) and [`titles`] (naming chats and threads). This file holds the actor, its idle loop
 //! and what it does with the picker book.
@@ -42,6 +43,7 @@ mod scheduled;
 mod session;
 mod titles;
 mod turns;
+mod voice;
 
 pub(crate) use queue::{CommandJob, LaneCmd, PromptJob, Slot};
 

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use iris_protocol::{
     AgentBusy, BusyReason, ChannelRenamed, DurableFrame, EphemeralFrame, Header, Message,
-    Notification, Role, Runtime,
+    MessageState, MessageTranscript, Notification, Role, Runtime, VoiceTranscript,
 };
 
-use super::super::recovery;
 use super::super::turn::Out;
+use super::super::{receipts, recovery};
 use super::checkpoint::Shown;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::{self, Lane, Origin};
@@ -200,6 +200,52 @@ impl Output {
             Some(message),
         )
         .await;
+    }
+
+    /// A voice note's transcript changed: kept on the message and announced by
+    /// `message.transcript`, in one transaction. With a `notice` (a failed transcription) the
+    /// message's receipt becomes `failed` and the notice is posted as a system message in the
+    /// same transaction.
+    pub(crate) async fn transcript(
+        &self,
+        message_id: &str,
+        transcript: VoiceTranscript,
+        notice: Option<String>,
+    ) {
+        if self.is_deleted() {
+            return;
+        }
+        let lane = self.lane.clone();
+        let id = message_id.to_owned();
+        let written = self
+            .shared
+            .store
+            .write(move |tx| {
+                if tx.get_channel(lane.row_id())?.is_none() {
+                    return Ok(());
+                }
+                let Some(row) = tx.get_message(&id)? else {
+                    return Ok(());
+                };
+                let mut message = outbox::from_stored(&row);
+                message.transcript = Some(transcript.clone());
+                let stored = outbox::to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
+                tx.upsert_message(&stored)?;
+                let frame = DurableFrame::MessageTranscript(MessageTranscript {
+                    message_id: id.clone(),
+                    transcript,
+                });
+                outbox::append(tx, &lane.header(), frame, Some(&id), &Origin::none())?;
+                if let Some(text) = notice {
+                    receipts::set(tx, &lane, &id, MessageState::Failed)?;
+                    outbox::post(tx, &lane, outbox::system_message(text), &Origin::none())?;
+                }
+                Ok(())
+            })
+            .await;
+        if let Err(e) = written {
+            tracing::error!(error = %e, "could not store a voice note's transcript");
+        }
     }
 
     /// Stores and announces steering text as a user message marked `steering`.

@@ -11,6 +11,7 @@ use super::super::host::{event_channel, Instance};
 use super::super::turn::{Ending, TurnConfig, TurnMapper};
 use super::drive::{shows_text, Driven, Ended, Mode, Stopping};
 use super::queue::{PromptJob, Steering};
+use super::voice::Voice;
 use super::LaneActor;
 use crate::ids::new_id;
 
@@ -36,6 +37,12 @@ impl LaneActor {
                 return;
             }
         };
+        match self.voice_note(&mut job).await {
+            Voice::Ready => {}
+            Voice::Failed => return self.voice_failed(&job, slot).await,
+            // The note stays queued: the next start transcribes it.
+            Voice::Closed => return,
+        }
         let session_id = self
             .session
             .current()
@@ -68,8 +75,14 @@ impl LaneActor {
             true => Vec::new(),
             false => vec![ContentBlock::text(job.text.clone())],
         };
-        let images = instance.caps.prompt_capabilities.image;
-        blocks.extend(self.env.media.prompt_blocks(job.blocks, images).await);
+        let takes = &instance.caps.prompt_capabilities;
+        let audio = takes.audio && self.env.media.voice().send_audio;
+        blocks.extend(
+            self.env
+                .media
+                .prompt_blocks(job.blocks, takes.image, audio)
+                .await,
+        );
         let mut rx = std::mem::replace(&mut self.events, event_channel().1);
         let Driven {
             ended,

@@ -232,6 +232,7 @@ fn media_lines_leave_the_text_and_images_become_files() {
             mime: "text/plain".into(),
             size: 2,
             filename: "a.txt".into(),
+            voice: false,
         },
         "ab".into(),
     );

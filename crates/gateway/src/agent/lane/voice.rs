@@ -1,0 +1,101 @@
+//! A voice note's transcription, the first step of its turn: before the prompt goes out and
+//! before the `agent.busy` that takes the message out of the gateway's queue, so a note whose
+//! transcription was cut off (a stop, a crash) is still `queued` and is transcribed again at the
+//! next start. A failure is stored on the message (`message.transcript {state:"failed"}`), the
+//! message's receipt is `failed`, the lane says why, and the agent is not prompted;
+//! `message.retry` transcribes it again.
+
+use iris_protocol::{TranscriptState, VoiceTranscript};
+
+use super::queue::{PromptJob, Slot};
+use super::LaneActor;
+use crate::outbox::from_stored;
+
+/// What became of a job's voice note.
+pub(super) enum Voice {
+    /// Nothing to transcribe (not a voice note, no transcription, or already transcribed): the
+    /// turn goes on, with the transcript as its text when there is one.
+    Ready,
+    /// The transcription failed; the lane said so.
+    Failed,
+    /// The lane is closing (a stop of the gateway): the note stays queued.
+    Closed,
+}
+
+impl LaneActor {
+    /// The turn of a note whose transcription failed ends here: its place in the queue is freed
+    /// and a busy state stored with it ends.
+    pub(super) async fn voice_failed(&mut self, job: &PromptJob, slot: Option<Slot>) {
+        self.out.read_receipt(job.origin_conn, &job.message_id);
+        drop(slot);
+        if job.busy_stored {
+            self.out.idle().await;
+        }
+    }
+
+    /// Transcribes the job's voice note when it has one without a transcript, and makes the
+    /// transcript the job's text.
+    pub(super) async fn voice_note(&mut self, job: &mut PromptJob) -> Voice {
+        if !job.text.is_empty() || job.blocks.is_empty() || job.message_id.is_empty() {
+            return Voice::Ready;
+        }
+        let row = match self.env.shared.store.get_message(&job.message_id).await {
+            Ok(Some(row)) => row,
+            Ok(None) => return Voice::Ready,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a message before its turn");
+                return Voice::Ready;
+            }
+        };
+        let message = from_stored(&row);
+        let Some(transcript) = message.transcript else {
+            return Voice::Ready;
+        };
+        if transcript.state == TranscriptState::Done {
+            job.text = transcript.text.unwrap_or_default();
+            return Voice::Ready;
+        }
+        let id = job.message_id.clone();
+        if transcript.state == TranscriptState::Failed {
+            // A retry: devices show the note being transcribed again.
+            self.out
+                .transcript(&id, VoiceTranscript::pending(), None)
+                .await;
+        }
+        let note = match message.media.iter().find(|m| m.voice) {
+            Some(info) => self.env.media.get(&info.media_id).await.ok().flatten(),
+            None => None,
+        };
+        let result = match note {
+            None => Err(crate::media::TranscribeError(
+                "the recording is no longer stored".into(),
+            )),
+            Some(row) => {
+                let close = self.inbox.close.clone();
+                tokio::select! {
+                    r = self.env.media.transcribe(&row) => r,
+                    _ = close.cancelled() => return Voice::Closed,
+                }
+            }
+        };
+        match result {
+            Ok(text) => {
+                self.out
+                    .transcript(&id, VoiceTranscript::done(text.clone()), None)
+                    .await;
+                job.text = text;
+                Voice::Ready
+            }
+            Err(e) => {
+                tracing::info!(reason = %e, "a voice note could not be transcribed");
+                let notice = format!(
+                    "The voice note could not be transcribed: {e}. It was not sent to the agent; Retry transcribes it again."
+                );
+                self.out
+                    .transcript(&id, VoiceTranscript::failed(e.0), Some(notice))
+                    .await;
+                Voice::Failed
+            }
+        }
+    }
+}
