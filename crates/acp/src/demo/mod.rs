@@ -40,7 +40,7 @@
 //! | `permission` or `approve` | a `tool_call`, then `session/request_permission` (allow_once / allow_always / reject_once); answers `Permission granted: <optionId>.` or `Permission denied.`; a `cancelled` outcome ends the turn `cancelled` |
 //! | `patch` | an edit whose `diff` (`<cwd>/notes.txt`: "beta" becomes "BETA") only the `session/request_permission` shows, as Hermes' `write_file` does; answers `Patched notes.txt. ` when allowed, `Not patched. ` when refused; the file is not written |
 //! | `clarify` | a question put as a permission request (see below); answers `You chose <name>.` |
-//! | (every turn) | acknowledges each attachment: an `image` block as `Received image <mime> (<n> bytes)`, a `resource_link` as `Received file <name>`, an embedded `resource` as `Received resource <uri>` |
+//! | (every turn) | acknowledges each attachment: an `image` block as `Received image <mime> (<n> bytes)`, an `audio` block as `Received audio <mime> (<n> bytes)`, a `resource_link` as `Received file <name>`, an embedded `resource` as `Received resource <uri>` |
 //! | `mkfile` | writes [`DEMO_FILE_NAME`] (a fixed text of [`demo_file_text`]) into the session's working directory and says `MEDIA:<its path>` on a line of its own |
 //! | `mkimage` | "Here is an image.", then an `image` content block (a 1×1 PNG, [`DEMO_PNG_BASE64`]) in an `agent_message_chunk` |
 //! | `slow` | 20 chunks 50 ms apart; `session/cancel` stops it (`cancelled`, chunks already sent stay sent) |
@@ -56,6 +56,8 @@
 //! (`session/list` lists the open sessions), `fork` unless `DEMO_FORK=0` (`session/fork` copies a
 //! session's history, model and mode into a new one), with `DEMO_RESUME=1` also `resume`
 //! (`session/resume` reopens a session without replaying it), and a capability of a newer ACP version (`futureCapability`) that clients must ignore.
+//!
+//! It takes images in prompts (`promptCapabilities.image`), and audio too with `DEMO_AUDIO=1`.
 //!
 //! With `DEMO_PROMPT_LOG=<file>` in its environment the demo appends the text of every prompt it
 //! starts a turn for to that file, one JSON string per line, so that tests count real runs.
