@@ -247,6 +247,13 @@ impl LaneActor {
                     run.turn_pickers.push(id);
                 }
             }
+            LaneEvent::Elicitation(request, responder) => {
+                if !run.live() || run.stopping.since.is_some() || self.pickers.approvals_full() {
+                    responder.cancel();
+                } else if let Some(id) = self.open_elicitation(request, responder, mapper).await {
+                    run.turn_pickers.push(id);
+                }
+            }
             LaneEvent::Exited { generation, detail } => {
                 if generation == run.instance.generation {
                     run.crashed = Some(detail);
@@ -388,6 +395,7 @@ impl LaneActor {
                     .await
             }
             LaneEvent::Permission(_, responder) => responder.cancel(),
+            LaneEvent::Elicitation(_, responder) => responder.cancel(),
             other => self.idle_event(other).await,
         }
     }

@@ -18,7 +18,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{PermissionResponder, RequestPermissionRequest, SessionUpdate};
+use iris_acp::{
+    CreateElicitationRequest, ElicitationResponder, Form, PermissionResponder,
+    RequestPermissionRequest, SessionUpdate,
+};
 use iris_protocol::DurableFrame;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant as TokioInstant;
@@ -227,6 +230,7 @@ impl LaneActor {
             }
             LaneEvent::Update(_) => {}
             LaneEvent::Permission(_, responder) => responder.cancel(),
+            LaneEvent::Elicitation(_, responder) => responder.cancel(),
             LaneEvent::Exited { generation, .. } => self.session.exited(generation),
         }
     }
@@ -291,6 +295,37 @@ impl LaneActor {
         let opened = self
             .pickers
             .open_permission(request, responder, deadline, changes)?;
+        mapper.picker_opened(&opened.id, opened.kind, &opened.title, &opened.changes);
+        self.out.durable(opened.frames, None, None).await;
+        Some(opened.id)
+    }
+
+    /// Opens the agent's form as a question picker; a form that cannot be shown as one question
+    /// (or a URL to visit) is declined at once and a system message says so.
+    async fn open_elicitation(
+        &mut self,
+        request: CreateElicitationRequest,
+        responder: ElicitationResponder,
+        mapper: &mut TurnMapper,
+    ) -> Option<String> {
+        let form = if request.mode == "form" {
+            Form::from_schema(&request.message, &request.requested_schema).map_err(|u| u.0)
+        } else {
+            Err("it asks to visit a link".to_owned())
+        };
+        let form = match form {
+            Ok(form) => form,
+            Err(why) => {
+                responder.decline();
+                let text = format!(
+                    "The agent asked a question Iris cannot show ({why}); it was declined."
+                );
+                self.out.system(text).await;
+                return None;
+            }
+        };
+        let deadline = Instant::now() + self.host().timeouts.approval;
+        let opened = self.pickers.open_form(form, responder, deadline);
         mapper.picker_opened(&opened.id, opened.kind, &opened.title, &opened.changes);
         self.out.durable(opened.frames, None, None).await;
         Some(opened.id)

@@ -1,5 +1,5 @@
-//! A lane's picker book: the agent's permission requests and clarify questions (approvals, with
-//! a deadline), and the gateway's own model, reasoning and agent choices, each under its id in
+//! A lane's picker book: the agent's permission requests, clarify questions and forms
+//! (`elicitation/create`, shown as a question) (approvals, with a deadline), and the gateway's own model, reasoning and agent choices, each under its id in
 //! the bridge's index while it is open.
 //!
 //! However a picker closes (answered on any device, expired, or cancelled with its turn), the book
@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{PermissionResponder, RequestPermissionRequest, SessionModelState};
+use iris_acp::{
+    ElicitationResponder, Form, PermissionResponder, RequestPermissionRequest, SessionModelState,
+};
 use iris_protocol::{
     AgentBusy, BusyReason, Choice, DurableFrame, FileChange, ModelEntry, ModelProvider,
     Notification, PickerApproval, PickerChoice, PickerClarify, PickerClosed, PickerModel,
@@ -32,10 +34,53 @@ const MAX_CHOICES: usize = 16;
 const MAX_CHOICE_LABEL: usize = 100;
 const MAX_OPTION_ID_BYTES: usize = 256;
 
+/// Who waits for the answer to an agent's question.
+pub(crate) enum Asker {
+    /// A permission request: answered with one of its options.
+    Permission(PermissionResponder),
+    /// A form: answered with its content, filled in from a choice or a typed answer.
+    Form(ElicitationResponder, Form),
+}
+
+impl Asker {
+    /// Nobody answered: `cancelled` (a permission request) or `cancel` (a form).
+    fn cancel(self) {
+        match self {
+            Asker::Permission(responder) => responder.cancel(),
+            Asker::Form(responder, _) => responder.cancel(),
+        }
+    }
+
+    /// Answers with `value` when it is an answer this question takes: one of `options`, or for
+    /// a form with a text field any typed text (its label the text itself). Given back
+    /// otherwise.
+    fn answer(self, options: &[Choice], value: &str) -> Result<Choice, Asker> {
+        let choice = options.iter().find(|o| o.value == value).cloned();
+        match (self, choice) {
+            (Asker::Permission(responder), Some(choice)) => {
+                responder.select(value);
+                Ok(choice)
+            }
+            (Asker::Form(responder, form), choice) => match form.content(value) {
+                Some(content) => {
+                    responder.accept(content);
+                    Ok(choice.unwrap_or_else(|| Choice {
+                        value: value.to_owned(),
+                        label: head(value, MAX_CHOICE_LABEL),
+                        is_current: true,
+                    }))
+                }
+                None => Err(Asker::Form(responder, form)),
+            },
+            (asker, None) => Err(asker),
+        }
+    }
+}
+
 /// An open picker.
 pub(crate) enum Pending {
     Approval {
-        responder: PermissionResponder,
+        responder: Asker,
         /// The agent's options: the values a device may answer with, and their labels.
         options: Vec<Choice>,
         deadline: Instant,
@@ -219,15 +264,17 @@ impl PickerBook {
                 options,
                 deadline,
             } => {
-                let Some(choice) = options.iter().find(|o| o.value == value).cloned() else {
-                    let pending = Pending::Approval {
-                        responder,
-                        options,
-                        deadline,
-                    };
-                    return refuse(self, pending, "value is not one of the picker's choices");
+                let choice = match responder.answer(&options, value) {
+                    Ok(choice) => choice,
+                    Err(responder) => {
+                        let pending = Pending::Approval {
+                            responder,
+                            options,
+                            deadline,
+                        };
+                        return refuse(self, pending, "value is not one of the picker's choices");
+                    }
                 };
-                responder.select(value);
                 self.note_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
                 Ok(Answer::Approved)
             }
@@ -289,7 +336,7 @@ impl PickerBook {
         let notify = !self.waiting_for_user();
         let question = request.clarify_question().map(|q| head(q, MAX_STEP_TEXT));
         let id = self.register(Pending::Approval {
-            responder,
+            responder: Asker::Permission(responder),
             options: choices.clone(),
             deadline,
         });
@@ -335,24 +382,7 @@ impl PickerBook {
                 )
             }
         };
-        let note = DurableFrame::Notification(Notification {
-            kind: kind.into(),
-            title: if kind == "clarify" {
-                "Question from the agent".into()
-            } else {
-                "Approval needed".into()
-            },
-            body: Some(tail(&title, 200)),
-            ts: now_ms(),
-        });
-        let busy = DurableFrame::AgentBusy(AgentBusy {
-            reason: BusyReason::WaitingInput,
-        });
-        let frames = if notify {
-            vec![frame, note, busy]
-        } else {
-            vec![frame, busy]
-        };
+        let frames = announce(frame, kind, &title, notify);
         Some(Opened {
             id,
             kind,
@@ -360,6 +390,50 @@ impl PickerBook {
             changes,
             frames,
         })
+    }
+
+    /// Opens the agent's form as a question: its choices, and a typed answer where the form
+    /// has a text field. Answered `cancel` when it expires or its turn ends.
+    pub(crate) fn open_form(
+        &mut self,
+        form: Form,
+        responder: ElicitationResponder,
+        deadline: Instant,
+    ) -> Opened {
+        let notify = !self.waiting_for_user();
+        let title = if form.question.trim().is_empty() {
+            "The agent asks a question".to_owned()
+        } else {
+            head(&form.question, MAX_STEP_TEXT)
+        };
+        let choices: Vec<Choice> = form
+            .choices
+            .iter()
+            .map(|c| Choice {
+                value: c.value.clone(),
+                label: head(&c.label, MAX_CHOICE_LABEL),
+                is_current: false,
+            })
+            .collect();
+        let free_text = form.free_text;
+        let id = self.register(Pending::Approval {
+            responder: Asker::Form(responder, form),
+            options: choices.clone(),
+            deadline,
+        });
+        let frame = DurableFrame::PickerClarify(PickerClarify {
+            picker_id: id.clone(),
+            title: title.clone(),
+            choices,
+            free_text,
+        });
+        Opened {
+            frames: announce(frame, "clarify", &title, notify),
+            id,
+            kind: "clarify",
+            title,
+            changes: Vec::new(),
+        }
     }
 
     /// `/agent` without a name: the agents this channel can talk to, `current` marked. Opened
@@ -452,6 +526,29 @@ impl PickerBook {
     pub(crate) fn forget_all(&mut self) {
         self.index.forget(self.open.keys());
         self.open.clear();
+    }
+}
+
+/// The frames that show an agent's question: the picker, a notification unless the lane's
+/// devices were told already, and `agent.busy {waiting_input}`.
+fn announce(frame: DurableFrame, kind: &str, title: &str, notify: bool) -> Vec<DurableFrame> {
+    let note = DurableFrame::Notification(Notification {
+        kind: kind.into(),
+        title: if kind == "clarify" {
+            "Question from the agent".into()
+        } else {
+            "Approval needed".into()
+        },
+        body: Some(tail(title, 200)),
+        ts: now_ms(),
+    });
+    let busy = DurableFrame::AgentBusy(AgentBusy {
+        reason: BusyReason::WaitingInput,
+    });
+    if notify {
+        vec![frame, note, busy]
+    } else {
+        vec![frame, busy]
     }
 }
 
