@@ -98,7 +98,7 @@ async fn a_device_that_connects_while_the_form_waits_is_told_and_answers_it() {
         .iter()
         .map(|f| f["payload"]["picker_id"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(listed, [id.clone()]);
+    assert_eq!(listed, std::slice::from_ref(&id));
     assert_eq!(ack.open_pickers[0]["payload"]["free_text"], true);
     select(&mut phone, &id, "red").await.unwrap();
     let frames = until_idle(&mut a).await;

@@ -39,7 +39,7 @@ pub(crate) enum Asker {
     /// A permission request: answered with one of its options.
     Permission(PermissionResponder),
     /// A form: answered with its content, filled in from a choice or a typed answer.
-    Form(ElicitationResponder, Form),
+    Form(ElicitationResponder, Box<Form>),
 }
 
 impl Asker {
@@ -417,7 +417,7 @@ impl PickerBook {
             .collect();
         let free_text = form.free_text;
         let id = self.register(Pending::Approval {
-            responder: Asker::Form(responder, form),
+            responder: Asker::Form(responder, Box::new(form)),
             options: choices.clone(),
             deadline,
         });
