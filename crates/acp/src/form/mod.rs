@@ -1,14 +1,16 @@
-//! An elicitation's form as Iris can show it: one question, with choices and, where the form
-//! has a free string field, a typed answer.
+//! An elicitation's form as Iris can show it: questions asked one after the other, each with
+//! choices and, where it has a free string field, a typed answer.
 //!
-//! A device's question picker asks one thing, so a form is shown when it has at most one
-//! field to choose in and at most one free string field (Claude Code's `AskUserQuestion` with
-//! one question is such a form: the choice `question_0` and its "Other" box
-//! `question_0_custom`). The choice field is a string with `enum` or `oneOf`/`anyOf` (`const`,
-//! `title`), a boolean (Yes/No), or an array whose `items` are such an enum (a multi-select, of
-//! which one choice is taken). A chosen value fills the choice field; any other answer, typed,
-//! fills the string field. Everything else (numbers, nested objects, several questions, two
-//! fields that are both required) is [`Unsupported`] and is to be declined.
+//! A device's question picker asks one thing, so a form becomes one question per field to
+//! choose in, each with the free string field that goes with it, if any: the one whose name
+//! begins with the choice field's name (Claude Code's `AskUserQuestion` sends the choice
+//! `question_<n>` and its "Other" box `question_<n>_custom`), or the only one beside the only
+//! choice field. A form of one free string field alone is one question with a typed answer.
+//! A choice field is a string with `enum` or `oneOf`/`anyOf` (`const`, `title`), a boolean
+//! (Yes/No), or an array whose `items` are such an enum (a multi-select, of which one choice is
+//! taken). A chosen value fills the choice field; any other answer, typed, fills the string
+//! field. Everything else (numbers, nested objects, a string field that goes with no question,
+//! a choice and its string field that are required) is [`Unsupported`] and is to be declined.
 //!
 //! The agent is untrusted: the message, labels and values are bounded, and a form with more
 //! than [`MAX_FIELDS`] fields is not read.
@@ -20,6 +22,8 @@ mod tests;
 
 /// Fields a form may have at all.
 pub const MAX_FIELDS: usize = 16;
+/// Questions a form may ask (Claude Code's `AskUserQuestion` asks at most 4).
+pub const MAX_QUESTIONS: usize = 8;
 /// Choices kept of the choice field.
 pub const MAX_CHOICES: usize = 16;
 /// Longest question kept, in characters.
@@ -52,12 +56,21 @@ enum ChoiceKind {
     Array,
 }
 
-/// A form reduced to one question.
+/// A form as questions, asked one after the other.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Form {
-    /// The question: the agent's message (or the field's description or title).
+    /// The questions, at least one and at most [`MAX_QUESTIONS`].
+    pub questions: Vec<Question>,
+}
+
+/// One question of a form: a choice field, a free string field, or a choice field with its
+/// free string companion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// The question: the agent's message for a form of one question (else the field's
+    /// description or title), the field's own words for one of several.
     pub question: String,
-    /// The choices, empty when the form has only a string field.
+    /// The choices, empty when the question has only a string field.
     pub choices: Vec<FormChoice>,
     /// Whether a typed answer is taken.
     pub free_text: bool,
@@ -69,6 +82,13 @@ pub struct Form {
 enum Field {
     Choice(ChoiceKind, Vec<FormChoice>),
     Text(usize),
+}
+
+/// A choice field with its name, its own words and, once paired, its string companion.
+struct Group {
+    choice: Option<(String, ChoiceKind, Vec<FormChoice>)>,
+    text: Option<(String, usize)>,
+    words: String,
 }
 
 impl Form {
@@ -89,58 +109,88 @@ impl Form {
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let mut choice: Option<(String, ChoiceKind, Vec<FormChoice>)> = None;
-        let mut text: Option<(String, usize)> = None;
-        let mut hint = String::new();
-        for (name, field) in properties {
-            match classify(field)? {
-                Field::Choice(..) if choice.is_some() => {
-                    return no("the form asks more than one question")
-                }
-                Field::Text(_) if text.is_some() => {
-                    return no("the form has more than one text field")
-                }
-                Field::Choice(kind, choices) => {
-                    hint = describe(field);
-                    choice = Some((name.clone(), kind, choices));
-                }
-                Field::Text(max) => {
-                    if choice.is_none() {
-                        hint = describe(field);
-                    }
-                    text = Some((name.clone(), max));
+        let groups = group(properties)?;
+        if groups.len() > MAX_QUESTIONS {
+            return no("the form asks too many questions");
+        }
+        let single = groups.len() == 1;
+        let mut questions = Vec::with_capacity(groups.len());
+        for g in groups {
+            let is_required =
+                |name: Option<&String>| name.is_some_and(|n| required.contains(&n.as_str()));
+            if let (Some(c), Some(t)) = (&g.choice, &g.text) {
+                if is_required(Some(&c.0)) || is_required(Some(&t.0)) {
+                    return no("the form needs two answers to one question");
                 }
             }
+            let question = if (single && !message.trim().is_empty()) || g.words.trim().is_empty() {
+                message
+            } else {
+                &g.words
+            };
+            let (choice_field, choices) = match g.choice {
+                Some((name, kind, choices)) => (Some((name, kind)), choices),
+                None => (None, Vec::new()),
+            };
+            questions.push(Question {
+                question: head(question.trim(), MAX_QUESTION),
+                choices,
+                free_text: g.text.is_some(),
+                choice_field,
+                text_field: g.text,
+            });
         }
-        let is_required = |f: &Option<String>| f.as_deref().is_some_and(|n| required.contains(&n));
-        let choice_name = choice.as_ref().map(|c| c.0.clone());
-        let text_name = text.as_ref().map(|t| t.0.clone());
-        if choice.is_some()
-            && text.is_some()
-            && (is_required(&choice_name) || is_required(&text_name))
-        {
-            return no("the form needs two answers at once");
-        }
-        let question = if message.trim().is_empty() {
-            hint
-        } else {
-            message.to_owned()
-        };
-        let (choice_field, choices) = match choice {
-            Some((name, kind, choices)) => (Some((name, kind)), choices),
-            None => (None, Vec::new()),
-        };
-        Ok(Form {
-            question: head(question.trim(), MAX_QUESTION),
-            choices,
-            free_text: text.is_some(),
-            choice_field,
-            text_field: text,
-        })
+        Ok(Form { questions })
     }
+}
 
-    /// The content of the form answered with `value`: the choice field when it is one of the
-    /// choices, else the string field; `None` when the form takes no such answer.
+/// The form's fields as questions: each choice field, with the free string field whose name
+/// begins with its name (Claude Code's `question_<n>_custom` beside `question_<n>`), or with
+/// the only string field when there is one choice field; a lone string field is a question of
+/// its own when it is the only field to fill in. Any other string field cannot be placed.
+fn group(properties: &Map<String, Value>) -> Result<Vec<Group>, Unsupported> {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut texts: Vec<(String, usize, String)> = Vec::new();
+    for (name, field) in properties {
+        match classify(field)? {
+            Field::Choice(kind, choices) => groups.push(Group {
+                choice: Some((name.clone(), kind, choices)),
+                text: None,
+                words: describe(field),
+            }),
+            Field::Text(max) => texts.push((name.clone(), max, describe(field))),
+        }
+    }
+    if groups.is_empty() {
+        return match texts.len() {
+            1 => {
+                let (name, max, words) = texts.remove(0);
+                Ok(vec![Group {
+                    choice: None,
+                    text: Some((name, max)),
+                    words,
+                }])
+            }
+            _ => Err(Unsupported("the form has more than one text field".into())),
+        };
+    }
+    let lone = groups.len() == 1 && texts.len() == 1;
+    for (name, max, _) in texts {
+        let owner = groups
+            .iter_mut()
+            .filter(|g| lone || g.choice.as_ref().is_some_and(|c| name.starts_with(&c.0)))
+            .max_by_key(|g| g.choice.as_ref().map_or(0, |c| c.0.len()));
+        match owner {
+            Some(g) if g.text.is_none() => g.text = Some((name, max)),
+            _ => return Err(Unsupported("a text field belongs to no question".into())),
+        }
+    }
+    Ok(groups)
+}
+
+impl Question {
+    /// The content of this question answered with `value`: the choice field when it is one of
+    /// the choices, else the string field; `None` when the question takes no such answer.
     pub fn content(&self, value: &str) -> Option<Map<String, Value>> {
         let mut content = Map::new();
         if let Some((name, kind)) = &self.choice_field {

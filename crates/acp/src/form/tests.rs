@@ -26,13 +26,20 @@ fn ask_user_question() -> Value {
     })
 }
 
-fn values(form: &Form) -> Vec<&str> {
+fn values(form: &Question) -> Vec<&str> {
     form.choices.iter().map(|c| c.value.as_str()).collect()
+}
+
+/// The only question of a form.
+fn one(message: &str, schema: &Value) -> Question {
+    let form = Form::from_schema(message, schema).unwrap();
+    assert_eq!(form.questions.len(), 1, "{form:?}");
+    form.questions.into_iter().next().unwrap()
 }
 
 #[test]
 fn one_question_with_other_box_is_choices_and_free_text() {
-    let form = Form::from_schema("Which color?", &ask_user_question()).unwrap();
+    let form = one("Which color?", &ask_user_question());
     assert_eq!(form.question, "Which color?");
     assert_eq!(values(&form), ["Red", "Blue"]);
     assert!(form.free_text);
@@ -56,7 +63,7 @@ fn enum_with_names_boolean_and_array() {
     let schema = json!({"properties": {"size": {
         "type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]
     }}, "required": ["size"]});
-    let form = Form::from_schema("Size?", &schema).unwrap();
+    let form = one("Size?", &schema);
     assert_eq!(form.choices[1].label, "Large");
     assert!(!form.free_text);
     assert_eq!(
@@ -70,7 +77,7 @@ fn enum_with_names_boolean_and_array() {
     );
 
     let schema = json!({"properties": {"ok": {"type": "boolean", "description": "Go on?"}}});
-    let form = Form::from_schema("", &schema).unwrap();
+    let form = one("", &schema);
     assert_eq!(form.question, "Go on?");
     assert_eq!(values(&form), ["true", "false"]);
     assert_eq!(
@@ -81,7 +88,7 @@ fn enum_with_names_boolean_and_array() {
     let schema = json!({"properties": {"picks": {
         "type": "array", "items": {"anyOf": [{"const": "a", "title": "A"}, {"const": "b"}]}
     }}});
-    let form = Form::from_schema("Pick", &schema).unwrap();
+    let form = one("Pick", &schema);
     assert_eq!(
         form.choices[1].label, "b",
         "a choice without title shows its value"
@@ -96,7 +103,7 @@ fn enum_with_names_boolean_and_array() {
 fn a_lone_string_is_a_typed_answer_within_its_max_length() {
     let schema =
         json!({"properties": {"name": {"type": "string", "maxLength": 5}}, "required": ["name"]});
-    let form = Form::from_schema("Your name?", &schema).unwrap();
+    let form = one("Your name?", &schema);
     assert!(form.choices.is_empty());
     assert!(form.free_text);
     assert_eq!(
@@ -104,6 +111,47 @@ fn a_lone_string_is_a_typed_answer_within_its_max_length() {
         json!({"name": "Ada"})
     );
     assert_eq!(form.content("Adelheid"), None);
+}
+
+#[test]
+fn several_questions_are_asked_one_after_the_other_each_with_its_other_box() {
+    // As Claude Code's adapter asks two `AskUserQuestion` questions.
+    let choice = |a: &str, b: &str| json!([{"const": a, "title": a}, {"const": b, "title": b}]);
+    let schema = json!({"type": "object", "properties": {
+        "question_0": {"type": "string", "title": "Color", "description": "Which color?",
+            "oneOf": choice("Red", "Blue")},
+        "question_0_custom": {"type": "string", "title": "Other"},
+        "question_1": {"type": "array", "title": "Fruit", "description": "Which fruits?",
+            "items": {"anyOf": choice("Apple", "Pear")}},
+        "question_1_custom": {"type": "string", "title": "Other"}
+    }});
+    let form = Form::from_schema("Please answer the following questions.", &schema).unwrap();
+    let q: Vec<_> = form.questions.iter().map(|q| q.question.as_str()).collect();
+    assert_eq!(
+        q,
+        ["Which color?", "Which fruits?"],
+        "each asks in its own words"
+    );
+    assert!(form.questions.iter().all(|q| q.free_text));
+    assert_eq!(
+        Value::Object(form.questions[1].content("Pear").unwrap()),
+        json!({"question_1": ["Pear"]})
+    );
+    assert_eq!(
+        Value::Object(form.questions[1].content("Plums").unwrap()),
+        json!({"question_1_custom": "Plums"})
+    );
+    // Booleans without text: one question each.
+    let schema = json!({"properties": {"a": {"type": "boolean"}, "b": {"type": "boolean"}}});
+    let form = Form::from_schema("Both?", &schema).unwrap();
+    assert_eq!(form.questions.len(), 2);
+    assert!(form.questions.iter().all(|q| !q.free_text));
+    // More questions than a form may ask.
+    let many: serde_json::Map<String, Value> = (0..=MAX_QUESTIONS)
+        .map(|i| (format!("f{i}"), json!({"type": "boolean"})))
+        .collect();
+    let err = Form::from_schema("?", &json!({ "properties": many })).unwrap_err();
+    assert!(err.0.contains("too many questions"), "{err:?}");
 }
 
 #[test]
@@ -116,8 +164,11 @@ fn forms_that_cannot_be_shown_are_unsupported() {
         json!({"properties": {"n": {"type": "integer"}}}),
         json!({"properties": {"o": {"type": "object", "properties": {"x": {"type": "string"}}}}}),
         json!({"properties": {"x": {}}}),
-        json!({"properties": {"a": {"type": "boolean"}, "b": {"type": "boolean"}}}),
         json!({"properties": {"a": {"type": "string"}, "b": {"type": "string"}}}),
+        // Two choice fields and a string field that goes with neither.
+        json!({"properties": {"a": {"type": "boolean"}, "b": {"type": "boolean"}, "t": {"type": "string"}}}),
+        // Two string fields for one choice.
+        json!({"properties": {"q": {"type": "boolean"}, "q_x": {"type": "string"}, "q_y": {"type": "string"}}}),
         json!({"properties": {"l": {"type": "array", "items": {"type": "string"}}}}),
         json!({"properties": {"s": {"type": "string", "enum": [1, 2, ""]}}}),
         json!({"properties": {"s": {"type": "string", "maxLength": 0}}}),
@@ -150,7 +201,7 @@ fn hostile_forms_are_bounded() {
     );
     let schema = json!({"properties": {"c": {"type": "string", "oneOf": options},
         "t": {"type": "string", "maxLength": 1_000_000_000u64}}});
-    let form = Form::from_schema(&long, &schema).unwrap();
+    let form = one(&long, &schema);
     assert_eq!(
         form.question.chars().count(),
         MAX_QUESTION + 1,

@@ -305,7 +305,17 @@ impl LaneActor {
                 device,
                 reply,
             } => {
-                let result = self.answer_picker(&picker_id, &value, device).await;
+                let result = match self.answer_picker(&picker_id, &value, device).await {
+                    Ok(Some(next)) => {
+                        // The answered question closes before the next one shows.
+                        self.flush_closed(Some(&mut *mapper)).await;
+                        mapper.picker_opened(&next.id, next.kind, &next.title, &next.changes);
+                        self.out.durable(next.frames, None, None).await;
+                        run.turn_pickers.push(next.id);
+                        Ok(())
+                    }
+                    other => other.map(drop),
+                };
                 if run.live() && result.is_ok() && !self.pickers.waiting_for_user() {
                     let reason = if mapper.tool_open() {
                         BusyReason::Tool

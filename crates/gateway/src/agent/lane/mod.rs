@@ -33,6 +33,7 @@ use super::host::{event_channel, AgentHost, EventRx, LaneEvent};
 use super::turn::TurnMapper;
 use crate::outbox::Lane;
 
+mod asker;
 mod branch;
 mod checkpoint;
 mod commands;
@@ -205,8 +206,12 @@ impl LaneActor {
                 device,
                 reply,
             } => {
+                // A form's next question belongs to a turn; none runs, so it is not asked.
                 let result = self.answer_picker(&picker_id, &value, device).await;
-                let _ = reply.send(result);
+                if let Ok(Some(next)) = &result {
+                    self.pickers.cancel(std::slice::from_ref(&next.id));
+                }
+                let _ = reply.send(result.map(drop));
             }
             LaneCmd::FollowAgent(done) => {
                 self.follow_agent().await;
@@ -324,29 +329,32 @@ impl LaneActor {
                 return None;
             }
         };
-        let deadline = Instant::now() + self.host().timeouts.approval;
-        let opened = self.pickers.open_form(form, responder, deadline);
+        let timeout = self.host().timeouts.approval;
+        let opened = self.pickers.open_form(form, responder, timeout);
         mapper.picker_opened(&opened.id, opened.kind, &opened.title, &opened.changes);
         self.out.durable(opened.frames, None, None).await;
         Some(opened.id)
     }
 
+    /// Takes a device's answer to a picker; a form's next question comes back, to be shown by
+    /// the running turn.
     async fn answer_picker(
         &mut self,
         picker_id: &str,
         value: &str,
         device: Option<String>,
-    ) -> Result<(), AgentError> {
+    ) -> Result<Option<Box<pickers::Opened>>, AgentError> {
         let find = |models: &[String], value: &str| {
             session::find_model(models.iter().map(String::as_str), value)
         };
         match self.pickers.answer(picker_id, value, device, find)? {
             pickers::Answer::Approved => {}
+            pickers::Answer::Next(opened) => return Ok(Some(opened)),
             pickers::Answer::Model(model) => self.set_model(&model).await,
             pickers::Answer::Reasoning(show) => self.set_reasoning(show).await,
             pickers::Answer::Agent(name) => self.switch_agent(&name).await,
         }
-        Ok(())
+        Ok(None)
     }
 }
 

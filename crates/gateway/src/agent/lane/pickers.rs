@@ -18,9 +18,11 @@ use iris_protocol::{
     Notification, PickerApproval, PickerChoice, PickerClarify, PickerClosed, PickerModel,
     PickerOutcome, MAX_STEP_TEXT,
 };
+use std::time::Duration;
 
 use super::super::env::PickerIndex;
 use super::super::error::AgentError;
+use super::asker::{Asker, FormState, MAX_CHOICE_LABEL};
 use super::session::provider_of;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::Lane;
@@ -31,51 +33,7 @@ use crate::text::{head, tail};
 const MAX_OPEN_APPROVALS: usize = 8;
 /// Choices shown of one approval, and the longest label and option id kept.
 const MAX_CHOICES: usize = 16;
-const MAX_CHOICE_LABEL: usize = 100;
 const MAX_OPTION_ID_BYTES: usize = 256;
-
-/// Who waits for the answer to an agent's question.
-pub(crate) enum Asker {
-    /// A permission request: answered with one of its options.
-    Permission(PermissionResponder),
-    /// A form: answered with its content, filled in from a choice or a typed answer.
-    Form(ElicitationResponder, Box<Form>),
-}
-
-impl Asker {
-    /// Nobody answered: `cancelled` (a permission request) or `cancel` (a form).
-    fn cancel(self) {
-        match self {
-            Asker::Permission(responder) => responder.cancel(),
-            Asker::Form(responder, _) => responder.cancel(),
-        }
-    }
-
-    /// Answers with `value` when it is an answer this question takes: one of `options`, or for
-    /// a form with a text field any typed text (its label the text itself). Given back
-    /// otherwise.
-    fn answer(self, options: &[Choice], value: &str) -> Result<Choice, Asker> {
-        let choice = options.iter().find(|o| o.value == value).cloned();
-        match (self, choice) {
-            (Asker::Permission(responder), Some(choice)) => {
-                responder.select(value);
-                Ok(choice)
-            }
-            (Asker::Form(responder, form), choice) => match form.content(value) {
-                Some(content) => {
-                    responder.accept(content);
-                    Ok(choice.unwrap_or_else(|| Choice {
-                        value: value.to_owned(),
-                        label: head(value, MAX_CHOICE_LABEL),
-                        is_current: true,
-                    }))
-                }
-                None => Err(Asker::Form(responder, form)),
-            },
-            (asker, None) => Err(asker),
-        }
-    }
-}
 
 /// An open picker.
 pub(crate) enum Pending {
@@ -95,10 +53,12 @@ pub(crate) enum Pending {
 }
 
 /// What an accepted answer asks of the lane (an approval is answered by the book itself).
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum Answer {
     /// The agent's question was answered.
     Approved,
+    /// A form's question was answered and its next one opened: show it.
+    Next(Box<Opened>),
     /// Switch the session's model to this one (the agent's id).
     Model(String),
     /// Show or hide reasoning.
@@ -109,6 +69,7 @@ pub(crate) enum Answer {
 
 /// A permission request made into a picker: its id, kind and title (for the turn's steps), and
 /// the frames that show it.
+#[derive(Debug, PartialEq)]
 pub(crate) struct Opened {
     pub id: String,
     pub kind: &'static str,
@@ -264,8 +225,8 @@ impl PickerBook {
                 options,
                 deadline,
             } => {
-                let choice = match responder.answer(&options, value) {
-                    Ok(choice) => choice,
+                let (choice, next) = match responder.answer(&options, value) {
+                    Ok(answered) => answered,
                     Err(responder) => {
                         let pending = Pending::Approval {
                             responder,
@@ -276,7 +237,16 @@ impl PickerBook {
                     }
                 };
                 self.note_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
-                Ok(Answer::Approved)
+                match next {
+                    Some(Asker::Form(responder, state)) => Ok(Answer::Next(Box::new(
+                        self.open_question(responder, state, false),
+                    ))),
+                    Some(other) => {
+                        other.cancel();
+                        Ok(Answer::Approved)
+                    }
+                    None => Ok(Answer::Approved),
+                }
             }
             Pending::Model { models } => match find_model(&models, value) {
                 Some(model) => {
@@ -392,21 +362,38 @@ impl PickerBook {
         })
     }
 
-    /// Opens the agent's form as a question: its choices, and a typed answer where the form
-    /// has a text field. Answered `cancel` when it expires or its turn ends.
+    /// Opens the agent's form at its first question. Each question waits `timeout`; the form
+    /// is answered `cancel` when one expires or the turn ends.
     pub(crate) fn open_form(
         &mut self,
         form: Form,
         responder: ElicitationResponder,
-        deadline: Instant,
+        timeout: Duration,
     ) -> Opened {
         let notify = !self.waiting_for_user();
-        let title = if form.question.trim().is_empty() {
-            "The agent asks a question".to_owned()
+        let state = Box::new(FormState::new(form, timeout));
+        self.open_question(responder, state, notify)
+    }
+
+    /// Opens the form's current question as a picker: its choices, and a typed answer where it
+    /// has a text field; one of several is titled with its number ("2/3").
+    fn open_question(
+        &mut self,
+        responder: ElicitationResponder,
+        state: Box<FormState>,
+        notify: bool,
+    ) -> Opened {
+        let (question, count) = state.current();
+        let text = if question.question.trim().is_empty() {
+            "The agent asks a question"
         } else {
-            head(&form.question, MAX_STEP_TEXT)
+            &question.question
         };
-        let choices: Vec<Choice> = form
+        let title = match count {
+            Some(count) => head(&format!("({count}) {text}"), MAX_STEP_TEXT),
+            None => head(text, MAX_STEP_TEXT),
+        };
+        let choices: Vec<Choice> = question
             .choices
             .iter()
             .map(|c| Choice {
@@ -415,9 +402,10 @@ impl PickerBook {
                 is_current: false,
             })
             .collect();
-        let free_text = form.free_text;
+        let free_text = question.free_text;
+        let deadline = Instant::now() + state.timeout;
         let id = self.register(Pending::Approval {
-            responder: Asker::Form(responder, Box::new(form)),
+            responder: Asker::Form(responder, state),
             options: choices.clone(),
             deadline,
         });
