@@ -1,7 +1,8 @@
 //! ACP elicitation (`elicitation/create`, form mode) through the real server and the demo agent
 //! (`elicit`): the form shown as a question picker with choices and a typed answer, answered
-//! from any device (also one that connects later), declined when it cannot be shown, cancelled
-//! when the turn is stopped, and expired like an approval.
+//! from any device (also one that connects later), two questions asked one after the other,
+//! declined when it cannot be shown, cancelled when the turn is stopped, and expired like an
+//! approval.
 
 mod common;
 
@@ -80,6 +81,46 @@ async fn a_form_is_a_question_with_choices_and_a_typed_answer_from_any_device() 
     let frames = until_idle(&mut a).await;
     assert!(
         final_text(&frames).starts_with(r#"You answered {"other":"green, please"}."#),
+        "{}",
+        final_text(&frames)
+    );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_form_of_two_questions_asks_them_one_after_the_other() {
+    let gw = TestGateway::start_demo().await;
+    let (mut a, _) = gw.connect("a").await;
+    let (mut b, _) = gw.connect("b").await;
+    send(&mut a, default_lane(), "elicit two things", false).await;
+    let (first, picker) = picker_id(&mut a, "picker.clarify").await;
+    let ServerFrame::PickerClarify(p) = &picker.body else {
+        unreachable!()
+    };
+    assert_eq!(p.title, "(1/2) Which color?");
+    assert!(p.free_text, "color_other goes with color");
+    select(&mut a, &first, "purple").await.unwrap();
+    // The answered question closes before the next one shows, on every device.
+    let frames = until(&mut b, |e| {
+        e.frame_type() == "picker.clarify" && e.json()["payload"]["picker_id"] != first.as_str()
+    })
+    .await;
+    let closed_at = frames
+        .iter()
+        .position(|e| matches!(&e.body, ServerFrame::PickerClosed(c) if c.picker_id == first))
+        .unwrap_or_else(|| panic!("{:?}", types(&frames)));
+    assert!(closed_at < frames.len() - 1);
+    let ServerFrame::PickerClarify(second) = &frames.last().unwrap().body else {
+        unreachable!()
+    };
+    assert_eq!(second.title, "(2/2) Large?");
+    assert!(!second.free_text);
+    let values: Vec<_> = second.choices.iter().map(|c| c.value.as_str()).collect();
+    assert_eq!(values, ["true", "false"]);
+    select(&mut b, &second.picker_id, "true").await.unwrap();
+    let frames = until_idle(&mut a).await;
+    assert!(
+        final_text(&frames).starts_with(r#"You answered {"color_other":"purple","large":true}."#),
         "{}",
         final_text(&frames)
     );

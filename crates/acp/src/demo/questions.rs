@@ -237,19 +237,23 @@ impl Turn<'_> {
 }
 
 impl Turn<'_> {
-    /// `elicit`: a form of a choice and a free string (or, `number`, of one number field, which
-    /// a client showing questions declines); says what came back.
-    pub(super) async fn elicit(&mut self, number: bool) -> Step {
-        let schema = if number {
+    /// `elicit`: a form of a choice and a free string (`two`: two questions; `number`: one
+    /// number field, which a client showing questions declines); says what came back.
+    pub(super) async fn elicit(&mut self, prompt: &str) -> Step {
+        let colors = json!([{"const": "red", "title": "Red"}, {"const": "blue", "title": "Blue"}]);
+        let schema = if prompt.contains("number") {
             json!({"type": "object", "properties": {
                 "count": {"type": "number", "minimum": 1, "maximum": 10}
             }, "required": ["count"]})
+        } else if prompt.contains("two") {
+            json!({"type": "object", "properties": {
+                "color": {"type": "string", "description": "Which color?", "oneOf": colors},
+                "color_other": {"type": "string", "title": "Other"},
+                "large": {"type": "boolean", "description": "Large?"}
+            }})
         } else {
             json!({"type": "object", "properties": {
-                "color": {"type": "string", "title": "Color", "oneOf": [
-                    {"const": "red", "title": "Red"},
-                    {"const": "blue", "title": "Blue"}
-                ]},
+                "color": {"type": "string", "title": "Color", "oneOf": colors},
                 "other": {"type": "string", "title": "Other", "maxLength": 200}
             }})
         };

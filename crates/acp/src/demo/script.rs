@@ -282,7 +282,8 @@ const SCRIPT: &[Rule] = &[
         &["elicit"],
         Behaviour::Elicit,
         "an `elicitation/create` form (see below): the choice `color` (`oneOf` Red, Blue) and \
-         the free string `other`, or with `number` in the prompt a form of one number field; \
+         the free string `other`; with `two` in the prompt two questions (`color` with \
+         `color_other`, and the boolean `large`); with `number` one number field; \
          answers `You answered <content as JSON>.`, `Declined.` or `No answer.`; a `cancel` \
          ends the turn `cancelled`",
     ),
@@ -477,7 +478,7 @@ impl Turn<'_> {
             Behaviour::Permission => self.permission().await,
             Behaviour::Patch => self.patch().await,
             Behaviour::Clarify => self.clarify().await,
-            Behaviour::Elicit => self.elicit(prompt.lower.contains("number")).await,
+            Behaviour::Elicit => self.elicit(&prompt.lower).await,
             Behaviour::Attachments => self.attachments(prompt),
             Behaviour::MakeFile => self.make_file().await,
             Behaviour::MakeImage => self.make_image(),
