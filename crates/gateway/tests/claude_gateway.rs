@@ -321,7 +321,8 @@ fn tool_results(env: &claude::ClaudeEnv) -> Vec<String> {
 
 /// Claude Code's `AskUserQuestion` reaches the phone through ACP elicitation (offered because
 /// the gateway advertises form elicitation): a question picker with the options as choices and
-/// a typed answer; a choice, and then a typed answer, go back to Claude as the tool's result.
+/// a typed answer; a choice, a typed answer, and two questions asked one after the other go back
+/// to Claude as the tool's result.
 #[tokio::test]
 #[cfg_attr(
     not(has_claude_adapter),
@@ -370,6 +371,35 @@ async fn claude_code_s_questions_are_answered_from_the_phone() {
         results
             .iter()
             .any(|r| r.contains("Which fruit do you like?") && r.contains("Mango, ripe")),
+        "{results:?}"
+    );
+
+    // Two questions, one a multi-select: asked one after the other, answered together.
+    send(&mut a, default_lane(), "ask me twice", false).await;
+    let mut titles = Vec::new();
+    for answer in ["Dog", "Juice"] {
+        let before = until(&mut a, |e| e.frame_type() == "picker.clarify").await;
+        let ServerFrame::PickerClarify(picker) = &before.last().unwrap().body else {
+            unreachable!()
+        };
+        titles.push(picker.title.clone());
+        select(&mut a, &picker.picker_id, answer).await.unwrap();
+    }
+    assert_eq!(
+        titles,
+        [
+            "(1/2) Which pet do you have?",
+            "(2/2) Which drinks do you like?"
+        ]
+    );
+    let after = until_idle(&mut a).await;
+    assert_eq!(stop_of(&after).final_text, "Noted your pet and drinks.");
+    let results = tool_results(&env);
+    assert!(
+        results.iter().any(|r| r.contains("Which pet do you have?")
+            && r.contains("Dog")
+            && r.contains("Which drinks do you like?")
+            && r.contains("Juice")),
         "{results:?}"
     );
     gw.stop().await;

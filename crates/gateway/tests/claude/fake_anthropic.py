@@ -55,6 +55,17 @@ RULES = {
         ]}},
         {"text": "Noted your fruit."},
     ],
+    "ask me twice": [
+        {"tool": "AskUserQuestion", "input": {"questions": [
+            {"question": "Which pet do you have?", "header": "Pet", "multiSelect": False,
+             "options": [{"label": "Cat", "description": "Purrs"},
+                         {"label": "Dog", "description": "Barks"}]},
+            {"question": "Which drinks do you like?", "header": "Drinks", "multiSelect": True,
+             "options": [{"label": "Tea", "description": "Hot"},
+                         {"label": "Juice", "description": "Cold"}]},
+        ]}},
+        {"text": "Noted your pet and drinks."},
+    ],
 }
 
 
