@@ -59,11 +59,15 @@ impl AgentClient {
         self.process.as_deref()
     }
 
-    /// `initialize` as Iris does it: protocol 1, no client file system or terminal.
+    /// `initialize` as Iris does it: protocol 1, no client file system or terminal, form
+    /// elicitation (`elicitation: {form: {}}`; agents that do not know it ignore it).
     pub async fn initialize(&self) -> Result<InitializeResponse, AcpError> {
         self.initialize_with(&InitializeRequest {
             protocol_version: PROTOCOL_VERSION,
-            client_capabilities: ClientCapabilities::default(),
+            client_capabilities: ClientCapabilities {
+                elicitation: Some(serde_json::json!({ "form": {} })),
+                ..ClientCapabilities::default()
+            },
             client_info: Some(Implementation {
                 name: "iris-gateway".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -272,6 +276,13 @@ pub enum AgentEvent {
         /// Where the answer goes.
         responder: PermissionResponder,
     },
+    /// An `elicitation/create`: a form to put to the user.
+    Elicitation {
+        /// What the agent asks.
+        request: CreateElicitationRequest,
+        /// Where the answer goes.
+        responder: ElicitationResponder,
+    },
     /// Any other request (e.g. `fs/*`, `terminal/*`); answer it, typically with
     /// [`crate::rpc::METHOD_NOT_FOUND`].
     Request {
@@ -333,6 +344,26 @@ impl AgentEvent {
                 params,
                 responder,
                 ..
+            } if method == method::ELICITATION_CREATE => {
+                match serde_json::from_value::<CreateElicitationRequest>(params) {
+                    Ok(request) => Some(AgentEvent::Elicitation {
+                        request,
+                        responder: ElicitationResponder {
+                            responder: Some(responder),
+                        },
+                    }),
+                    Err(error) => {
+                        tracing::warn!(%error, "malformed elicitation request");
+                        responder.error(INVALID_PARAMS, format!("invalid params: {error}"));
+                        None
+                    }
+                }
+            }
+            Incoming::Request {
+                method,
+                params,
+                responder,
+                ..
             } => Some(AgentEvent::Request {
                 method,
                 params,
@@ -370,6 +401,41 @@ impl PermissionResponder {
 impl Drop for PermissionResponder {
     fn drop(&mut self) {
         self.send(RequestPermissionResponse::cancelled());
+    }
+}
+
+/// Answers an elicitation once. Dropped unanswered, it answers `cancel`.
+#[derive(Debug)]
+pub struct ElicitationResponder {
+    responder: Option<Responder>,
+}
+
+impl ElicitationResponder {
+    /// Answers with the filled-in form.
+    pub fn accept(mut self, content: serde_json::Map<String, Value>) {
+        self.send(CreateElicitationResponse::Accept { content });
+    }
+
+    /// Answers `decline` (refused, or a form the client cannot show).
+    pub fn decline(mut self) {
+        self.send(CreateElicitationResponse::Decline);
+    }
+
+    /// Answers `cancel` (the turn was stopped, or nobody answered in time).
+    pub fn cancel(mut self) {
+        self.send(CreateElicitationResponse::Cancel);
+    }
+
+    fn send(&mut self, response: CreateElicitationResponse) {
+        if let Some(responder) = self.responder.take() {
+            responder.respond(to_params(&response));
+        }
+    }
+}
+
+impl Drop for ElicitationResponder {
+    fn drop(&mut self) {
+        self.send(CreateElicitationResponse::Cancel);
     }
 }
 

@@ -302,3 +302,105 @@ fn stop_of(events: &[Event]) -> iris_protocol::MessageStop {
         })
         .unwrap_or_else(|| panic!("a message.stop: {:?}", types(events)))
 }
+
+/// The `tool_result` blocks Claude Code sent back to the fake API, as JSON text.
+fn tool_results(env: &claude::ClaudeEnv) -> Vec<String> {
+    env.requests()
+        .iter()
+        .flat_map(|r| {
+            r["body"]["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| b["content"].to_string())
+        .collect()
+}
+
+/// Claude Code's `AskUserQuestion` reaches the phone through ACP elicitation (offered because
+/// the gateway advertises form elicitation): a question picker with the options as choices and
+/// a typed answer; a choice, a typed answer, and two questions asked one after the other go back
+/// to Claude as the tool's result.
+#[tokio::test]
+#[cfg_attr(
+    not(has_claude_adapter),
+    ignore = "needs Claude Code's ACP adapter (npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP) and network namespaces (unshare, ip)"
+)]
+async fn claude_code_s_questions_are_answered_from_the_phone() {
+    let env = claude::ClaudeEnv::new();
+    let gw = with_claude(&env, "claude").await;
+    let (mut a, _) = gw.connect("phone").await;
+
+    send(&mut a, default_lane(), "ask me a question", false).await;
+    let before = until(&mut a, |e| e.frame_type() == "picker.clarify").await;
+    let ServerFrame::PickerClarify(picker) = &before.last().unwrap().body else {
+        unreachable!()
+    };
+    assert_eq!(picker.title, "Which color do you prefer?");
+    let choices: Vec<&str> = picker.choices.iter().map(|c| c.value.as_str()).collect();
+    assert_eq!(choices, ["Red", "Blue"]);
+    assert!(
+        picker.free_text,
+        "the adapter's Other box is a typed answer"
+    );
+    select(&mut a, &picker.picker_id, "Blue").await.unwrap();
+    let after = until_idle(&mut a).await;
+    assert_eq!(stop_of(&after).final_text, "Noted your color.");
+    let results = tool_results(&env);
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("Which color do you prefer?") && r.contains("Blue")),
+        "{results:?}"
+    );
+
+    send(&mut a, default_lane(), "ask me again", false).await;
+    let before = until(&mut a, |e| e.frame_type() == "picker.clarify").await;
+    let ServerFrame::PickerClarify(picker) = &before.last().unwrap().body else {
+        unreachable!()
+    };
+    select(&mut a, &picker.picker_id, "Mango, ripe")
+        .await
+        .unwrap();
+    let after = until_idle(&mut a).await;
+    assert_eq!(stop_of(&after).final_text, "Noted your fruit.");
+    let results = tool_results(&env);
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("Which fruit do you like?") && r.contains("Mango, ripe")),
+        "{results:?}"
+    );
+
+    // Two questions, one a multi-select: asked one after the other, answered together.
+    send(&mut a, default_lane(), "ask me twice", false).await;
+    let mut titles = Vec::new();
+    for answer in ["Dog", "Juice"] {
+        let before = until(&mut a, |e| e.frame_type() == "picker.clarify").await;
+        let ServerFrame::PickerClarify(picker) = &before.last().unwrap().body else {
+            unreachable!()
+        };
+        titles.push(picker.title.clone());
+        select(&mut a, &picker.picker_id, answer).await.unwrap();
+    }
+    assert_eq!(
+        titles,
+        [
+            "(1/2) Which pet do you have?",
+            "(2/2) Which drinks do you like?"
+        ]
+    );
+    let after = until_idle(&mut a).await;
+    assert_eq!(stop_of(&after).final_text, "Noted your pet and drinks.");
+    let results = tool_results(&env);
+    assert!(
+        results.iter().any(|r| r.contains("Which pet do you have?")
+            && r.contains("Dog")
+            && r.contains("Which drinks do you like?")
+            && r.contains("Juice")),
+        "{results:?}"
+    );
+    gw.stop().await;
+}

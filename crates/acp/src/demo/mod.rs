@@ -40,6 +40,7 @@
 //! | `permission` or `approve` | a `tool_call`, then `session/request_permission` (allow_once / allow_always / reject_once); answers `Permission granted: <optionId>.` or `Permission denied.`; a `cancelled` outcome ends the turn `cancelled` |
 //! | `patch` | an edit whose `diff` (`<cwd>/notes.txt`: "beta" becomes "BETA") only the `session/request_permission` shows, as Hermes' `write_file` does; answers `Patched notes.txt. ` when allowed, `Not patched. ` when refused; the file is not written |
 //! | `clarify` | a question put as a permission request (see below); answers `You chose <name>.` |
+//! | `elicit` | an `elicitation/create` form (see below): the choice `color` (`oneOf` Red, Blue) and the free string `other`; with `two` in the prompt two questions (`color` with `color_other`, and the boolean `large`); with `number` one number field; answers `You answered <content as JSON>.`, `Declined.` or `No answer.`; a `cancel` ends the turn `cancelled` |
 //! | (every turn) | acknowledges each attachment: an `image` block as `Received image <mime> (<n> bytes)`, an `audio` block as `Received audio <mime> (<n> bytes)`, a `resource_link` as `Received file <name>`, an embedded `resource` as `Received resource <uri>` |
 //! | `mkfile` | writes [`DEMO_FILE_NAME`] (a fixed text of [`demo_file_text`]) into the session's working directory and says `MEDIA:<its path>` on a line of its own |
 //! | `mkimage` | "Here is an image.", then an `image` content block (a 1×1 PNG, [`DEMO_PNG_BASE64`]) in an `agent_message_chunk` |
@@ -76,6 +77,12 @@
 //! `session/request_permission` whose `toolCall` has the title `clarify: <question>` and kind
 //! `other`, and whose options are the possible answers (`red` "Red", `blue` "Blue"). Clients that
 //! know the convention ([`crate::CLARIFY_TITLE_PREFIX`]) show a picker instead of an approval.
+//!
+//! The `elicit` keyword asks the way ACP's (unstable) elicitation does, as Claude Code's adapter
+//! asks its `AskUserQuestion` questions: an `elicitation/create` in form mode, message "Which
+//! color do you prefer?", whose schema has the choice `color` and the optional free string
+//! `other` (the adapter's `question_0` and `question_0_custom`); `elicit two` asks two
+//! questions in one form, as the adapter does for several.
 //!
 //! # Sessions
 //!

@@ -1,5 +1,6 @@
 //! The rules that put a question to the client: a tool approval (`permission`, `approve`) and
-//! a clarifying question (`clarify`), both as `session/request_permission`.
+//! a clarifying question (`clarify`), both as `session/request_permission`, and a form
+//! (`elicit`) as `elicitation/create`.
 
 use serde_json::json;
 
@@ -232,6 +233,56 @@ impl Turn<'_> {
                 Ok(Flow::Next)
             }
         }
+    }
+}
+
+impl Turn<'_> {
+    /// `elicit`: a form of a choice and a free string (`two`: two questions; `number`: one
+    /// number field, which a client showing questions declines); says what came back.
+    pub(super) async fn elicit(&mut self, prompt: &str) -> Step {
+        let colors = json!([{"const": "red", "title": "Red"}, {"const": "blue", "title": "Blue"}]);
+        let schema = if prompt.contains("number") {
+            json!({"type": "object", "properties": {
+                "count": {"type": "number", "minimum": 1, "maximum": 10}
+            }, "required": ["count"]})
+        } else if prompt.contains("two") {
+            json!({"type": "object", "properties": {
+                "color": {"type": "string", "description": "Which color?", "oneOf": colors},
+                "color_other": {"type": "string", "title": "Other"},
+                "large": {"type": "boolean", "description": "Large?"}
+            }})
+        } else {
+            json!({"type": "object", "properties": {
+                "color": {"type": "string", "title": "Color", "oneOf": colors},
+                "other": {"type": "string", "title": "Other", "maxLength": 200}
+            }})
+        };
+        let request = CreateElicitationRequest {
+            session_id: self.session_id.into(),
+            mode: "form".into(),
+            message: "Which color do you prefer?".into(),
+            requested_schema: schema,
+            tool_call_id: None,
+        };
+        let conn = self.demo.conn.clone();
+        let asking = conn.request(method::ELICITATION_CREATE, to_json(&request));
+        let answer = tokio::select! {
+            answer = asking => answer,
+            _ = self.wait_cancel() => return Err(Stop::Cancelled),
+        };
+        let response = answer
+            .ok()
+            .and_then(|v| serde_json::from_value::<CreateElicitationResponse>(v).ok());
+        match response {
+            Some(CreateElicitationResponse::Accept { content }) => {
+                let content = serde_json::Value::Object(content);
+                self.say(&format!("You answered {content}.\n\n"));
+            }
+            Some(CreateElicitationResponse::Decline) => self.say("Declined.\n\n"),
+            Some(CreateElicitationResponse::Cancel) => return Err(Stop::Cancelled),
+            None => self.say("No answer.\n\n"),
+        }
+        Ok(Flow::Next)
     }
 }
 

@@ -60,6 +60,7 @@ enum Behaviour {
     Permission,
     Patch,
     Clarify,
+    Elicit,
     Attachments,
     MakeFile,
     MakeImage,
@@ -277,6 +278,15 @@ const SCRIPT: &[Rule] = &[
         Behaviour::Clarify,
         "a question put as a permission request (see below); answers `You chose <name>.`",
     ),
+    keyword(
+        &["elicit"],
+        Behaviour::Elicit,
+        "an `elicitation/create` form (see below): the choice `color` (`oneOf` Red, Blue) and \
+         the free string `other`; with `two` in the prompt two questions (`color` with \
+         `color_other`, and the boolean `large`); with `number` one number field; \
+         answers `You answered <content as JSON>.`, `Declined.` or `No answer.`; a `cancel` \
+         ends the turn `cancelled`",
+    ),
     always(
         Behaviour::Attachments,
         "acknowledges each attachment: an `image` block as `Received image <mime> (<n> bytes)`, \
@@ -468,6 +478,7 @@ impl Turn<'_> {
             Behaviour::Permission => self.permission().await,
             Behaviour::Patch => self.patch().await,
             Behaviour::Clarify => self.clarify().await,
+            Behaviour::Elicit => self.elicit(&prompt.lower).await,
             Behaviour::Attachments => self.attachments(prompt),
             Behaviour::MakeFile => self.make_file().await,
             Behaviour::MakeImage => self.make_image(),

@@ -17,7 +17,7 @@ pub struct Implementation {
 }
 
 /// What the client offers the agent. Iris offers no file system or terminal access: the agent
-/// uses its own.
+/// uses its own; it offers form elicitation (`elicitation: {form: {}}`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClientCapabilities {
     /// File access through the client.
@@ -26,6 +26,10 @@ pub struct ClientCapabilities {
     /// Terminals through the client.
     #[serde(default)]
     pub terminal: bool,
+    /// `elicitation/create` modes the client answers (unstable in ACP), kept raw: Iris sends
+    /// `{"form": {}}`; absent means none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<Value>,
 }
 
 /// `clientCapabilities.fs`.

@@ -51,6 +51,8 @@ pub mod method {
     pub const SESSION_UPDATE: &str = "session/update";
     /// Agent → client request: ask the user to approve a tool call.
     pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
+    /// Agent → client request (unstable): ask the user to fill in a form.
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,6 +136,7 @@ macro_rules! tagged_union {
 }
 
 mod content;
+mod elicitation;
 mod initialize;
 mod permission;
 mod session;
@@ -141,6 +144,7 @@ mod tool;
 mod update;
 
 pub use content::*;
+pub use elicitation::*;
 pub use initialize::*;
 pub use permission::*;
 pub use session::*;

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use iris_acp::rpc::METHOD_NOT_FOUND;
 use iris_acp::{
     AgentCapabilities, AgentClient, AgentEvent, AgentSpec, AvailableCommand, ContentBlock,
-    Implementation, PermissionResponder, RequestPermissionRequest, SessionUpdate,
+    CreateElicitationRequest, ElicitationResponder, Implementation, PermissionResponder,
+    RequestPermissionRequest, SessionUpdate,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -82,6 +83,8 @@ pub enum LaneEvent {
     Update(SessionUpdate),
     /// The agent asks for permission (or, by convention, a clarifying answer).
     Permission(RequestPermissionRequest, PermissionResponder),
+    /// The agent asks the user to fill in a form (`elicitation/create`).
+    Elicitation(CreateElicitationRequest, ElicitationResponder),
     /// The process serving the lane's session died.
     Exited {
         /// The process generation that died.
@@ -468,6 +471,10 @@ impl AgentHost {
                 request.session_id.clone(),
                 LaneEvent::Permission(request, responder),
             ),
+            AgentEvent::Elicitation { request, responder } => (
+                request.session_id.clone(),
+                LaneEvent::Elicitation(request, responder),
+            ),
             AgentEvent::Request {
                 method, responder, ..
             } => {
@@ -486,7 +493,8 @@ impl AgentHost {
             .expect("routes lock")
             .get(&session)
             .map(|r| r.tx.clone());
-        // Without a route, a permission request is answered `cancelled` as it drops.
+        // Without a route, a permission request (or elicitation) is answered `cancelled` as it
+        // drops.
         let tx = tx?;
         match tx.try_send(event) {
             Ok(()) => None,

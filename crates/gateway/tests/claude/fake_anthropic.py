@@ -39,6 +39,33 @@ RULES = {
         ]}},
         {"text": "Run echo next."},
     ],
+    "ask me a question": [
+        {"tool": "AskUserQuestion", "input": {"questions": [
+            {"question": "Which color do you prefer?", "header": "Color", "multiSelect": False,
+             "options": [{"label": "Red", "description": "A warm color"},
+                         {"label": "Blue", "description": "A cool color"}]},
+        ]}},
+        {"text": "Noted your color."},
+    ],
+    "ask me again": [
+        {"tool": "AskUserQuestion", "input": {"questions": [
+            {"question": "Which fruit do you like?", "header": "Fruit", "multiSelect": False,
+             "options": [{"label": "Apple", "description": "Crisp"},
+                         {"label": "Pear", "description": "Soft"}]},
+        ]}},
+        {"text": "Noted your fruit."},
+    ],
+    "ask me twice": [
+        {"tool": "AskUserQuestion", "input": {"questions": [
+            {"question": "Which pet do you have?", "header": "Pet", "multiSelect": False,
+             "options": [{"label": "Cat", "description": "Purrs"},
+                         {"label": "Dog", "description": "Barks"}]},
+            {"question": "Which drinks do you like?", "header": "Drinks", "multiSelect": True,
+             "options": [{"label": "Tea", "description": "Hot"},
+                         {"label": "Juice", "description": "Cold"}]},
+        ]}},
+        {"text": "Noted your pet and drinks."},
+    ],
 }
 
 

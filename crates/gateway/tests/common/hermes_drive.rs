@@ -242,6 +242,9 @@ pub fn handle(
             }
             turn.permissions.push(request);
         }
+        AgentEvent::Elicitation { request, .. } => {
+            panic!("unexpected elicitation: {request:?}")
+        }
         AgentEvent::Request {
             method, responder, ..
         } => {

@@ -2,13 +2,25 @@
 // tests: the uploaded audio (whatever the browser recorded: WebM/Opus, MP4) is decoded to 16 kHz
 // mono PCM by Debian's `ffmpeg` and recognised offline by Debian's `pocketsphinx` with its US
 // English model (`pocketsphinx-en-us`): real speech recognition, no weights fetched at run time.
-// The multipart body is read by Node's own `Response.formData()`. Every request is recorded.
+// Its open vocabulary hears espeak-ng's synthetic voice poorly once a browser has compressed it,
+// so it listens with a grammar of the few sentences below (JSGF): which of them was said is still
+// decided from the sound alone. The multipart body is read by Node's own `Response.formData()`.
+// Every request is recorded.
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+
+/** What the recogniser can hear: one of these sentences (or nothing). */
+export const SENTENCES = [
+  'what is the weather like today',
+  'please open the door',
+  'turn on the kitchen light',
+  'tell me a joke about cats',
+  'remind me to call my mother',
+];
 
 /** Runs `program` to its end; resolves with its stdout, rejects with its stderr. */
 function run(program, args) {
@@ -29,9 +41,11 @@ export async function recognise(audio) {
   try {
     const input = path.join(dir, 'input');
     const wav = path.join(dir, 'speech.wav');
+    const grammar = path.join(dir, 'sentences.gram');
     writeFileSync(input, audio);
+    writeFileSync(grammar, `#JSGF V1.0;\ngrammar notes;\npublic <s> = ${SENTENCES.join(' | ')};\n`);
     await run('ffmpeg', ['-loglevel', 'error', '-y', '-i', input, '-ar', '16000', '-ac', '1', '-f', 'wav', wav]);
-    const text = await run('pocketsphinx_continuous', ['-infile', wav, '-logfn', '/dev/null']);
+    const text = await run('pocketsphinx_continuous', ['-infile', wav, '-jsgf', grammar, '-logfn', '/dev/null']);
     return text.replace(/\s+/g, ' ').trim();
   } finally {
     rmSync(dir, { recursive: true, force: true });

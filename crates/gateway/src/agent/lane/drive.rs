@@ -247,6 +247,13 @@ impl LaneActor {
                     run.turn_pickers.push(id);
                 }
             }
+            LaneEvent::Elicitation(request, responder) => {
+                if !run.live() || run.stopping.since.is_some() || self.pickers.approvals_full() {
+                    responder.cancel();
+                } else if let Some(id) = self.open_elicitation(request, responder, mapper).await {
+                    run.turn_pickers.push(id);
+                }
+            }
             LaneEvent::Exited { generation, detail } => {
                 if generation == run.instance.generation {
                     run.crashed = Some(detail);
@@ -298,7 +305,17 @@ impl LaneActor {
                 device,
                 reply,
             } => {
-                let result = self.answer_picker(&picker_id, &value, device).await;
+                let result = match self.answer_picker(&picker_id, &value, device).await {
+                    Ok(Some(next)) => {
+                        // The answered question closes before the next one shows.
+                        self.flush_closed(Some(&mut *mapper)).await;
+                        mapper.picker_opened(&next.id, next.kind, &next.title, &next.changes);
+                        self.out.durable(next.frames, None, None).await;
+                        run.turn_pickers.push(next.id);
+                        Ok(())
+                    }
+                    other => other.map(drop),
+                };
                 if run.live() && result.is_ok() && !self.pickers.waiting_for_user() {
                     let reason = if mapper.tool_open() {
                         BusyReason::Tool
@@ -388,6 +405,7 @@ impl LaneActor {
                     .await
             }
             LaneEvent::Permission(_, responder) => responder.cancel(),
+            LaneEvent::Elicitation(_, responder) => responder.cancel(),
             other => self.idle_event(other).await,
         }
     }

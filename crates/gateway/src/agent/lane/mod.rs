@@ -19,7 +19,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{PermissionResponder, RequestPermissionRequest, SessionUpdate};
+use iris_acp::{
+    CreateElicitationRequest, ElicitationResponder, Form, PermissionResponder,
+    RequestPermissionRequest, SessionUpdate,
+};
 use iris_protocol::DurableFrame;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant as TokioInstant;
@@ -31,6 +34,7 @@ use super::host::{event_channel, AgentHost, EventRx, LaneEvent};
 use super::turn::TurnMapper;
 use crate::outbox::Lane;
 
+mod asker;
 mod branch;
 mod checkpoint;
 mod commands;
@@ -204,8 +208,12 @@ impl LaneActor {
                 device,
                 reply,
             } => {
+                // A form's next question belongs to a turn; none runs, so it is not asked.
                 let result = self.answer_picker(&picker_id, &value, device).await;
-                let _ = reply.send(result);
+                if let Ok(Some(next)) = &result {
+                    self.pickers.cancel(std::slice::from_ref(&next.id));
+                }
+                let _ = reply.send(result.map(drop));
             }
             LaneCmd::FollowAgent(done) => {
                 self.follow_agent().await;
@@ -229,6 +237,7 @@ impl LaneActor {
             }
             LaneEvent::Update(_) => {}
             LaneEvent::Permission(_, responder) => responder.cancel(),
+            LaneEvent::Elicitation(_, responder) => responder.cancel(),
             LaneEvent::Exited { generation, .. } => self.session.exited(generation),
         }
     }
@@ -298,22 +307,56 @@ impl LaneActor {
         Some(opened.id)
     }
 
+    /// Opens the agent's form as a question picker; a form that cannot be shown as one question
+    /// (or a URL to visit) is declined at once and a system message says so.
+    async fn open_elicitation(
+        &mut self,
+        request: CreateElicitationRequest,
+        responder: ElicitationResponder,
+        mapper: &mut TurnMapper,
+    ) -> Option<String> {
+        let form = if request.mode == "form" {
+            Form::from_schema(&request.message, &request.requested_schema).map_err(|u| u.0)
+        } else {
+            Err("it asks to visit a link".to_owned())
+        };
+        let form = match form {
+            Ok(form) => form,
+            Err(why) => {
+                responder.decline();
+                let text = format!(
+                    "The agent asked a question Iris cannot show ({why}); it was declined."
+                );
+                self.out.system(text).await;
+                return None;
+            }
+        };
+        let timeout = self.host().timeouts.approval;
+        let opened = self.pickers.open_form(form, responder, timeout);
+        mapper.picker_opened(&opened.id, opened.kind, &opened.title, &opened.changes);
+        self.out.durable(opened.frames, None, None).await;
+        Some(opened.id)
+    }
+
+    /// Takes a device's answer to a picker; a form's next question comes back, to be shown by
+    /// the running turn.
     async fn answer_picker(
         &mut self,
         picker_id: &str,
         value: &str,
         device: Option<String>,
-    ) -> Result<(), AgentError> {
+    ) -> Result<Option<Box<pickers::Opened>>, AgentError> {
         let find = |models: &[String], value: &str| {
             session::find_model(models.iter().map(String::as_str), value)
         };
         match self.pickers.answer(picker_id, value, device, find)? {
             pickers::Answer::Approved => {}
+            pickers::Answer::Next(opened) => return Ok(Some(opened)),
             pickers::Answer::Model(model) => self.set_model(&model).await,
             pickers::Answer::Reasoning(show) => self.set_reasoning(show).await,
             pickers::Answer::Agent(name) => self.switch_agent(&name).await,
         }
-        Ok(())
+        Ok(None)
     }
 }
 

@@ -1,5 +1,5 @@
-//! A lane's picker book: the agent's permission requests and clarify questions (approvals, with
-//! a deadline), and the gateway's own model, reasoning and agent choices, each under its id in
+//! A lane's picker book: the agent's permission requests, clarify questions and forms
+//! (`elicitation/create`, shown as a question) (approvals, with a deadline), and the gateway's own model, reasoning and agent choices, each under its id in
 //! the bridge's index while it is open.
 //!
 //! However a picker closes (answered on any device, expired, or cancelled with its turn), the book
@@ -10,15 +10,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iris_acp::{PermissionResponder, RequestPermissionRequest, SessionModelState};
+use iris_acp::{
+    ElicitationResponder, Form, PermissionResponder, RequestPermissionRequest, SessionModelState,
+};
 use iris_protocol::{
     AgentBusy, BusyReason, Choice, DurableFrame, FileChange, ModelEntry, ModelProvider,
     Notification, PickerApproval, PickerChoice, PickerClarify, PickerClosed, PickerModel,
     PickerOutcome, MAX_STEP_TEXT,
 };
+use std::time::Duration;
 
 use super::super::env::PickerIndex;
 use super::super::error::AgentError;
+use super::asker::{Asker, FormState, MAX_CHOICE_LABEL};
 use super::session::provider_of;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::Lane;
@@ -29,13 +33,12 @@ use crate::text::{head, tail};
 const MAX_OPEN_APPROVALS: usize = 8;
 /// Choices shown of one approval, and the longest label and option id kept.
 const MAX_CHOICES: usize = 16;
-const MAX_CHOICE_LABEL: usize = 100;
 const MAX_OPTION_ID_BYTES: usize = 256;
 
 /// An open picker.
 pub(crate) enum Pending {
     Approval {
-        responder: PermissionResponder,
+        responder: Asker,
         /// The agent's options: the values a device may answer with, and their labels.
         options: Vec<Choice>,
         deadline: Instant,
@@ -50,10 +53,12 @@ pub(crate) enum Pending {
 }
 
 /// What an accepted answer asks of the lane (an approval is answered by the book itself).
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum Answer {
     /// The agent's question was answered.
     Approved,
+    /// A form's question was answered and its next one opened: show it.
+    Next(Box<Opened>),
     /// Switch the session's model to this one (the agent's id).
     Model(String),
     /// Show or hide reasoning.
@@ -64,6 +69,7 @@ pub(crate) enum Answer {
 
 /// A permission request made into a picker: its id, kind and title (for the turn's steps), and
 /// the frames that show it.
+#[derive(Debug, PartialEq)]
 pub(crate) struct Opened {
     pub id: String,
     pub kind: &'static str,
@@ -219,17 +225,28 @@ impl PickerBook {
                 options,
                 deadline,
             } => {
-                let Some(choice) = options.iter().find(|o| o.value == value).cloned() else {
-                    let pending = Pending::Approval {
-                        responder,
-                        options,
-                        deadline,
-                    };
-                    return refuse(self, pending, "value is not one of the picker's choices");
+                let (choice, next) = match responder.answer(&options, value) {
+                    Ok(answered) => answered,
+                    Err(responder) => {
+                        let pending = Pending::Approval {
+                            responder,
+                            options,
+                            deadline,
+                        };
+                        return refuse(self, pending, "value is not one of the picker's choices");
+                    }
                 };
-                responder.select(value);
                 self.note_closed(picker_id, PickerOutcome::Answered, Some(&choice), device);
-                Ok(Answer::Approved)
+                match next {
+                    Some(Asker::Form(responder, state)) => Ok(Answer::Next(Box::new(
+                        self.open_question(responder, state, false),
+                    ))),
+                    Some(other) => {
+                        other.cancel();
+                        Ok(Answer::Approved)
+                    }
+                    None => Ok(Answer::Approved),
+                }
             }
             Pending::Model { models } => match find_model(&models, value) {
                 Some(model) => {
@@ -289,7 +306,7 @@ impl PickerBook {
         let notify = !self.waiting_for_user();
         let question = request.clarify_question().map(|q| head(q, MAX_STEP_TEXT));
         let id = self.register(Pending::Approval {
-            responder,
+            responder: Asker::Permission(responder),
             options: choices.clone(),
             deadline,
         });
@@ -335,24 +352,7 @@ impl PickerBook {
                 )
             }
         };
-        let note = DurableFrame::Notification(Notification {
-            kind: kind.into(),
-            title: if kind == "clarify" {
-                "Question from the agent".into()
-            } else {
-                "Approval needed".into()
-            },
-            body: Some(tail(&title, 200)),
-            ts: now_ms(),
-        });
-        let busy = DurableFrame::AgentBusy(AgentBusy {
-            reason: BusyReason::WaitingInput,
-        });
-        let frames = if notify {
-            vec![frame, note, busy]
-        } else {
-            vec![frame, busy]
-        };
+        let frames = announce(frame, kind, &title, notify);
         Some(Opened {
             id,
             kind,
@@ -360,6 +360,68 @@ impl PickerBook {
             changes,
             frames,
         })
+    }
+
+    /// Opens the agent's form at its first question. Each question waits `timeout`; the form
+    /// is answered `cancel` when one expires or the turn ends.
+    pub(crate) fn open_form(
+        &mut self,
+        form: Form,
+        responder: ElicitationResponder,
+        timeout: Duration,
+    ) -> Opened {
+        let notify = !self.waiting_for_user();
+        let state = Box::new(FormState::new(form, timeout));
+        self.open_question(responder, state, notify)
+    }
+
+    /// Opens the form's current question as a picker: its choices, and a typed answer where it
+    /// has a text field; one of several is titled with its number ("2/3").
+    fn open_question(
+        &mut self,
+        responder: ElicitationResponder,
+        state: Box<FormState>,
+        notify: bool,
+    ) -> Opened {
+        let (question, count) = state.current();
+        let text = if question.question.trim().is_empty() {
+            "The agent asks a question"
+        } else {
+            &question.question
+        };
+        let title = match count {
+            Some(count) => head(&format!("({count}) {text}"), MAX_STEP_TEXT),
+            None => head(text, MAX_STEP_TEXT),
+        };
+        let choices: Vec<Choice> = question
+            .choices
+            .iter()
+            .map(|c| Choice {
+                value: c.value.clone(),
+                label: head(&c.label, MAX_CHOICE_LABEL),
+                is_current: false,
+            })
+            .collect();
+        let free_text = question.free_text;
+        let deadline = Instant::now() + state.timeout;
+        let id = self.register(Pending::Approval {
+            responder: Asker::Form(responder, state),
+            options: choices.clone(),
+            deadline,
+        });
+        let frame = DurableFrame::PickerClarify(PickerClarify {
+            picker_id: id.clone(),
+            title: title.clone(),
+            choices,
+            free_text,
+        });
+        Opened {
+            frames: announce(frame, "clarify", &title, notify),
+            id,
+            kind: "clarify",
+            title,
+            changes: Vec::new(),
+        }
     }
 
     /// `/agent` without a name: the agents this channel can talk to, `current` marked. Opened
@@ -452,6 +514,29 @@ impl PickerBook {
     pub(crate) fn forget_all(&mut self) {
         self.index.forget(self.open.keys());
         self.open.clear();
+    }
+}
+
+/// The frames that show an agent's question: the picker, a notification unless the lane's
+/// devices were told already, and `agent.busy {waiting_input}`.
+fn announce(frame: DurableFrame, kind: &str, title: &str, notify: bool) -> Vec<DurableFrame> {
+    let note = DurableFrame::Notification(Notification {
+        kind: kind.into(),
+        title: if kind == "clarify" {
+            "Question from the agent".into()
+        } else {
+            "Approval needed".into()
+        },
+        body: Some(tail(title, 200)),
+        ts: now_ms(),
+    });
+    let busy = DurableFrame::AgentBusy(AgentBusy {
+        reason: BusyReason::WaitingInput,
+    });
+    if notify {
+        vec![frame, note, busy]
+    } else {
+        vec![frame, busy]
     }
 }
 
