@@ -274,6 +274,8 @@ async fn a_voice_note_is_transcribed_answered_and_kept_with_its_transcript() {
         assert_eq!(t.transcript.text.as_deref(), Some(SPOKEN));
         let answer = final_text(&until_idle(device).await);
         assert!(answer.contains(&format!("Echo: {SPOKEN}")), "{answer}");
+        // The transcript is the prompt; an agent that cannot hear gets no link to the recording.
+        assert!(!answer.contains("Received file"), "{answer}");
     }
     assert_eq!(prompts_run(&log), vec![SPOKEN.to_owned()]);
 

@@ -30,8 +30,11 @@ let recognizer = null;
 const cleanups = [];
 
 before(async () => {
-  // Half a second of silence, the sentence, then silence (the fake microphone does not loop).
-  execFileSync('espeak-ng', ['-v', 'en-us', '-s', '140', '-g', '6', '-w', speech, SENTENCE]);
+  // The sentence after 1.5 s of silence (the recorder is running by then), then a second of
+  // silence; the fake microphone plays it once from the start of each capture.
+  const said = path.join(here, 'said.wav');
+  execFileSync('espeak-ng', ['-v', 'en-us', '-s', '140', '-a', '70', '-w', said, SENTENCE]);
+  execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-i', said, '-af', 'adelay=1500,apad=pad_dur=1', speech]);
   browser = await chromium.launch({
     executablePath: chromiumPath(),
     headless: true,
@@ -87,7 +90,7 @@ describe('voice notes', { timeout: 300000 }, () => {
     await openSignedIn(phone, gw.url);
     await openSignedIn(desk, gw.url);
 
-    await recordAndSend(phone, 4);
+    await recordAndSend(phone, 5);
     const note = phone.locator('.msg.role-user').filter({ has: phone.locator('.voice-note') });
     await note.waitFor();
     const transcript = note.getByLabel('Transcript');
@@ -97,7 +100,9 @@ describe('voice notes', { timeout: 300000 }, () => {
     const heard = (await transcript.textContent()).trim();
     assert.equal(heard, SENTENCE, 'pocketsphinx heard the sentence spoken');
     // The agent got the transcript as the prompt.
-    await phone.locator('.msg.role-assistant:not(.streaming)', { hasText: `Echo: ${heard}` }).waitFor();
+    const answer = phone.locator('.msg.role-assistant:not(.streaming)', { hasText: `Echo: ${heard}` });
+    await answer.waitFor();
+    assert.doesNotMatch(await answer.textContent(), /Received file/, 'the agent got the transcript, not a file it cannot hear');
     await shot(phone, 'voice-note-phone');
 
     const request = recognizer.requests.at(-1);
@@ -134,7 +139,7 @@ describe('voice notes', { timeout: 300000 }, () => {
     const gw = await gateway(`${voiceConfig(url)}`);
     const phone = (await device(PHONE)).page;
     await openSignedIn(phone, gw.url);
-    await recordAndSend(phone, 3);
+    await recordAndSend(phone, 5);
     const note = phone.locator('.msg.role-user').filter({ has: phone.locator('.voice-note') });
     const failed = note.locator('.voice-transcript.state-failed');
     await failed.waitFor({ timeout: 60000 });

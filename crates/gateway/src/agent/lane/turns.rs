@@ -37,12 +37,13 @@ impl LaneActor {
                 return;
             }
         };
-        match self.voice_note(&mut job).await {
-            Voice::Ready => {}
+        let transcribed = match self.voice_note(&mut job).await {
+            Voice::Ready => false,
+            Voice::Transcribed => true,
             Voice::Failed => return self.voice_failed(&job, slot).await,
             // The note stays queued: the next start transcribes it.
             Voice::Closed => return,
-        }
+        };
         let session_id = self
             .session
             .current()
@@ -77,6 +78,9 @@ impl LaneActor {
         };
         let takes = &instance.caps.prompt_capabilities;
         let audio = takes.audio && self.env.media.voice().send_audio;
+        if transcribed && !audio {
+            job.blocks.clear();
+        }
         blocks.extend(
             self.env
                 .media

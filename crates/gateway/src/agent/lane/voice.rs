@@ -13,9 +13,12 @@ use crate::outbox::from_stored;
 
 /// What became of a job's voice note.
 pub(super) enum Voice {
-    /// Nothing to transcribe (not a voice note, no transcription, or already transcribed): the
-    /// turn goes on, with the transcript as its text when there is one.
+    /// Nothing to transcribe (not a voice note, or no transcription): the turn goes on.
     Ready,
+    /// Transcribed (now or before): the transcript is the job's text, and the recording goes to
+    /// the agent only as audio, where it takes audio (a link to a recording it cannot hear
+    /// would only make it try to open the file).
+    Transcribed,
     /// The transcription failed; the lane said so.
     Failed,
     /// The lane is closing (a stop of the gateway): the note stays queued.
@@ -53,7 +56,7 @@ impl LaneActor {
         };
         if transcript.state == TranscriptState::Done {
             job.text = transcript.text.unwrap_or_default();
-            return Voice::Ready;
+            return Voice::Transcribed;
         }
         let id = job.message_id.clone();
         if transcript.state == TranscriptState::Failed {
@@ -84,7 +87,7 @@ impl LaneActor {
                     .transcript(&id, VoiceTranscript::done(text.clone()), None)
                     .await;
                 job.text = text;
-                Voice::Ready
+                Voice::Transcribed
             }
             Err(e) => {
                 tracing::info!(reason = %e, "a voice note could not be transcribed");
