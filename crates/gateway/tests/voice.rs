@@ -591,3 +591,48 @@ async fn a_note_whose_transcription_a_stop_cut_off_is_transcribed_after_the_rest
     drop(phone);
     gw.stop().await;
 }
+
+/// `doctor` with `[voice] transcribe_url`: its voice line.
+async fn doctor_voice_line(url: String) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("iris.toml");
+    std::fs::write(&config, format!("[voice]\ntranscribe_url = {url:?}\n")).expect("config");
+    let data = dir.path().join("data");
+    let (_, out, err) = tokio::task::spawn_blocking(move || {
+        run_cli(&[
+            "doctor",
+            "--config",
+            &config.to_string_lossy(),
+            "--data-dir",
+            &data.to_string_lossy(),
+            "--agent",
+            "none",
+        ])
+    })
+    .await
+    .expect("doctor ran");
+    assert!(!err.contains("panicked"), "{err}");
+    out.lines()
+        .find(|l| l.contains("voice notes"))
+        .unwrap_or_else(|| panic!("no voice line in:\n{out}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn doctor_checks_that_the_transcription_service_answers() {
+    let fake = Fake::start().await;
+    // Silence is heard as nothing: the service works.
+    fake.set(Mode::Text(String::new()));
+    let line = doctor_voice_line(fake.url()).await;
+    assert!(line.starts_with("ok "), "{line}");
+    assert!(line.contains("answered a test recording"), "{line}");
+    let got = fake.requests();
+    assert_eq!(got.len(), 1);
+    assert!(contains(&got[0].body, b"RIFF"), "a WAV was sent");
+
+    fake.set(Mode::Status(401));
+    let line = doctor_voice_line(fake.url()).await;
+    assert!(line.starts_with("FAIL"), "{line}");
+    assert!(line.contains("refused the note (HTTP 401)"), "{line}");
+    assert!(line.contains("check [voice] transcribe_url"), "{line}");
+}

@@ -10,7 +10,7 @@
 //! proxy in front passes the client's address (`X-Forwarded-For`) and `trusted_proxies` names
 //! it, so that the failed-hello throttle counts devices and not the proxy; each
 //! agent starts and answers ACP `initialize`; the shared token, still on once devices are paired;
-//! push credentials are readable.
+//! push credentials are readable; the transcription service of voice notes answers.
 
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
@@ -110,6 +110,7 @@ pub async fn run(config: &Config, trust: Option<&Path>) -> Vec<Finding> {
     found.extend(reach(config, trust).await);
     found.extend(agents(config).await);
     found.extend(credentials(config).await);
+    found.extend(transcription(config).await);
     found
 }
 
@@ -502,6 +503,48 @@ async fn agents(config: &Config) -> Vec<Finding> {
         });
     }
     found
+}
+
+/// Voice notes: the transcription service answers a moment of silence (a 16 kHz WAV) the way
+/// it will answer a note.
+async fn transcription(config: &Config) -> Option<Finding> {
+    let url = config.voice.transcribe_url.clone()?;
+    let transcriber = crate::media::voice::Transcriber::new(config.voice.clone());
+    Some(
+        match transcriber
+            .heard(silent_wav(), "doctor.wav", "audio/wav")
+            .await
+        {
+            Ok(_) => Finding::ok(format!(
+                "voice notes: the transcription service at {url} answered a test recording"
+            )),
+            Err(e) => Finding::fail(
+                format!("voice notes: {e} ({url})"),
+                "check [voice] transcribe_url (the full URL, ending in /v1/audio/transcriptions), \
+             key and model, and that the service runs",
+            ),
+        },
+    )
+}
+
+/// Half a second of silence as a 16 kHz, 16-bit mono WAV file.
+fn silent_wav() -> Vec<u8> {
+    let data = 16_000u32; // bytes: 8000 samples of 2 bytes
+    let mut wav = Vec::with_capacity(44 + data as usize);
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + data).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes());
+    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&16_000u32.to_le_bytes());
+    wav.extend_from_slice(&32_000u32.to_le_bytes()); // bytes per second
+    wav.extend_from_slice(&2u16.to_le_bytes()); // block align
+    wav.extend_from_slice(&16u16.to_le_bytes()); // bits per sample
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&data.to_le_bytes());
+    wav.resize(44 + data as usize, 0);
+    wav
 }
 
 /// The shared token while devices are paired, and push credentials.

@@ -62,6 +62,23 @@ impl Transcriber {
         filename: &str,
         mime: &str,
     ) -> Result<String, TranscribeError> {
+        let text = self.heard(bytes, filename, mime).await?;
+        if text.is_empty() {
+            return Err(TranscribeError(
+                "no speech was recognised in the note".into(),
+            ));
+        }
+        Ok(text)
+    }
+
+    /// What the service heard in the file's bytes, trimmed (empty for silence): `doctor` checks
+    /// the service with a moment of silence.
+    pub async fn heard(
+        &self,
+        bytes: Vec<u8>,
+        filename: &str,
+        mime: &str,
+    ) -> Result<String, TranscribeError> {
         let fail = |s: &str| Err(TranscribeError(s.to_owned()));
         let Some(url) = &self.config.transcribe_url else {
             return fail(
@@ -124,11 +141,7 @@ impl Transcriber {
         let Some(text) = text else {
             return fail("the transcription service did not answer with a transcript");
         };
-        let text = text.trim();
-        if text.is_empty() {
-            return fail("no speech was recognised in the note");
-        }
-        Ok(crate::text::prefix_bytes(text, MAX_TRANSCRIPT).to_owned())
+        Ok(crate::text::prefix_bytes(text.trim(), MAX_TRANSCRIPT).to_owned())
     }
 }
 
