@@ -193,3 +193,41 @@ pub fn from_stored(row: &StoredMessage) -> Message {
     m.state = row.state.as_deref().and_then(MessageState::parse);
     m
 }
+
+/// The lane a channel's own frames are filed under: the channel, or a thread in its channel.
+pub fn filed_under(row: &ChannelRow) -> (Option<&str>, Option<&str>) {
+    match &row.parent_chat_id {
+        Some(parent) => (Some(parent), Some(&row.chat_id)),
+        None => (Some(&row.chat_id), None),
+    }
+}
+
+/// Names the chat of a user's message from it, when the chat (the message's thread, or its
+/// channel) still carries the placeholder it was created with; each one named is announced with
+/// `channel.renamed`, like a rename. Run in the message's own transaction (for a voice note, its
+/// transcript's), so a chat is never left unnamed behind a stored prompt.
+pub fn give_awaited_titles(
+    tx: &mut WriteTx<'_>,
+    lane: &Lane,
+    title: &str,
+) -> Result<(), StoreError> {
+    for id in lane.thread_id.iter().chain([&lane.chat_id]) {
+        if !tx.give_awaited_title(id, title)? {
+            continue;
+        }
+        let row = tx.get_channel(id)?.ok_or(StoreError::NotFound)?;
+        let frame = DurableFrame::ChannelRenamed(iris_protocol::ChannelRenamed {
+            chat_id: id.clone(),
+            name: title.to_owned(),
+        });
+        append_filed(
+            tx,
+            &Header::default(),
+            frame,
+            filed_under(&row),
+            None,
+            &Origin::none(),
+        )?;
+    }
+    Ok(())
+}

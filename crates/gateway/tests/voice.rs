@@ -22,8 +22,8 @@ use common::prompt_log::{prompts_run, recording_agent};
 use common::*;
 use iris_client::{Client, Event};
 use iris_protocol::{
-    ClientFrame, ErrorCode, Header, MediaUploadEnd, MediaUploadStart, MessageRetry, MessageSend,
-    MessageState, Role, Search, ServerFrame, TranscriptState,
+    ChannelCreate, ClientFrame, ErrorCode, Header, MediaUploadEnd, MediaUploadStart, MessageRetry,
+    MessageSend, MessageState, Role, Search, ServerFrame, TranscriptState,
 };
 use tokio::sync::Notify;
 
@@ -171,11 +171,21 @@ async fn upload_voice(c: &mut Client, media_ref: &str, data: &[u8]) -> Result<Ev
 
 /// Uploads and sends a voice note to the default lane; returns the echo.
 async fn send_voice(c: &mut Client, media_ref: &str, data: &[u8]) -> iris_protocol::Message {
+    send_voice_to(c, default_lane(), media_ref, data).await
+}
+
+/// Uploads and sends a voice note to `lane`; returns the echo.
+async fn send_voice_to(
+    c: &mut Client,
+    lane: Header,
+    media_ref: &str,
+    data: &[u8],
+) -> iris_protocol::Message {
     let ack = upload_voice(c, media_ref, data).await.expect("uploaded");
     assert_eq!(ack.frame_type(), "media.upload.ack", "{}", ack.raw);
     let echo = c
         .request(
-            default_lane(),
+            lane,
             ClientFrame::MessageSend(MessageSend {
                 text: String::new(),
                 media_refs: vec![media_ref.into()],
@@ -635,4 +645,43 @@ async fn doctor_checks_that_the_transcription_service_answers() {
     assert!(line.starts_with("FAIL"), "{line}");
     assert!(line.contains("refused the note (HTTP 401)"), "{line}");
     assert!(line.contains("check [voice] transcribe_url"), "{line}");
+}
+
+#[tokio::test]
+async fn a_chat_begun_by_a_voice_note_is_named_from_what_was_said() {
+    let fake = Fake::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let gw = TestGateway::start_with(voice_gateway(&fake, &tmp.path().join("prompts.log"))).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    // A chat made with one tap waits for its first prompt to name it.
+    let create = ClientFrame::ChannelCreate(ChannelCreate {
+        name: String::new(),
+        kind: None,
+        parent_chat_id: None,
+        agent: None,
+    });
+    let ServerFrame::ChannelCreated(chat) = phone
+        .request(Header::default(), create)
+        .await
+        .expect("created")
+        .body
+    else {
+        panic!("expected channel.created")
+    };
+    let lane = Header {
+        chat_id: Some(chat.chat_id.clone()),
+        ..Header::default()
+    };
+    let echo = send_voice_to(&mut phone, lane, "v1", &wav(8_000)).await;
+    let frames = until(
+        &mut phone,
+        |e| matches!(&e.body, ServerFrame::ChannelRenamed(r) if r.chat_id == chat.chat_id),
+    )
+    .await;
+    let ServerFrame::ChannelRenamed(renamed) = &frames.last().unwrap().body else {
+        unreachable!()
+    };
+    assert_eq!(renamed.name, "hello from the garden");
+    let (_, t) = until_transcript(&mut phone, &echo.message_id).await;
+    assert_eq!(t.transcript.state, TranscriptState::Done);
 }

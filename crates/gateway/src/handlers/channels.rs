@@ -134,29 +134,6 @@ pub fn create_channel_tx(
     announce(tx, frame, &row, origin)
 }
 
-/// Names the chat of a user's message from it, when the chat (the message's thread, or its
-/// channel) still carries the placeholder it was created with; each one named is announced with
-/// `channel.renamed`, like a rename. Run in the message's own transaction, so a chat is never
-/// left unnamed behind a stored message.
-pub fn give_awaited_titles(
-    tx: &mut iris_store::WriteTx<'_>,
-    lane: &outbox::Lane,
-    title: &str,
-) -> std::result::Result<(), StoreError> {
-    for id in lane.thread_id.iter().chain([&lane.chat_id]) {
-        if !tx.give_awaited_title(id, title)? {
-            continue;
-        }
-        let row = tx.get_channel(id)?.ok_or(StoreError::NotFound)?;
-        let frame = DurableFrame::ChannelRenamed(ChannelRenamed {
-            chat_id: id.clone(),
-            name: title.to_owned(),
-        });
-        announce(tx, frame, &row, &Origin::none())?;
-    }
-    Ok(())
-}
-
 /// Appends a `channel.*` frame about `row`, filed under the channel it describes.
 fn announce(
     tx: &mut iris_store::WriteTx<'_>,
@@ -168,18 +145,10 @@ fn announce(
         tx,
         &Header::default(),
         frame,
-        filed_under(row),
+        outbox::filed_under(row),
         None,
         origin,
     )
-}
-
-/// The lane a channel's own frames are filed under: the channel, or a thread in its channel.
-fn filed_under(row: &ChannelRow) -> (Option<&str>, Option<&str>) {
-    match &row.parent_chat_id {
-        Some(parent) => (Some(parent), Some(&row.chat_id)),
-        None => (Some(&row.chat_id), None),
-    }
 }
 
 fn required_chat(header: &Header) -> Result<String> {

@@ -7,7 +7,7 @@ use iris_protocol::{
 };
 use iris_store::{ChannelRow, ClientRequest, MediaRow, StoreError, StoredMessage, WriteTx};
 
-use super::channels::{create_channel_tx, give_awaited_titles};
+use super::channels::create_channel_tx;
 use super::client_ids;
 use super::context::{resolve_lane, Context};
 use crate::agent::{recovery, BusyMarker, Submission, Work};
@@ -208,7 +208,7 @@ fn store_send(
     let id = Some(stored.message_id.as_str());
     let cursor = outbox::append(tx, &lane.header(), frame, id, &origin)?;
     if let Some(title) = &title {
-        give_awaited_titles(tx, &lane, title)?;
+        outbox::give_awaited_titles(tx, &lane, title)?;
     }
     if let Some(cid) = &client_id {
         let request = ClientRequest {

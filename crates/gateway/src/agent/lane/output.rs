@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use iris_protocol::{
     AgentBusy, BusyReason, ChannelRenamed, DurableFrame, EphemeralFrame, Header, Message,
-    MessageState, MessageTranscript, Notification, Role, Runtime, VoiceTranscript,
+    MessageState, MessageTranscript, Notification, Role, Runtime, TranscriptState, VoiceTranscript,
 };
 
 use super::super::turn::Out;
@@ -229,6 +229,11 @@ impl Output {
                 };
                 let mut message = outbox::from_stored(&row);
                 message.transcript = Some(transcript.clone());
+                // A chat begun by a voice note is named from what was said.
+                let title = transcript.text.as_deref().and_then(crate::text::chat_title);
+                if let Some(title) = title.filter(|_| transcript.state == TranscriptState::Done) {
+                    outbox::give_awaited_titles(tx, &lane, &title)?;
+                }
                 let stored = outbox::to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
                 tx.upsert_message(&stored)?;
                 let frame = DurableFrame::MessageTranscript(MessageTranscript {
