@@ -19,7 +19,14 @@ use iris_protocol::{
 
 /// A gateway with the demo agent as a process, a device on it, and the frames of one turn.
 async fn runaway_turn(prompt: &str) -> (TestGateway, Client, Vec<Event>) {
-    let gw = TestGateway::start_with(|c| c.agent_command = Some(demo_agent())).await;
+    runaway_turn_with(prompt, |c| c.agent_command = Some(demo_agent())).await
+}
+
+async fn runaway_turn_with(
+    prompt: &str,
+    tweak: impl FnOnce(&mut iris_gateway::Config),
+) -> (TestGateway, Client, Vec<Event>) {
+    let gw = TestGateway::start_with(tweak).await;
     let (mut phone, _) = gw.connect("phone").await;
     let frames = turn(&mut phone, default_lane(), prompt).await;
     (gw, phone, frames)
@@ -247,8 +254,16 @@ async fn an_agent_asking_without_end_shows_a_few_bounded_approvals_and_the_rest_
 
 #[tokio::test]
 async fn an_agent_advertising_commands_without_end_is_kept_to_a_bounded_catalog() {
-    // 5,001 commands, the first with a 1,000-character name, all with long texts.
-    let (gw, mut phone, frames) = runaway_turn("crowd").await;
+    // 5,001 commands, the first with a 1,000-character name, all with long texts. An agent's
+    // catalog is the latest list it advertised, for any session: without forks and spare
+    // sessions, so that no new session of the demo (the checkpoint forked after the turn, the
+    // spare opened for the next chat) advertises its usual commands over the crowd.
+    let only_this_session = |c: &mut iris_gateway::Config| {
+        demo_without_fork(c);
+        c.spare_session = false;
+        c.agents[0].spare_session = Some(false);
+    };
+    let (gw, mut phone, frames) = runaway_turn_with("crowd", only_this_session).await;
     assert_eq!(answer(&frames).as_deref(), Some("Crowded."));
 
     let reply = phone
