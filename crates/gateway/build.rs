@@ -7,6 +7,8 @@
 //!   (`unshare`, `ip`), in which Hermes runs against its fake model.
 //! - `has_claude_adapter`: Claude Code's ACP adapter (`$IRIS_CLAUDE_ACP`, else
 //!   `tests/claude/adapter` after `npm ci`) and network namespaces.
+//! - `has_codex_adapter`: Codex's ACP adapter (`$IRIS_CODEX_ACP`, else `tests/codex/adapter`
+//!   after `npm ci`; it carries the Codex binary) and network namespaces.
 //! - `has_browser`: Node.js, Chromium (`$IRIS_CHROMIUM`, else `/usr/bin/chromium`), the `sqlite3`
 //!   shell, `espeak-ng`, `ffmpeg` and `pocketsphinx` (the voice notes' speech and recogniser) and
 //!   the browser suite's packages (`npm ci` in `web/tests`).
@@ -20,7 +22,7 @@
 //!
 //! The answer is kept until something it read changes: the variables above, `PATH`, or a program
 //! or package it found. Installing something that was missing is noticed through its variable or
-//! its directory (`tests/claude/adapter`, `web/tests`); for a new `<workspace>/.venv` or
+//! its directory (`tests/claude/adapter`, `tests/codex/adapter`, `web/tests`); for a new `<workspace>/.venv` or
 //! `/opt/iris-hermes-venv`, set `IRIS_HERMES_VENV` or run `touch crates/gateway/build.rs`.
 //!
 //! It also builds Iris Web's assets as served: content-hashed names, brotli and gzip, and an
@@ -40,6 +42,7 @@ fn main() {
     for cfg in [
         "has_hermes",
         "has_claude_adapter",
+        "has_codex_adapter",
         "has_browser",
         "has_pebble",
         "has_proxies",
@@ -52,6 +55,7 @@ fn main() {
         "PATH",
         "IRIS_HERMES_VENV",
         "IRIS_CLAUDE_ACP",
+        "IRIS_CODEX_ACP",
         "IRIS_CHROMIUM",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
@@ -65,6 +69,7 @@ fn main() {
     let found = [
         ("has_hermes", hermes(&manifest) && netns),
         ("has_claude_adapter", claude_adapter(&manifest) && netns),
+        ("has_codex_adapter", codex_adapter(&manifest) && netns),
         ("has_browser", browser(&manifest)),
         ("has_pebble", on_path("pebble")),
         ("has_proxies", on_path("caddy") && nginx()),
@@ -112,19 +117,23 @@ fn hermes(manifest: &Path) -> bool {
 }
 
 fn claude_adapter(manifest: &Path) -> bool {
-    if let Some(dir) = std::env::var_os("IRIS_CLAUDE_ACP").filter(|v| !v.is_empty()) {
+    npm_adapter(manifest, "IRIS_CLAUDE_ACP", "claude", "claude-agent-acp")
+}
+
+fn codex_adapter(manifest: &Path) -> bool {
+    npm_adapter(manifest, "IRIS_CODEX_ACP", "codex", "codex-acp")
+}
+
+/// An ACP adapter installed with npm: in the directory `$var` names, else in `tests/<dir>/adapter`.
+fn npm_adapter(manifest: &Path, var: &str, dir: &str, program: &str) -> bool {
+    let bin = format!("node_modules/.bin/{program}");
+    if let Some(explicit) = std::env::var_os(var).filter(|v| !v.is_empty()) {
         // As for Hermes: a wrong explicit setting fails the tests, with its reason.
-        look(
-            &Path::new(&dir).join("node_modules/.bin/claude-agent-acp"),
-            None,
-        );
+        look(&Path::new(&explicit).join(&bin), None);
         return true;
     }
-    let adapter = manifest.join("tests/claude/adapter");
-    look(
-        &adapter.join("node_modules/.bin/claude-agent-acp"),
-        Some(&adapter),
-    )
+    let adapter = manifest.join("tests").join(dir).join("adapter");
+    look(&adapter.join(&bin), Some(&adapter))
 }
 
 fn browser(manifest: &Path) -> bool {

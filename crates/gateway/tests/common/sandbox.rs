@@ -1,6 +1,6 @@
 //! What the tests that run a real agent share: a loopback-only network namespace per agent
 //! process, failing with the reason when something they need is missing (where it is not
-//! installed, `build.rs` has them ignored instead), and shell quoting for the launchers. Standalone (std, libc), included by `hermes.rs` and `claude.rs`.
+//! installed, `build.rs` has them ignored instead), and shell quoting for the launchers. Standalone (std, libc), included by `hermes.rs`, `claude.rs` and `codex.rs`.
 #![allow(dead_code)]
 
 use std::process::{Command, Stdio};
