@@ -4,7 +4,7 @@
 // answer that completes live in the chat while that chat is open and the page is shown (kept per
 // chat on this device). What is read is the answer's prose as it is drawn: code blocks, formulas,
 // diagrams and images are skipped, and tool cards and reasoning are not part of an answer's text.
-// A browser without speech synthesis offers none of this.
+// A browser without speech synthesis offers none of this, unless the gateway has a voice.
 //
 // When the gateway has a voice of its own (`server_caps.speech`, `[voice] speech_url`), the answer
 // is read in that voice instead: its prose in pieces of at most 600 characters cut at sentence
@@ -19,6 +19,11 @@ const synth = window.speechSynthesis;
 
 /** Whether this browser can speak. */
 export const canSpeak = Boolean(synth && window.SpeechSynthesisUtterance);
+
+/** Whether answers can be read aloud: by this browser, or in the gateway's voice. */
+export function canRead() {
+  return canSpeak || app.speech;
+}
 
 /** Chrome stops long utterances after about 15 s: the text goes in pieces of at most this. */
 const PIECE = 200;
@@ -79,16 +84,15 @@ export function toggleReading(el) {
 
 /** Stops whatever is being read. */
 export function stopReading() {
-  if (!canSpeak) return;
   const was = reading;
   reading = null;
-  synth.cancel();
+  if (canSpeak) synth.cancel();
   if (was && was.audio) was.audio();
   if (was) mark(was.el, false);
 }
 
 function read(el) {
-  if (!canSpeak) return;
+  if (!canRead()) return;
   const body = el.querySelector(':scope > .body');
   const text = body ? speakableText(body) : '';
   stopReading();
@@ -189,7 +193,7 @@ const key = (lane) => `iris.readaloud.${lane.key}`;
 
 /** Whether answers of `lane` are read as they complete. */
 export function readsAloud(lane) {
-  return canSpeak && store.getItem(key(lane)) === 'on';
+  return canRead() && store.getItem(key(lane)) === 'on';
 }
 
 /** Switches reading answers aloud for `lane` (the chat shown), and says so. */

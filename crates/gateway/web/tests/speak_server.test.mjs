@@ -160,6 +160,19 @@ describe('read aloud in the server voice', { timeout: 240000 }, () => {
     assert.deepEqual(pageErrors(page), []);
   });
 
+  test('a chat set to read answers aloud reads each new answer in the server voice', { timeout: 120000 }, async () => {
+    const fake = await startFake();
+    const page = await open(fake);
+    await page.getByRole('button', { name: 'Menu' }).click();
+    await page.getByRole('menuitemcheckbox', { name: 'Read answers aloud' }).click();
+    await send(page, 'Read me when done.');
+    await answerOf(page, 'Echo: Read me when done.').waitFor();
+    await page.waitForFunction(() => window.__played.length === 1);
+    assert.deepEqual(fake.got.map((g) => g.body.input), ['Echo: Read me when done.']);
+    assert.deepEqual(await page.evaluate(() => window.__spoken), []);
+    assert.deepEqual(pageErrors(page), []);
+  });
+
   test('when the server voice fails the browser reads the answer, and says so', { timeout: 120000 }, async () => {
     const fake = await startFake();
     fake.status = 500;
