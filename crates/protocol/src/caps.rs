@@ -35,4 +35,8 @@ pub struct ServerCaps {
     /// extension.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub voice: bool,
+    /// Whether the gateway reads texts aloud in its own voice (`speech.create`, `[voice]
+    /// speech_url`). An Iris extension.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub speech: bool,
 }

@@ -75,6 +75,8 @@ frame_enum! {
         FilesRead(crate::files::FilesRead) = "files.read",
         /// Stream a file of an agent's working directory. An Iris extension.
         FilesPull(crate::files::FilesPull) = "files.pull",
+        /// Read a text aloud in the gateway's voice. An Iris extension.
+        SpeechCreate(crate::speech::SpeechCreate) = "speech.create",
     }
 }
 

@@ -57,6 +57,9 @@ pub enum ErrorCode {
     Internal,
     /// The frame is not valid JSON, misses a required field or has a wrong value.
     BadRequest,
+    /// A service the gateway relies on for this request (the speech endpoint) failed or did not
+    /// answer; the request may succeed later. An Iris extension.
+    Unavailable,
     /// A code this version does not know.
     #[serde(other)]
     Other,
@@ -73,6 +76,7 @@ impl ErrorCode {
             ErrorCode::Unsupported => "unsupported",
             ErrorCode::Internal => "internal",
             ErrorCode::BadRequest => "bad_request",
+            ErrorCode::Unavailable => "unavailable",
             ErrorCode::Other => "other",
         }
     }

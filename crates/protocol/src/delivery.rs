@@ -123,6 +123,8 @@ pub enum ResponseFrame {
     FilesList(crate::files::FilesListing),
     /// A file of an agent's working directory, for `files.read`.
     FilesRead(crate::files::FileContent),
+    /// A recording of a text, for `speech.create`.
+    Speech(crate::speech::Speech),
 }
 
 /// Server frame types the connection writes itself, outside the three kinds above: the answer to
@@ -154,6 +156,7 @@ impl From<ResponseFrame> for ServerFrame {
             R::DevicesList(p) => ServerFrame::DevicesList(p),
             R::FilesList(p) => ServerFrame::FilesList(p),
             R::FilesRead(p) => ServerFrame::FilesRead(p),
+            R::Speech(p) => ServerFrame::Speech(p),
         }
     }
 }
@@ -332,6 +335,7 @@ mod tests {
             R::DevicesList(crate::pairing::DeviceList::default()),
             R::FilesList(crate::files::FilesListing::default()),
             R::FilesRead(crate::files::FileContent::default()),
+            R::Speech(crate::speech::Speech::default()),
         ]
     }
 

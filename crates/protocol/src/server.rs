@@ -109,6 +109,8 @@ frame_enum! {
         /// The header of a `files.pull`, before its bytes and `media.pull.end`. An Iris
         /// extension.
         FilesPull(crate::files::FilesPullHeader) = "files.pull",
+        /// Response to `speech.create`: the recording to pull. An Iris extension.
+        Speech(crate::speech::Speech) = "speech",
     }
 }
 

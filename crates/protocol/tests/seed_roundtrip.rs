@@ -114,9 +114,9 @@ fn every_seed_example_round_trips() {
     // Every client frame type has a seed example, except channel.delete, which the seed describes
     // in prose only, and the Iris extensions pair.create (see pairing.rs), message.retry,
     // channel.set_agent, focus.set, push.status, push.test, devices.list, device.revoke,
-    // usage, files.list, files.read and files.pull (docs/protocol.md; focus.set in
-    // tests/focus.rs, the push frames in push.rs, the device frames in pairing.rs, usage in
-    // usage.rs, the file browser's in files.rs).
+    // usage, files.list, files.read, files.pull and speech.create (docs/protocol.md; focus.set
+    // in tests/focus.rs, the push frames in push.rs, the device frames in pairing.rs, usage in
+    // usage.rs, the file browser's in files.rs, speech.create in speech.rs).
     for t in ClientFrame::TYPES.iter().filter(|t| {
         !matches!(
             **t,
@@ -133,6 +133,7 @@ fn every_seed_example_round_trips() {
                 | "files.list"
                 | "files.read"
                 | "files.pull"
+                | "speech.create"
         )
     }) {
         assert!(

@@ -419,6 +419,7 @@ async fn attach(
             webpush_key: shared.config.push.webpush_key(),
             agents: ctx.agents.names(),
             voice: ctx.agents.voice_on(),
+            speech: ctx.media.speaks(),
         },
         sync_cursor: device.confirmed_cursor,
         last_pushed_cursor: device.last_pushed_cursor,

@@ -2,7 +2,7 @@
 //! [`search`] (with its cost bounds), [`channels`] (create, rename, default, delete), [`control`] (stop, steer, pickers,
 //! the command catalog), [`registration`] (a device's name, caps and push registration),
 //! [`pairing`] (a code for another device), [`devices`] (the paired devices, revoking one) and
-//! [`files`] (the file browser, read-only).
+//! [`files`] (the file browser, read-only) and [`speech`] (read aloud in the server's voice).
 //!
 //! A handler that changes state does it in one store transaction that also appends the durable
 //! frame announcing the change; the requesting connection receives that frame (with its request
@@ -27,6 +27,7 @@ mod messages;
 mod pairing;
 mod registration;
 mod search;
+mod speech;
 
 pub use channels::{channel_directory, create_channel_tx};
 pub use context::{resolve_lane, Context, SearchRate};
@@ -90,6 +91,7 @@ pub async fn handle(
         ClientFrame::FilesList(req) => files::list(ctx, header, req).await,
         ClientFrame::FilesRead(req) => files::read(ctx, header, req).await,
         ClientFrame::FilesPull(req) => files::pull(ctx, media, header, req).await,
+        ClientFrame::SpeechCreate(req) => speech::create(ctx, header, req).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(
@@ -132,5 +134,7 @@ fn changes_state(body: &ClientFrame) -> bool {
             // Reads every answer of a lane: budgeted like a write, so it cannot be spun.
             | ClientFrame::Usage(_)
             | ClientFrame::DeviceRevoke(_)
+            // Stores a recording and may cost the speech endpoint a synthesis.
+            | ClientFrame::SpeechCreate(_)
     )
 }

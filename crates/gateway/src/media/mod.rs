@@ -4,6 +4,7 @@
 //! - [`upload`]: a connection's upload state machine (`media.upload.start` → binary frames →
 //!   `media.upload.end`) and its pulls (`media.pull`, served one at a time from disk).
 //! - [`voice`]: voice notes and their transcription.
+//! - [`speech`]: recordings of texts in the server's voice (read aloud).
 //! - [`agent`]: attachments in prompts, and files in the agent's answers (ACP image/resource
 //!   content and `MEDIA:<path>` lines), announced with `media.offer`.
 //!
@@ -17,6 +18,7 @@ mod names;
 pub mod pull;
 mod quota;
 mod service;
+pub mod speech;
 pub mod upload;
 pub mod voice;
 
@@ -25,5 +27,6 @@ pub use files::MediaFiles;
 pub use names::*;
 pub use quota::Reservation;
 pub use service::Media;
+pub use speech::SpeechError;
 pub use upload::ConnMedia;
 pub use voice::{voice_kind, TranscribeError};

@@ -9,11 +9,15 @@ use tokio_util::sync::CancellationToken;
 use super::error::MediaError;
 use super::files::{MediaFiles, TempBlob};
 use super::names::short;
+use super::names::{extension_of, recognize};
 use super::quota::{Caps, Held, OpenUploads, Reservation};
-use super::voice::TranscribeError;
+use super::speech::{speech_of, SpeechError};
+use super::voice::{voice_kind, TranscribeError};
 use crate::config::voice::VoiceConfig;
 use crate::config::{Config, MediaConfig};
+use crate::ids::{new_id, now_ms};
 use crate::wire::WireError;
+use iris_protocol::Speech;
 
 /// The media service: the content-addressed files, the store rows that name them, and the
 /// settings. Built once by the server and handed to the connections and the agent bridge.
@@ -24,6 +28,7 @@ pub struct Media {
     pub(super) data_dir: PathBuf,
     pub(super) open_uploads: OpenUploads,
     pub(super) transcriber: super::voice::Transcriber,
+    pub(super) speaker: super::speech::Speaker,
 }
 
 impl Media {
@@ -36,6 +41,7 @@ impl Media {
             data_dir: config.data_dir.clone(),
             open_uploads: OpenUploads::default(),
             transcriber: super::voice::Transcriber::new(config.voice.clone()),
+            speaker: super::speech::Speaker::new(config.voice.clone()),
         })
     }
 
@@ -156,5 +162,59 @@ impl Media {
         self.transcriber
             .transcribe(bytes, &row.filename, &row.mime)
             .await
+    }
+}
+
+impl Media {
+    /// Whether answers can be read aloud in the server's voice.
+    pub fn speaks(&self) -> bool {
+        self.speaker.on()
+    }
+
+    /// A recording of `text` (trimmed, not empty), stored as media of no message: the one made
+    /// before for the same text and voice while it is kept, else a new one from the endpoint.
+    /// `Err` is a short human reason; a failure inside the gateway is logged and said briefly.
+    pub async fn speak(&self, text: &str) -> Result<Speech, SpeechError> {
+        let key = self.speaker.key(text);
+        if let Some(id) = self.speaker.remembered(&key) {
+            if let Ok(Some(row)) = self.get(&id).await {
+                return Ok(speech_of(&row));
+            }
+        }
+        let audio = self.speaker.synthesize(text).await?;
+        let (kind, mime) = recognize("application/octet-stream", &audio);
+        let Some(mime) = voice_kind(kind, &mime) else {
+            tracing::warn!(%mime, size = audio.len(), "the speech service answered no audio");
+            return Err(SpeechError(
+                "the speech service did not answer with audio".into(),
+            ));
+        };
+        let row = self.keep(audio, mime).await.map_err(|e| {
+            tracing::warn!(error = %e, "a recording could not be stored");
+            SpeechError("the recording could not be stored".into())
+        })?;
+        self.speaker.remember(key, row.media_id.clone());
+        Ok(speech_of(&row))
+    }
+
+    /// Stores a recording under its hash with a row of no device and no message.
+    async fn keep(&self, audio: Vec<u8>, mime: String) -> Result<MediaRow, MediaError> {
+        let size = audio.len() as u64;
+        let mut temp = self.files.temp().await?;
+        temp.write(audio.into()).await?;
+        let sha256 = temp.finish().await?;
+        let row = MediaRow {
+            media_id: new_id("md_"),
+            sha256,
+            kind: "audio".into(),
+            filename: format!("speech.{}", extension_of(&mime)),
+            mime,
+            size,
+            created_at: now_ms(),
+            device_id: None,
+            media_ref: None,
+            voice: false,
+        };
+        self.place(temp, row).await
     }
 }

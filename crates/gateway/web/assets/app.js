@@ -84,6 +84,7 @@ function onHello(ack) {
   app.webpushKey = (ack.server_caps && ack.server_caps.webpush_key) || null;
   app.agents = (ack.server_caps && ack.server_caps.agents) || [];
   app.voice = Boolean(ack.server_caps && ack.server_caps.voice);
+  app.speech = Boolean(ack.server_caps && ack.server_caps.speech);
   updateVoice();
   // Answers streaming now, whose start this page may never see (its cursor is past it).
   joinRunning(ack.running || []);

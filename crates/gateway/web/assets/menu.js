@@ -11,7 +11,7 @@ import { showNotificationSettings } from './notifysettings.js';
 import { showPairDialog } from './pairing.js';
 import { signOut } from './session.js';
 import { showSettings } from './settings.js';
-import { canSpeak, readsAloud, toggleReadsAloud } from './speak.js';
+import { canRead, readsAloud, toggleReadsAloud } from './speak.js';
 import { chooseAgent } from './sidebar.js';
 import { $, app, currentLane, store } from './state.js';
 import { closePopups, confirmDialog, menuKeys } from './ui.js';
@@ -58,7 +58,7 @@ function openMainMenu() {
   menu.querySelector('[data-action=footer]').setAttribute('aria-checked', String(app.settings.footer));
   menu.querySelector('[data-action=tools]').setAttribute('aria-checked', String(app.settings.tools));
   const aloud = menu.querySelector('[data-action=aloud]');
-  aloud.hidden = !canSpeak;
+  aloud.hidden = !canRead();
   aloud.setAttribute('aria-checked', String(readsAloud(currentLane())));
   const chat = app.channels.get(currentLane().chat_id);
   const agentItem = menu.querySelector('[data-action=agent]');

@@ -55,6 +55,8 @@ export const app = {
   webpushKey: null,
   agents: [],
   voice: false,
+  /** The gateway reads aloud in its own voice (`server_caps.speech`). */
+  speech: false,
 };
 
 /** The default channel, or a stand-in for it while the directory is not known. */

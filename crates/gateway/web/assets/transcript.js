@@ -21,7 +21,7 @@ import {
   laneShown, promptOf, rewindButtons, rewindItems, syncRewindButtons,
 } from './rewind.js';
 import { $, app, currentLane, findMessage, getLane, laneOf, laneTitle, shownLanes, store } from './state.js';
-import { answerCompleted, canSpeak, isReading, toggleReading } from './speak.js';
+import { answerCompleted, canRead, isReading, toggleReading } from './speak.js';
 import { transcriptEl, voiceNote } from './voice.js';
 import { commentaryCard, fillToolCard, stepCards, toolCard } from './steps.js';
 import { noteTurnChanges } from './turnchanges.js';
@@ -416,7 +416,7 @@ function actionBar(lane, el, m) {
   if (m.text) bar.append(h('button', { type: 'button', onclick: () => copyText(el.dataset.text) }, icon('copy'), 'Copy'));
   if (ENDINGS[m.ended]) bar.append(h('button', { type: 'button', class: 'retry', onclick: () => retry(lane, el) }, 'Retry'));
   bar.append(...rewindButtons(lane, el, m));
-  if (canSpeak && m.role === 'assistant' && m.text) {
+  if (canRead() && m.role === 'assistant' && m.text) {
     const on = isReading(el);
     bar.append(h('button', { type: 'button', class: 'speak', 'aria-pressed': String(on), onclick: () => toggleReading(el) }, icon('speaker'), on ? 'Stop reading' : 'Read aloud'));
   }
@@ -446,7 +446,7 @@ function messageMenu(anchor, lane, el) {
   const prompt = ENDINGS[el.dataset.ended] && !rewind.length && promptOf(lane, el);
   if (prompt) items.push(['Retry', () => request('message.retry', { message_id: prompt }, lane)]);
   items.push(...rewind);
-  if (canSpeak && el.dataset.role === 'assistant' && el.dataset.text) items.push([isReading(el) ? 'Stop reading' : 'Read aloud', () => toggleReading(el)]);
+  if (canRead() && el.dataset.role === 'assistant' && el.dataset.text) items.push([isReading(el) ? 'Stop reading' : 'Read aloud', () => toggleReading(el)]);
   items.push(['Delete', async () => {
     const ok = await confirmDialog('Delete this message?', 'It is deleted on every device and cannot be recovered.', 'Delete');
     if (ok) request('message.delete', { message_ids: [el.dataset.id] }, lane);
