@@ -344,25 +344,53 @@ impl Turn<'_> {
 
     /// `edit`: a file change shown as an ACP `diff`, not written.
     pub(super) fn edit(&mut self) -> Step {
+        self.show_edit(
+            "write_file",
+            "notes.txt",
+            Some("one\ntwo\nthree\n"),
+            "one\n2\nthree\nfour\n",
+        );
+        self.say("Edited notes.txt. ");
+        Ok(Flow::Next)
+    }
+
+    /// `revise`: several edits in one turn, none written: `notes.txt` twice as whole files, each
+    /// starting from the text the last left, and `draft.txt` twice by snippets, as Claude
+    /// Code's `Edit` sends them.
+    pub(super) fn revise(&mut self) -> Step {
+        let first = "one\n2\nthree\n";
+        self.show_edit("write_file", "notes.txt", Some("one\ntwo\nthree\n"), first);
+        self.show_edit("Edit", "draft.txt", Some("alpha\n"), "ALPHA\n");
+        self.show_edit(
+            "write_file",
+            "notes.txt",
+            Some(first),
+            "one\n2\nthree\nfour\n",
+        );
+        self.show_edit("Edit", "draft.txt", Some("gamma\n"), "GAMMA\n");
+        self.say("Revised notes.txt and draft.txt. ");
+        Ok(Flow::Next)
+    }
+
+    /// A completed `edit` tool call of `<cwd>/<name>` whose content is the change as a `diff`.
+    fn show_edit(&mut self, tool: &str, name: &str, old: Option<&str>, new: &str) {
         let id = self.fresh_tool_id();
-        let path = format!("{}/notes.txt", self.cwd.trim_end_matches('/'));
+        let path = format!("{}/{name}", self.cwd.trim_end_matches('/'));
         self.update(SessionUpdate::ToolCall(ToolCall {
             tool_call_id: id.clone(),
-            title: "write_file: notes.txt".into(),
+            title: format!("{tool}: {name}"),
             kind: ToolKind::Edit,
             status: Some(ToolCallStatus::Pending),
             raw_input: Some(json!({ "path": path })),
             raw_output: None,
             content: vec![ToolCallContent::Diff(Diff {
                 path,
-                old_text: Some("one\ntwo\nthree\n".into()),
-                new_text: "one\n2\nthree\nfour\n".into(),
+                old_text: old.map(str::to_owned),
+                new_text: new.into(),
             })],
             locations: Vec::new(),
         }));
         self.tool_status(&id, ToolCallStatus::Completed, None, None);
-        self.say("Edited notes.txt. ");
-        Ok(Flow::Next)
     }
 
     /// `fail`: a command that fails.

@@ -35,6 +35,7 @@
 //! | `collapse` | "Building first.", a `tool_call` (`terminal: make build`) left `in_progress`, then exits the whole process with status 3 before any answer text (never use in-process) |
 //! | `tool` | "Let me run a command.", a `tool_call` (`terminal: echo hello`, kind `execute`, status `pending`), `tool_call_update`s (`in_progress`, then `completed` with output `hello`), then text after it |
 //! | `edit` | a `tool_call` (`write_file: notes.txt`, kind `edit`) whose content is a `diff` of `<cwd>/notes.txt` ("one two three" becomes "one 2 three four", a line each), then `completed`; the file is not written; answers `Edited notes.txt.` |
+//! | `revise` | four edits in one turn, none written: `write_file: notes.txt` twice as whole files ("one two three" becomes "one 2 three", then "one 2 three four"), and `Edit: draft.txt` twice by snippets ("alpha" to "ALPHA", "gamma" to "GAMMA"), interleaved, each `completed`; answers `Revised notes.txt and draft.txt.` |
 //! | `fail` | a `tool_call` (`terminal: false`) that ends `failed` |
 //! | (every turn) | ends the turn `cancelled` if it has been cancelled |
 //! | `permission` or `approve` | a `tool_call`, then `session/request_permission` (allow_once / allow_always / reject_once); answers `Permission granted: <optionId>.` or `Permission denied.`; a `cancelled` outcome ends the turn `cancelled` |

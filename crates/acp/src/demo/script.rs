@@ -54,6 +54,7 @@ enum Behaviour {
     Plan,
     Tool,
     Edit,
+    Revise,
     FailingTool,
     Collapse,
     Checkpoint,
@@ -249,6 +250,14 @@ const SCRIPT: &[Rule] = &[
         "a `tool_call` (`write_file: notes.txt`, kind `edit`) whose content is a `diff` of \
          `<cwd>/notes.txt` (\"one two three\" becomes \"one 2 three four\", a line each), then \
          `completed`; the file is not written; answers `Edited notes.txt.`",
+    ),
+    keyword(
+        &["revise"],
+        Behaviour::Revise,
+        "four edits in one turn, none written: `write_file: notes.txt` twice as whole files \
+         (\"one two three\" becomes \"one 2 three\", then \"one 2 three four\"), and \
+         `Edit: draft.txt` twice by snippets (\"alpha\" to \"ALPHA\", \"gamma\" to \"GAMMA\"), \
+         interleaved, each `completed`; answers `Revised notes.txt and draft.txt.`",
     ),
     keyword(
         &["fail"],
@@ -472,6 +481,7 @@ impl Turn<'_> {
             Behaviour::Plan => self.plan(),
             Behaviour::Tool => self.tool(),
             Behaviour::Edit => self.edit(),
+            Behaviour::Revise => self.revise(),
             Behaviour::FailingTool => self.failing_tool(),
             Behaviour::Collapse => self.collapse().await,
             Behaviour::Checkpoint => self.checkpoint(),
