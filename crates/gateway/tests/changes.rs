@@ -103,3 +103,75 @@ async fn an_edit_that_asks_first_shows_its_diff_on_the_approval_and_keeps_it() {
     assert_eq!((picker.changes[0].added, picker.changes[0].removed), (1, 1));
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_file_edited_twice_in_a_turn_shows_one_change_from_before_to_after() {
+    let gw = TestGateway::start_demo().await;
+    let (mut phone, _) = gw.connect("phone").await;
+    let (mut laptop, _) = gw.connect("laptop").await;
+    let events = turn(&mut phone, default_lane(), "revise").await;
+    assert!(final_text(&events).starts_with("Revised notes.txt and draft.txt."));
+    let on_laptop = until_idle(&mut laptop).await;
+    for (device, events) in [("phone", &events), ("laptop", &on_laptop)] {
+        let stop = answer_stop(events).unwrap_or_else(|| panic!("{device}: no message.stop"));
+        // Each edit keeps its own diff on its tool step.
+        let edits: Vec<_> = stop
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Tool(t) => Some(t.changes.len()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(edits, [1, 1, 1, 1], "{device}: {:?}", stop.steps);
+        // notes.txt's two edits chain into one change; draft.txt's snippets do not.
+        assert_eq!(
+            stop.turn_changes.len(),
+            1,
+            "{device}: {:?}",
+            stop.turn_changes
+        );
+        let notes = &stop.turn_changes[0];
+        assert!(notes.path.ends_with("/notes.txt"), "{notes:?}");
+        assert_eq!((notes.added, notes.removed), (2, 1));
+        assert!(
+            notes.diff.contains("-two\n+2\n three\n+four\n"),
+            "{}",
+            notes.diff
+        );
+    }
+
+    // A reload reads the same from history, and the export has it too.
+    let history = lane_history(&mut laptop, default_lane()).await;
+    let answer = history.last().expect("the answer");
+    assert_eq!(answer.turn_changes.len(), 1);
+    let live = answer_stop(&events).expect("message.stop");
+    assert_eq!(answer.turn_changes[0].diff, live.turn_changes[0].diff);
+    use iris_gateway::admin::archive::{export, ExportFormat, ExportRequest};
+    let out = tempfile::tempdir().expect("tempdir");
+    let request = ExportRequest {
+        chat: Some("default".into()),
+        format: ExportFormat::Markdown,
+        out: out.path().to_path_buf(),
+        media: false,
+    };
+    let done = export(&gw.dir, &request, 0).expect("export");
+    let md = std::fs::read_to_string(&done.files[0]).expect("read");
+    let section = md
+        .split("- Changes of this turn")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no section of combined changes: {md}"));
+    assert!(
+        section.contains("/notes.txt` +2 −1\n    ```diff\n"),
+        "{section}"
+    );
+    gw.stop().await;
+}
+
+/// The answer's `message.stop` among a turn's events.
+fn answer_stop(events: &[iris_client::Event]) -> Option<&iris_protocol::MessageStop> {
+    events.iter().rev().find_map(|e| match &e.body {
+        ServerFrame::MessageStop(stop) => Some(stop),
+        _ => None,
+    })
+}

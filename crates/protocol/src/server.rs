@@ -341,6 +341,12 @@ pub struct Message {
     /// The turn's steps in order (final assistant and cron messages; additive).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::Step>,
+    /// The turn's change to each file that more than one of its tool calls changed, as one
+    /// diff from before the turn to after it, when the gateway could combine the edits (whole
+    /// files, or each edit starting from the text the one before left); other files' changes
+    /// are those of the tool steps. An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_changes: Vec<crate::FileChange>,
     /// The sending device's own id of this user message (`message.send`'s `client_id`; an Iris
     /// extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -409,6 +415,12 @@ pub struct MessageStop {
     /// The turn's steps in order (additive).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<crate::Step>,
+    /// The turn's change to each file that more than one of its tool calls changed, as one
+    /// diff from before the turn to after it, when the gateway could combine the edits (whole
+    /// files, or each edit starting from the text the one before left); other files' changes
+    /// are those of the tool steps. An Iris extension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_changes: Vec<crate::FileChange>,
 }
 
 /// `message.deleted`.

@@ -29,6 +29,8 @@ struct MessageExtra {
     steering: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     steps: Vec<Step>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    turn_changes: Vec<crate::FileChange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     client_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,6 +50,7 @@ impl Message {
             ended: self.ended,
             steering: self.steering,
             steps: self.steps.clone(),
+            turn_changes: self.turn_changes.clone(),
             client_id: self.client_id.clone(),
             transcript: self.transcript.clone(),
         };
@@ -73,6 +76,7 @@ impl Message {
             ended: extra.ended,
             steering: extra.steering,
             steps: extra.steps,
+            turn_changes: extra.turn_changes,
             client_id: extra.client_id,
             state: None,
             transcript: extra.transcript,

@@ -29,9 +29,8 @@ use iris_acp::{
 };
 use iris_protocol::{
     AgentBusy, BusyReason, Commentary, DurableFrame, EphemeralFrame, FileChange, MediaInfo,
-    Message, MessageStart, MessageStop, MessageUpdate, PickerClosed, Role, Runtime, ToolEnd,
-    ToolProgress, ToolStart, ToolStep, TurnEnd, MAX_STEP_TEXT, MAX_TURN_FILES, MAX_TURN_TEXT,
-    MAX_TURN_TOOLS,
+    Message, MessageStart, MessageStop, MessageUpdate, Role, Runtime, ToolEnd, ToolProgress,
+    ToolStart, ToolStep, TurnEnd, MAX_STEP_TEXT, MAX_TURN_FILES, MAX_TURN_TEXT, MAX_TURN_TOOLS,
 };
 
 use super::tools;
@@ -427,7 +426,7 @@ impl TurnMapper {
                     // Live cards show what the answer's steps keep.
                     args: ToolStep::bounded_args(call.raw_input.as_ref()),
                     name,
-                    changes: self.changes.take(&call.content),
+                    changes: self.changes.take_for(&call.tool_call_id, &call.content),
                 };
                 if let Some(tool) = self.tools.last_mut() {
                     tool.changes = start.changes.clone();
@@ -544,7 +543,7 @@ impl TurnMapper {
         }
         if let Some(content) = &update.content {
             self.files_in(content);
-            let changes = self.changes.take(content);
+            let changes = self.changes.take_for(&update.tool_call_id, content);
             let tool = self.tools.iter_mut().find(|t| t.id == update.tool_call_id);
             if let (Some(tool), false) = (tool, changes.is_empty()) {
                 tool.changes = changes;
@@ -585,6 +584,8 @@ impl TurnMapper {
         match update.status {
             Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) => {
                 tool.open = false;
+                self.changes
+                    .ended(&tool.id, status == ToolCallStatus::Completed);
                 let end = ToolEnd {
                     index: tool.index,
                     name: tool.name.clone(),
@@ -669,10 +670,12 @@ impl TurnMapper {
             tool.open = false;
             // An agent may never report the end of a call (Hermes' write_file); a turn that ended
             // normally ran it.
+            let ok = !ending.cancelled && !ending.failed;
+            self.changes.ended(&tool.id, ok);
             let end = ToolEnd {
                 index: tool.index,
                 name: tool.name.clone(),
-                ok: !ending.cancelled && !ending.failed,
+                ok,
                 duration: Some(round_secs(now.duration_since(tool.started))),
                 output_preview: None,
                 changes: tool.unsent_changes(),
@@ -681,6 +684,7 @@ impl TurnMapper {
             out.push(Out::Durable(DurableFrame::ToolEnd(end)));
         }
         let steps = self.steps.to_vec();
+        let turn_changes = self.changes.combined();
         let reasoning = (self.cfg.show_reasoning && !self.reasoning.trim().is_empty())
             .then(|| self.reasoning.clone());
         let model = self.cfg.model.as_deref().map(bare_model);
@@ -714,6 +718,7 @@ impl TurnMapper {
             runtime: Some(runtime.clone()),
             ended: Some(ending.end()),
             steps: steps.clone(),
+            turn_changes: turn_changes.clone(),
             reply_to: self.reply_to.clone(),
             ..Message::default()
         };
@@ -728,6 +733,7 @@ impl TurnMapper {
                 media: self.media,
                 ended: Some(ending.end()),
                 steps,
+                turn_changes,
             })
         } else {
             DurableFrame::Message(message.clone())
@@ -751,41 +757,8 @@ fn round_secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-/// The agent's pickers during a turn become steps of its answer.
-impl TurnMapper {
-    /// The agent opened a picker (`approval` or `clarify`) in this turn.
-    pub fn picker_opened(
-        &mut self,
-        picker_id: &str,
-        picker: &str,
-        title: &str,
-        changes: &[FileChange],
-    ) {
-        self.steps.picker_opened(picker_id, picker, title, changes);
-    }
-
-    /// The file changes in a permission request's tool call, within the turn's diff budget.
-    pub fn changes_in(&mut self, content: &[iris_acp::ToolCallContent]) -> Vec<FileChange> {
-        self.changes.take(content)
-    }
-
-    /// A picker of this turn closed; `label` is the chosen choice's label.
-    pub fn picker_closed(&mut self, closed: &PickerClosed, label: Option<String>) {
-        self.steps.picker_closed(closed, label);
-    }
-
-    /// The turn's steps so far, and how many changes they have had (for checkpoints).
-    pub fn steps(&self) -> (Vec<iris_protocol::Step>, u64) {
-        (self.steps.to_vec(), self.steps.revision())
-    }
-
-    /// How many changes the turn's steps have had.
-    pub fn steps_revision(&self) -> u64 {
-        self.steps.revision()
-    }
-}
-
 mod changes;
+mod pickers;
 mod steps;
 /// The coalescing key of a bubble's `message.update`: a newer update replaces a queued one.
 pub(crate) fn update_key(message_id: &str) -> String {

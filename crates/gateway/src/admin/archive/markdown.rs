@@ -58,7 +58,13 @@ fn message(out: &mut String, doc: &ChatExport, m: &Message) {
     for step in &m.steps {
         self::step(out, step);
     }
-    if !m.steps.is_empty() {
+    if !m.turn_changes.is_empty() {
+        out.push_str("- Changes of this turn, each file from before the turn to after it:\n");
+        for change in &m.turn_changes {
+            file_change(out, change);
+        }
+    }
+    if !m.steps.is_empty() || !m.turn_changes.is_empty() {
         out.push('\n');
     }
     if !m.text.is_empty() {
