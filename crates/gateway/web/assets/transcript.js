@@ -134,7 +134,7 @@ export function loadHistory(lane, older = false) {
         frag.append(el);
       }
       lane.el.insertBefore(frag, first);
-      for (const m of messages) if (m.role === 'assistant' && m.steps) noteTurnChanges(lane.items.get(m.message_id));
+      for (const m of messages) if (m.role === 'assistant' && m.steps) noteTurnChanges(lane.items.get(m.message_id), m.turn_changes || []);
       if (!lane.historyLoaded || older) {
         lane.hasMore = hasMore;
         lane.oldest = oldest || lane.oldest;
@@ -319,14 +319,15 @@ function streamingBubble(lane, id, frame) {
 
 /** A complete message: replaces the bubble with its id (in any lane) or adds one. */
 export function upsertMessage(lane, m, frame) {
-  const existing = lane.items.get(m.message_id) || findMessage(m.message_id);
-  if (existing) {
-    existing.classList.remove('streaming');
-    fillMessage(existing, lane, m);
-    return existing;
+  let el = lane.items.get(m.message_id) || findMessage(m.message_id);
+  if (el) {
+    el.classList.remove('streaming');
+    fillMessage(el, lane, m);
+  } else {
+    el = messageEl(lane, m);
+    appendToLane(lane, m.message_id, el, frame);
   }
-  const el = messageEl(lane, m);
-  appendToLane(lane, m.message_id, el, frame);
+  if (m.role === 'assistant') noteTurnChanges(el, m.turn_changes || []);
   return el;
 }
 
@@ -377,7 +378,7 @@ export function onStreamFrame(frame) {
       if (lane.stream === p.message_id) lane.stream = null;
       const m = {
         message_id: p.message_id, role: 'assistant', text: p.final_text, reasoning: p.reasoning, runtime: p.runtime,
-        media: p.media, ts: Date.now(), model: p.model, ended: p.ended,
+        media: p.media, ts: Date.now(), model: p.model, ended: p.ended, turn_changes: p.turn_changes || [],
       };
       const el = lane.items.get(p.message_id);
       if (el) {
@@ -386,10 +387,10 @@ export function onStreamFrame(frame) {
         fillMessage(el, lane, m);
         // Keep the answer below the turn's commentary and tool cards.
         lane.el.append(el);
-        noteTurnChanges(el);
+        noteTurnChanges(el, m.turn_changes);
         if (live && m.text) answerCompleted(lane, el, p.ended);
       } else {
-        noteTurnChanges(upsertMessage(lane, m, frame));
+        upsertMessage(lane, m, frame);
       }
       noteActivity(lane, frame);
       if (!document.hidden && lane === currentLane()) sendReceipt(lane, p.message_id);

@@ -1,16 +1,22 @@
 // The changes of a turn: every file the turn's tools changed, gathered from its tool cards (the
 // cards drawn above its answer, live or from history), with a line under the answer ("2 files
 // changed +5 −1") that opens them in the `#turn-changes` dialog: each file once, under its path
-// with the turn's total counts, then each of its diffs in the order they were made ("Edit 1 of
-// 2"). A file changed once shows its one diff, which is the turn's change to it. On a wide screen
-// the diffs stand side by side (the old text left, the new right); "Side by side" switches.
+// with the turn's counts. A file changed once shows its one diff, which is the turn's change to
+// it. A file changed more than once shows the one diff from before the turn to after it when the
+// gateway could combine the edits (the answer's `turn_changes`), with its edits one by one
+// folded under it ("Each edit (2)"); otherwise each of its diffs in the order they were made
+// ("Edit 1 of 2"). On a wide screen the diffs stand side by side (the old text left, the new
+// right); "Side by side" switches.
 
 import { changeBlock } from './changes.js';
 import { icon } from './icons.js';
 import { $ } from './state.js';
 import { h } from './util.js';
 
-/** The file changes of the turn `answer` ends: from the tool cards above it, back to its prompt. */
+/**
+ * The file changes of the turn `answer` ends: from the tool cards above it, back to its prompt,
+ * each file with its turn's change when the answer has one (`combined`).
+ */
 export function turnChanges(answer) {
   const cards = [];
   for (let el = answer.previousElementSibling; el; el = el.previousElementSibling) {
@@ -18,22 +24,35 @@ export function turnChanges(answer) {
     if (el.matches('details.tool')) cards.unshift(el);
   }
   const files = new Map();
+  const file = (path) => {
+    if (!files.has(path)) files.set(path, { path, changes: [], added: 0, removed: 0, combined: null });
+    return files.get(path);
+  };
   for (const card of cards) {
     const changes = card.data && Array.isArray(card.data.changes) ? card.data.changes : [];
     for (const c of changes) {
-      const path = String(c.path || '');
-      if (!files.has(path)) files.set(path, { path, changes: [], added: 0, removed: 0 });
-      const f = files.get(path);
+      const f = file(String(c.path || ''));
       f.changes.push(c);
       f.added += Number(c.added) || 0;
       f.removed += Number(c.removed) || 0;
     }
   }
+  for (const c of Array.isArray(answer.turnChanges) ? answer.turnChanges : []) {
+    const f = file(String(c.path || ''));
+    f.combined = c;
+    f.added = Number(c.added) || 0;
+    f.removed = Number(c.removed) || 0;
+  }
   return [...files.values()];
 }
 
-/** Puts (or refreshes) the line under a complete answer that opens its turn's changes. */
-export function noteTurnChanges(answer) {
+/**
+ * Puts (or refreshes) the line under a complete answer that opens its turn's changes;
+ * `combined` is the answer's `turn_changes`, when the frame that completed it had them.
+ */
+export function noteTurnChanges(answer, combined) {
+  if (!answer) return;
+  if (Array.isArray(combined)) answer.turnChanges = combined;
   const old = answer.querySelector(':scope > .turn-changes');
   if (old) old.remove();
   if (!answer.matches('.role-assistant:not(.streaming)')) return;
@@ -62,11 +81,16 @@ export function showTurnChanges(answer) {
   const dialog = $('turn-changes');
   const split = splitChosen ?? window.matchMedia(WIDE).matches;
   const list = files.map((f) => {
-    const blocks = f.changes.map((c, i) => {
+    const edits = f.changes.map((c, i) => {
       const block = changeBlock(c, { split });
-      if (f.changes.length > 1) block.prepend(h('div', { class: 'settings-hint' }, `Edit ${i + 1} of ${f.changes.length}`));
-      return block;
+      return f.changes.length > 1 ? withHint(block, `Edit ${i + 1} of ${f.changes.length}`) : block;
     });
+    const blocks = f.combined
+      ? [
+        withHint(changeBlock(f.combined, { split }), `${f.changes.length} edits combined: from before the turn to after it`),
+        h('details', { class: 'turn-edits' }, h('summary', {}, `Each edit (${f.changes.length})`), ...edits),
+      ]
+      : edits;
     return h('section', { class: 'turn-file' },
       h('h3', { class: 'turn-file-head', title: f.path }, f.path,
         ' ', h('span', { class: 'change-added' }, `+${f.added}`), ' ', h('span', { class: 'change-removed' }, `\u2212${f.removed}`)),
@@ -88,4 +112,10 @@ export function showTurnChanges(answer) {
     ...list,
   );
   if (!dialog.open) dialog.showModal();
+}
+
+/** `block` with a line of `hint` above its diff. */
+function withHint(block, hint) {
+  block.prepend(h('div', { class: 'settings-hint' }, hint));
+  return block;
 }

@@ -2,7 +2,9 @@
 //! demo agent (`edit` changes `<cwd>/notes.txt`: two lines added, one removed): the answer of a
 //! turn whose tools changed files carries a line "1 file changed +2 −1", live and after a reload;
 //! it opens a dialog listing each file under its path with its diff, side by side on a wide
-//! screen (a button switches); an answer whose turn changed nothing has no such line.
+//! screen (a button switches); an answer whose turn changed nothing has no such line. `revise`
+//! changes notes.txt twice by whole texts and draft.txt twice by snippets: notes.txt shows one
+//! diff from before the turn to after it, its edits folded under it; draft.txt shows its two.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -80,4 +82,45 @@ describe('the changes of a turn', { timeout: 240000 }, () => {
       assert.deepEqual(pageErrors(page), []);
     });
   }
+
+  test('a file edited twice in a turn shows one diff from before to after, its edits folded under it', { timeout: 120000 }, async () => {
+    const gw = await suite.gateway();
+    const { page } = await suite.device(PHONE);
+    await openSignedIn(page, gw.url);
+    await send(page, 'revise');
+    const revised = assistant(page, 'Revised notes.txt and draft.txt.');
+    await revised.locator('.turn-changes').waitFor();
+    assert.equal((await revised.locator('.turn-changes').textContent()).replace(/\s+/g, ' '), '2 files changed +4 \u22123');
+    const read = async (screenshot = null) => {
+      await revised.getByRole('button', { name: /files changed/ }).click();
+      const dialog = page.getByRole('dialog', { name: /Changes of this turn/ });
+      await dialog.locator('.turn-file').first().waitFor();
+      const shown = await dialog.evaluate((el) => [...el.querySelectorAll('.turn-file')].map((f) => ({
+        head: f.querySelector('.turn-file-head').textContent,
+        hints: [...f.querySelectorAll(':scope > div > .settings-hint, :scope > details > div > .settings-hint')].map((x) => x.textContent),
+        folded: [...f.querySelectorAll(':scope > details')].map((d) => [d.open, d.querySelector('summary').textContent, d.querySelectorAll('.change-diff').length]),
+        shownDiff: f.querySelector(':scope > div .change-diff')?.textContent ?? '',
+      })));
+      if (screenshot) await shot(page, screenshot);
+      await dialog.getByRole('button', { name: 'Close changes' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      return shown;
+    };
+    const live = await read('turn-changes-combined-phone');
+    assert.equal(live.length, 2, JSON.stringify(live));
+    const [notes, draft] = live;
+    assert.match(notes.head, /\/notes\.txt \+2 \u22121$/);
+    assert.deepEqual(notes.hints, ['2 edits combined: from before the turn to after it', 'Edit 1 of 2', 'Edit 2 of 2']);
+    assert.deepEqual(notes.folded, [[false, 'Each edit (2)', 2]]);
+    assert.match(notes.shownDiff, /-two\n\+2\n three\n\+four/);
+    assert.match(draft.head, /\/draft\.txt \+2 \u22122$/);
+    assert.deepEqual(draft.hints, ['Edit 1 of 2', 'Edit 2 of 2'], 'snippets do not combine');
+    assert.deepEqual(draft.folded, []);
+
+    await page.reload();
+    await waitOnline(page);
+    await revised.locator('.turn-changes').waitFor();
+    assert.deepEqual(await read(), live, 'the same after a reload');
+    assert.deepEqual(pageErrors(page), []);
+  });
 });
