@@ -48,16 +48,7 @@ async fn an_edit_shows_its_diff_on_every_device_live_and_after_a_reload() {
     assert_eq!((tool.changes[0].added, tool.changes[0].removed), (2, 1));
 
     // The export writes it as a diff block under its tool.
-    use iris_gateway::admin::archive::{export, ExportFormat, ExportRequest};
-    let out = tempfile::tempdir().expect("tempdir");
-    let request = ExportRequest {
-        chat: Some("default".into()),
-        format: ExportFormat::Markdown,
-        out: out.path().to_path_buf(),
-        media: false,
-    };
-    let done = export(&gw.dir, &request, 0).expect("export");
-    let md = std::fs::read_to_string(&done.files[0]).expect("read");
+    let md = gw.markdown_export();
     assert!(
         md.contains("/notes.txt` +2 −1\n    ```diff\n    --- "),
         "{md}"
@@ -147,16 +138,7 @@ async fn a_file_edited_twice_in_a_turn_shows_one_change_from_before_to_after() {
     assert_eq!(answer.turn_changes.len(), 1);
     let live = answer_stop(&events).expect("message.stop");
     assert_eq!(answer.turn_changes[0].diff, live.turn_changes[0].diff);
-    use iris_gateway::admin::archive::{export, ExportFormat, ExportRequest};
-    let out = tempfile::tempdir().expect("tempdir");
-    let request = ExportRequest {
-        chat: Some("default".into()),
-        format: ExportFormat::Markdown,
-        out: out.path().to_path_buf(),
-        media: false,
-    };
-    let done = export(&gw.dir, &request, 0).expect("export");
-    let md = std::fs::read_to_string(&done.files[0]).expect("read");
+    let md = gw.markdown_export();
     let section = md
         .split("- Changes of this turn")
         .nth(1)

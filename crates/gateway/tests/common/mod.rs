@@ -42,6 +42,20 @@ pub struct TestGateway {
 }
 
 impl TestGateway {
+    /// The default chat exported as Markdown (no media), as the `export` command writes it.
+    pub fn markdown_export(&self) -> String {
+        use iris_gateway::admin::archive::{export, ExportFormat, ExportRequest};
+        let out = tempfile::tempdir().expect("tempdir");
+        let request = ExportRequest {
+            chat: Some("default".into()),
+            format: ExportFormat::Markdown,
+            out: out.path().to_path_buf(),
+            media: false,
+        };
+        let done = export(&self.dir, &request, 0).expect("export");
+        std::fs::read_to_string(&done.files[0]).expect("read the export")
+    }
+
     /// A gateway on a fresh data dir.
     pub async fn start() -> TestGateway {
         Self::start_with(|_| {}).await
