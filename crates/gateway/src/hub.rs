@@ -30,8 +30,16 @@ pub enum CloseReason {
     Replaced,
     /// The device fell too far behind (close code 4429); it will `sync` on reconnect.
     Overflow,
-    /// The device was revoked or the gateway is shutting down (close code 1001).
+    /// The gateway is shutting down (close code 1001).
     GoingAway,
+    /// The device was revoked: it gets nothing more than `error auth` with
+    /// [`CloseReason::REVOKED`] and close code 4401, so that it knows not to come back.
+    Revoked,
+}
+
+impl CloseReason {
+    /// What a revoked device is told, at once and at every later `hello` under its id.
+    pub const REVOKED: &'static str = "this device was revoked";
 }
 
 /// One item waiting to be written to a socket.

@@ -5,7 +5,8 @@
 //! tokens (so its token stops working whatever id it claims), the pairing codes it made that are
 //! still unspent (so a kept code cannot sign it in again) and its scheduled jobs, and its id is
 //! remembered (`meta` key `revoked_device:<id>`): a later `hello` with that id is refused with
-//! `error auth` and close code 4401. The devices paired through a code it made go with it, and
+//! `error auth` and close code 4401. Its live connection is told so the same way, and gets nothing
+//! more. The devices paired through a code it made go with it, and
 //! theirs, and so on: whoever held a revoked device could have paired another for later. In a
 //! running gateway their live connections are then closed and their action tokens forgotten.
 //!
@@ -52,6 +53,14 @@ pub async fn is_revoked(store: &Store, device_id: &str) -> Result<bool, StoreErr
     Ok(store
         .get_meta(&format!("{REVOKED_PREFIX}{device_id}"))
         .await?
+        .is_some())
+}
+
+/// Whether this device id has been revoked, within a write: a registration that checks here
+/// cannot bring back a device revoked since its `hello` was checked.
+pub fn revoked_in(tx: &WriteTx<'_>, device_id: &str) -> Result<bool, StoreError> {
+    Ok(tx
+        .get_meta(&format!("{REVOKED_PREFIX}{device_id}"))?
         .is_some())
 }
 
@@ -140,10 +149,10 @@ pub async fn revoke_as(
 /// Closes the connections of a device just revoked and of those revoked with it, and forgets
 /// their action tokens.
 fn disconnect(shared: &Shared, device_id: &str, existed: bool, also: Vec<String>) -> Revoked {
-    let disconnected = shared.hub.kick(device_id, CloseReason::GoingAway);
+    let disconnected = shared.hub.kick(device_id, CloseReason::Revoked);
     shared.actions.forget_device(device_id);
     for other in &also {
-        shared.hub.kick(other, CloseReason::GoingAway);
+        shared.hub.kick(other, CloseReason::Revoked);
         shared.actions.forget_device(other);
     }
     tracing::info!(device_id = %device_id, existed, disconnected, also = ?also, "device revoked");

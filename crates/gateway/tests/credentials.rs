@@ -191,6 +191,34 @@ async fn a_code_presented_under_a_revoked_id_is_refused_and_not_spent() {
     gw.stop().await;
 }
 
+/// A `hello` checked before a revocation and registered after it (the gateway is between the
+/// two when the owner revokes) must not bring the device back: no row, no push registration.
+#[tokio::test]
+async fn a_registration_after_a_revocation_does_not_bring_the_device_back() {
+    let gw = TestGateway::start().await;
+    let (phone, _) = gw.connect("lost-phone").await;
+    phone.close().await.expect("close");
+    iris_gateway::admin::devices::revoke(&gw.dir, "lost-phone")
+        .await
+        .expect("revoke");
+    let late: iris_protocol::Hello = serde_json::from_value(serde_json::json!({
+        "token": "irrelevant here", "device_id": "lost-phone", "device_name": "Lost phone",
+        "ntfy_topic": "lost-phone-topic",
+    }))
+    .expect("hello");
+    let registered = iris_gateway::handlers::register_device(&gw.shared, &late)
+        .await
+        .expect("store");
+    assert!(registered.is_none(), "{registered:?}");
+    let store = &gw.shared.store;
+    assert!(store
+        .get_device("lost-phone")
+        .await
+        .expect("read")
+        .is_none());
+    gw.stop().await;
+}
+
 #[tokio::test]
 async fn a_revoked_device_token_is_dead_whatever_id_it_claims_and_its_connection_closes() {
     let gw = TestGateway::start().await;
@@ -216,7 +244,8 @@ async fn a_revoked_device_token_is_dead_whatever_id_it_claims_and_its_connection
         .expect("revoke");
     assert!(revoked.existed && revoked.disconnected, "{revoked:?}");
     let close = live.closed_timeout(ANSWER).await.expect("closed");
-    assert_eq!(close.map(|c| c.0), Some(1001));
+    // Told why, so that it does not come back.
+    assert_eq!(close, Some((4401, "this device was revoked".into())));
     for claimed in ["lost-phone", "brand-new-id"] {
         assert_eq!(
             hello(&gw, &token, claimed).await.map(|_| ()),

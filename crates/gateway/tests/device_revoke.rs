@@ -99,13 +99,25 @@ fn entry<'a>(list: &'a DeviceList, device: &str) -> &'a DeviceInfo {
         .unwrap_or_else(|| panic!("{device} in {list:?}"))
 }
 
-/// The socket was closed by the gateway with 1001 (going away).
-async fn closed_going_away(client: &mut Client) {
+/// The gateway told the device it was revoked (`error auth`, then close 4401 with the same words),
+/// and sent it nothing after that.
+async fn closed_as_revoked(client: &mut Client) {
+    let mut told = false;
     loop {
         match client.next_event().await {
-            Ok(_) => continue,
+            Ok(e) => match &e.body {
+                ServerFrame::Error(err) => {
+                    assert_eq!(
+                        (err.code, err.message.as_str()),
+                        (ErrorCode::Auth, "this device was revoked")
+                    );
+                    told = true;
+                }
+                _ => assert!(!told, "a frame after the revocation: {:?}", e.body),
+            },
             Err(ClientError::Closed(close)) => {
-                assert_eq!(close.map(|(code, _)| code), Some(1001));
+                assert!(told, "no error frame before the close");
+                assert_eq!(close, Some((4401, "this device was revoked".into())));
                 return;
             }
             Err(e) => panic!("not closed by the gateway: {e}"),
@@ -191,8 +203,8 @@ async fn revoking_a_descendant_closes_its_socket_and_refuses_its_token_at_once()
         "with the device it paired"
     );
     assert_eq!(ids(&answer), ["laptop", "phone"]);
-    closed_going_away(&mut f.tablet).await;
-    closed_going_away(&mut f.watch).await;
+    closed_as_revoked(&mut f.tablet).await;
+    closed_as_revoked(&mut f.watch).await;
     for (token, device) in [(&f.tablet_token, "tablet"), (&f.watch_token, "watch")] {
         assert_eq!(
             hello(&gw, token, device).await,
@@ -249,8 +261,8 @@ async fn a_device_may_revoke_itself_and_its_line_goes_with_it() {
     let answer = revoke(&mut f.tablet, "tablet").await.expect("revoked");
     assert_eq!(answer.revoked, ["tablet", "watch"]);
     assert_eq!(ids(&answer), ["laptop", "phone"]);
-    closed_going_away(&mut f.tablet).await;
-    closed_going_away(&mut f.watch).await;
+    closed_as_revoked(&mut f.tablet).await;
+    closed_as_revoked(&mut f.watch).await;
     assert_eq!(
         hello(&gw, &f.tablet_token, "tablet").await,
         Err((ErrorCode::Auth, "invalid token".into()))

@@ -237,7 +237,8 @@ async fn devices_are_listed_and_a_revoked_device_is_disconnected_at_once_and_ref
         "Revoked phone-1; it was connected and has been disconnected."
     );
     let close = phone.closed_timeout(Duration::from_secs(10)).await.unwrap();
-    assert_eq!(close.map(|c| c.0), Some(1001));
+    // Told why, so that it does not come back.
+    assert_eq!(close, Some((4401, "this device was revoked".into())));
 
     match Client::connect(options(&gw, "phone-1", "Pixel")).await {
         Err(ClientError::Server {

@@ -78,7 +78,8 @@ pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr, b
     }
     let conn_id = ctx.shared.hub.next_conn_id();
     let mut conn = match attach(&ctx, socket, conn_id, admitted, addr.ip()).await {
-        Ok(conn) => conn,
+        Ok(Some(conn)) => conn,
+        Ok(None) => return,
         Err(e) => {
             tracing::warn!(error = %e, "hello failed");
             return;
@@ -242,7 +243,7 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
         Ok(false) => {}
         Ok(true) => {
             tracing::warn!(device_id = %hello.device_id, "hello from a revoked device");
-            let msg = "this device was revoked";
+            let msg = CloseReason::REVOKED;
             return Err(Refusal::new(id, ErrorCode::Auth, msg, close_code::AUTH));
         }
         Err(e) => return Err(cannot_check(id, &e)),
@@ -349,14 +350,15 @@ async fn reject(socket: &mut WebSocket, refusal: Refusal) {
         .await;
 }
 
-/// Registers the device, attaches to the hub and answers `hello.ack` + `status online`.
+/// Registers the device, attaches to the hub and answers `hello.ack` + `status online`; `None`
+/// when the device was revoked meanwhile (refused like a `hello` of a revoked device).
 async fn attach(
     ctx: &Arc<Context>,
     mut socket: WebSocket,
     conn_id: u64,
     admitted: Admitted,
     ip: IpAddr,
-) -> Result<Conn, iris_store::StoreError> {
+) -> Result<Option<Conn>, iris_store::StoreError> {
     let Admitted {
         id: hello_id,
         hello,
@@ -366,7 +368,11 @@ async fn attach(
     // A watermark the device proved but the writer task has not stored yet counts. Asked before
     // the store: what is no longer unstored by then is stored, and the store read sees it.
     let unstored = shared.hub.unstored_watermark(&hello.device_id);
-    let mut device = handlers::register_device(shared, &hello).await?;
+    let revoked = |id| Refusal::new(id, ErrorCode::Auth, CloseReason::REVOKED, close_code::AUTH);
+    let Some(mut device) = handlers::register_device(shared, &hello).await? else {
+        reject(&mut socket, revoked(hello_id)).await;
+        return Ok(None);
+    };
     device.confirmed_cursor = device.confirmed_cursor.max(unstored.unwrap_or(0));
     // `devices list` shows where a device last connected from.
     let (id, addr, now) = (
@@ -388,6 +394,20 @@ async fn attach(
         queue.set_focus(lanes);
     }
     let attached = shared.hub.attach(queue.clone());
+    // A revocation since the registration found no connection of the device to close; one
+    // from now on finds this one. So look again before the device reads a byte.
+    match crate::admin::devices::is_revoked(&shared.store, &hello.device_id).await {
+        Ok(false) => {}
+        found => {
+            shared.hub.detach(&queue);
+            let refusal = match found {
+                Err(e) => cannot_check(hello_id, &e),
+                Ok(_) => revoked(hello_id),
+            };
+            reject(&mut socket, refusal).await;
+            return Ok(None);
+        }
+    }
     let head = attached.head;
     if let Some(old) = attached.replaced {
         old.close(CloseReason::Replaced);
@@ -449,7 +469,7 @@ async fn attach(
             return Err(iris_store::StoreError::Closed);
         }
     }
-    Ok(Conn::attached(
+    Ok(Some(Conn::attached(
         ctx.clone(),
         conn_id,
         hello.device_id,
@@ -457,5 +477,5 @@ async fn attach(
         queue,
         (head, device.confirmed_cursor),
         appends,
-    ))
+    )))
 }

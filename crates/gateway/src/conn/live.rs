@@ -180,6 +180,15 @@ impl Conn {
     /// already delivered them), then pings to confirm. Returns `Some` when the connection ended.
     async fn flush_queue(&mut self, skip_upto: Option<u64>) -> Option<Ended> {
         let drained = self.queue.drain();
+        if drained.close == Some(CloseReason::Revoked) {
+            // Not one more frame: only why, so that the device does not come back.
+            tracing::info!(device_id = %self.device_id, "closing a revoked device's connection");
+            let why = WireError::new(ErrorCode::Auth, CloseReason::REVOKED);
+            if self.send_error(None, why).await.is_ok() {
+                self.close(close_code::AUTH, CloseReason::REVOKED).await;
+            }
+            return Some(Ended::Closed(CloseReason::Revoked));
+        }
         if drained.close == Some(CloseReason::Overflow) {
             tracing::warn!(device_id = %self.device_id, "device too far behind; disconnecting");
             self.close(close_code::TOO_SLOW, "too far behind; reconnect and sync")
@@ -239,7 +248,7 @@ impl Conn {
                     "replaced by a newer connection of this device",
                 ),
                 CloseReason::GoingAway => (close_code::GOING_AWAY, "gateway restarting"),
-                CloseReason::Overflow => unreachable!("handled above"),
+                CloseReason::Overflow | CloseReason::Revoked => unreachable!("handled above"),
             };
             self.close(code, text).await;
             return Some(Ended::Closed(reason));

@@ -10,11 +10,12 @@ use crate::ids::now_ms;
 use crate::state::Shared;
 use crate::wire::{Reply, Result, WireError};
 
-/// Stores the device's name, caps and push registration; returns its row.
+/// Stores the device's name, caps and push registration; returns its row, or `None` when the
+/// device was revoked since its `hello` was checked (nothing is stored then).
 pub async fn register_device(
     shared: &Shared,
     hello: &Hello,
-) -> std::result::Result<DeviceRow, StoreError> {
+) -> std::result::Result<Option<DeviceRow>, StoreError> {
     let device_id = hello.device_id.clone();
     let name = hello
         .device_name
@@ -40,6 +41,9 @@ pub async fn register_device(
     shared
         .store
         .write(move |tx| {
+            if crate::revoke::revoked_in(tx, &device_id)? {
+                return Ok(None);
+            }
             let row = tx.upsert_device(&device_id, &name, &caps, now_ms())?;
             if fcm.is_some() || ntfy.is_some() {
                 tx.set_push_tokens(&device_id, fcm.map(Some), ntfy.map(Some))?;
@@ -47,7 +51,7 @@ pub async fn register_device(
             if let Some(webpush) = webpush {
                 tx.set_webpush(&device_id, webpush.as_ref())?;
             }
-            Ok(row)
+            Ok(Some(row))
         })
         .await
 }
