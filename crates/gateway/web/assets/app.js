@@ -29,7 +29,7 @@ import {
 import { initRewind } from './rewind.js';
 import { initSearch } from './search.js';
 import {
-  deviceId, deviceName, forgetKept, initSession, renderConnState, showApp, showSignin, tokenAtLoad,
+  deviceId, deviceName, forgetKept, initSession, renderConnState, showApp, showSignin, signinNote, tokenAtLoad,
 } from './session.js';
 import {
   chooseAgent, initSidebar, noteMessage, onChannelFrame, renderSidebar, setDirectory,
@@ -247,5 +247,5 @@ if ('serviceWorker' in navigator) {
 if ('serviceWorker' in navigator) navigator.serviceWorker.register('sw.js').catch(() => {});
 
 const token = tokenAtLoad();
-if (!token) showSignin('');
+if (!token) showSignin(signinNote());
 else start(token);

@@ -136,6 +136,34 @@ export function forgetToken() {
   store.removeItem('iris.kept');
 }
 
+/** What the sign-in form says after `forgetDevice` reloaded the page. */
+const SIGNIN_NOTE = 'iris.signin_note';
+
+/**
+ * This browser was revoked: it forgets all it kept of the gateway (its token, its place in the
+ * transcript, messages still waiting to be sent, the chat it showed), takes a new device id (the
+ * gateway refuses the old one for good, so a new pairing needs another), and reloads, so that
+ * nothing of the transcript stays in the page; the sign-in form then says `message`.
+ */
+export function forgetDevice(message) {
+  forgetToken();
+  for (const key of ['iris.outbox', 'iris.lane', 'iris.webpush']) store.removeItem(key);
+  store.setItem('iris.device_id', randomId('web_'));
+  sessionStorage.setItem(SIGNIN_NOTE, message);
+  navigator.serviceWorker?.ready
+    .then((reg) => reg.pushManager.getSubscription())
+    .then((sub) => sub && sub.unsubscribe())
+    .catch(() => {});
+  location.reload();
+}
+
+/** The sign-in form's note left by `forgetDevice`, once. */
+export function signinNote() {
+  const note = sessionStorage.getItem(SIGNIN_NOTE) || '';
+  sessionStorage.removeItem(SIGNIN_NOTE);
+  return note;
+}
+
 /** Shows a connection state (see conn.js) in the banner and the status label. */
 export function renderConnState(state) {
   const banner = $('banner');
@@ -170,15 +198,21 @@ export function renderConnState(state) {
       banner.append('Iris is open in another tab or window. ', h('button', { type: 'button', class: 'link', onclick: () => app.conn.connectNow() }, 'Use here'));
       label.textContent = 'Paused';
       break;
-    case 'auth':
+    case 'auth': {
       app.conn.stop();
       if (restoreKept()) break;
-      showSignin(state.message === 'this device was revoked'
-        ? 'This browser was removed from the gateway. Ask its owner to pair it again.'
-        : `The gateway refused the token (${state.message}).`);
-      // A revoked device's token, or a spent or expired pairing code, will never work again.
-      if (state.message === 'this device was revoked' || /^pairing code /.test(state.message || '')) store.removeItem('iris.token');
+      // A device token the gateway no longer knows was revoked while this browser was away (or
+      // the gateway's data was reset): like a revocation, it never works again.
+      const deadDevice = state.message === 'invalid token' && (store.getItem('iris.token') || '').startsWith('idt_');
+      if (state.message === 'this device was revoked' || deadDevice) {
+        forgetDevice('This browser was removed from the gateway. Ask its owner to pair it again.');
+        break;
+      }
+      showSignin(`The gateway refused the token (${state.message}).`);
+      // A spent or expired pairing code will never work again.
+      if (/^pairing code /.test(state.message || '')) store.removeItem('iris.token');
       break;
+    }
     case 'unsupported':
       banner.hidden = false;
       banner.classList.add('error');

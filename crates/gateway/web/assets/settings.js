@@ -10,7 +10,7 @@ import { icon } from './icons.js';
 import { showNotificationSettings } from './notifysettings.js';
 import { showPairDialog } from './pairing.js';
 import { ago } from './pushstatus.js';
-import { forgetToken, showSignin } from './session.js';
+import { forgetDevice } from './session.js';
 import { $, app, store } from './state.js';
 import { confirmDialog } from './ui.js';
 import { h } from './util.js';
@@ -145,8 +145,7 @@ async function revoke(view, device) {
   const revoked = Array.isArray(res.payload.revoked) ? res.payload.revoked : [];
   if (device.this_device) {
     $('settings').close();
-    forgetToken();
-    showSignin('This browser was revoked. Pair it again with a new code to use it.');
+    forgetDevice('This browser was revoked. Pair it again with a new code to use it.');
     return;
   }
   if (!current(view)) return;

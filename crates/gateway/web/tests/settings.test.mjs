@@ -2,13 +2,15 @@
 // paired devices with this one marked, pairing a device through this one's code, and revoking
 // devices: the revoked page loses its connection and is signed out, a device offers no Revoke
 // for the device that paired it, a stale Revoke is refused with the reason, and a device may
-// revoke itself.
+// revoke itself. A revoked browser forgets what it kept of the gateway (token, place, unsent
+// messages, the transcript on screen) and takes a new device id, so that it can be paired again;
+// one revoked while it was away learns so when it comes back.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  DESKTOP, PHONE, browserSuite, openSignedIn, pageErrors, shot, waitOnline,
+  DESKTOP, PHONE, browserSuite, openSignedIn, pageErrors, send, shot, waitOnline,
 } from './harness.mjs';
 
 const suite = browserSuite(before, after);
@@ -131,7 +133,7 @@ describe('Settings', { timeout: 400000 }, () => {
       await phoneRow.waitFor({ state: 'detached' });
       await dialog.getByRole('status').filter({ hasText: 'Phone was revoked.' }).waitFor();
       await phone.locator('#signin').waitFor();
-      await phone.locator('#signin-error', { hasText: 'refused the token' }).waitFor();
+      await phone.locator('#signin-error', { hasText: 'removed from the gateway' }).waitFor();
 
       // The tablet revokes itself; the laptop's list is stale, and its Revoke is refused with why.
       const tabletDialog = await openSettings(tablet);
@@ -156,4 +158,58 @@ describe('Settings', { timeout: 400000 }, () => {
       assert.deepEqual(pageErrors(tablet), []);
     });
   }
+
+  test('a revoked browser forgets the gateway, pairs again, and learns of a revocation made while it was away', { timeout: 120000 }, async () => {
+    const gw = await suite.gateway();
+    const { page } = await suite.device(DESKTOP);
+    await openSignedIn(page, gw.url);
+    const dialog = await openSettings(page);
+    const done = () => page.locator('dialog#ask').getByRole('button', { name: 'Done' }).click();
+    const phone = await pairedBrowser(await pairingLink(page, dialog), PHONE, 'Phone');
+    await done();
+    await send(phone, 'secret plan');
+    await phone.locator('.msg.role-assistant', { hasText: 'Echo: secret plan' }).waitFor();
+    const kept = () => phone.evaluate(() => ({
+      token: localStorage.getItem('iris.token'),
+      cursor: localStorage.getItem('iris.cursor'),
+      lane: localStorage.getItem('iris.lane'),
+      deviceId: localStorage.getItem('iris.device_id'),
+      shown: document.body.innerText.includes('secret plan') || document.querySelectorAll('.msg').length > 0,
+    }));
+    const before = await kept();
+    assert.match(before.token, /^idt_/);
+
+    const revoke = async () => {
+      await row(dialog, 'Phone').getByRole('button', { name: 'Revoke Phone' }).click();
+      await page.locator('dialog#ask').getByRole('button', { name: 'Revoke' }).click();
+      await dialog.getByRole('status').filter({ hasText: 'Phone was revoked.' }).waitFor();
+    };
+    const removed = async () => {
+      await phone.locator('#signin-error', { hasText: 'This browser was removed from the gateway.' }).waitFor();
+      const after = await kept();
+      assert.deepEqual({ ...after, deviceId: null }, { token: null, cursor: null, lane: null, deviceId: null, shown: false });
+      return after.deviceId;
+    };
+    // Revoked while connected: told at once.
+    await revoke();
+    const newId = await removed();
+    assert.ok(newId && newId !== before.deviceId, 'a new device id');
+
+    // Paired again with a new code: the same browser, a new device.
+    await row(dialog, 'Phone').waitFor({ state: 'detached' });
+    await phone.goto(await pairingLink(page, dialog));
+    await waitOnline(phone);
+    await done();
+    await row(dialog, 'Phone').waitFor();
+    assert.equal(await phone.evaluate(() => localStorage.getItem('iris.device_id')), newId);
+
+    // Revoked while its page was closed (the tab shows a file of the gateway, no client): it
+    // learns so when it comes back.
+    await phone.goto(new URL('assets/icon.svg', gw.url).href);
+    await revoke();
+    await phone.goto(gw.url);
+    await removed();
+    assert.deepEqual(pageErrors(phone), []);
+    assert.deepEqual(pageErrors(page), []);
+  });
 });
