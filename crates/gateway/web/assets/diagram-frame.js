@@ -3,21 +3,30 @@
 // the page's Content-Security-Policy refuses; this frame's policy allows those, and still no
 // inline script. It answers each `{ id, source }` the page posts with
 // `{ id, svg, label, width, height }` (the SVG sanitized by DOMPurify and made a standalone image
-// document) or `{ id, error }`; the page shows the SVG as an image.
+// document) or `{ id, error }`; the page shows the SVG as an image. `theme` (`default` or `dark`,
+// as the page's theme) picks Mermaid's colours.
 
 import DOMPurify from './vendor/dompurify/purify.es.mjs';
 import mermaid from './vendor/mermaid/mermaid.esm.min.mjs';
 
-mermaid.initialize({
-  startOnLoad: false,
-  securityLevel: 'strict',
-  // Labels as SVG text, never HTML in a foreignObject.
-  htmlLabels: false,
-  flowchart: { htmlLabels: false },
-  theme: 'default',
-  maxTextSize: 20000,
-  maxEdges: 500,
-});
+const THEMES = new Set(['default', 'dark']);
+let theme = null;
+
+/** Mermaid set up for `wanted` (a theme of `THEMES`), when it is not already. */
+function setTheme(wanted) {
+  if (wanted === theme) return;
+  theme = wanted;
+  mermaid.initialize({
+    startOnLoad: false,
+    securityLevel: 'strict',
+    // Labels as SVG text, never HTML in a foreignObject.
+    htmlLabels: false,
+    flowchart: { htmlLabels: false },
+    theme,
+    maxTextSize: 20000,
+    maxEdges: 500,
+  });
+}
 
 /** Mermaid's SVG, sanitized and made a standalone image document; null if nothing is left. */
 function clean(svg) {
@@ -39,9 +48,10 @@ function clean(svg) {
 let count = 0;
 let queue = Promise.resolve();
 
-async function draw(id, source) {
+async function draw(id, source, wanted) {
   count += 1;
   try {
+    setTheme(wanted);
     const { svg } = await mermaid.render(`diagram-${count}`, source);
     const image = clean(svg);
     parent.postMessage(image ? { id, ...image } : { id, error: 'nothing to draw' }, location.origin);
@@ -54,10 +64,10 @@ async function draw(id, source) {
 
 addEventListener('message', (ev) => {
   if (ev.origin !== location.origin || ev.source !== parent) return;
-  const { id, source } = ev.data || {};
+  const { id, source, theme: wanted } = ev.data || {};
   if (typeof id !== 'number' || typeof source !== 'string') return;
   // One at a time: Mermaid keeps the state of the diagram it draws.
-  queue = queue.then(() => draw(id, source));
+  queue = queue.then(() => draw(id, source, THEMES.has(wanted) ? wanted : 'default'));
 });
 
 parent.postMessage({ ready: true }, location.origin);

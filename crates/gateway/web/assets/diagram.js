@@ -7,14 +7,19 @@
 // there by DOMPurify, is shown as an <img> of a `blob:` URL, and an image never runs script,
 // follows a link or loads anything. The page never parses it: parsing its inline styles here
 // would break the page's Content-Security-Policy. A diagram Mermaid cannot read stays a code
-// block.
+// block. Diagrams take the page's theme (Mermaid's `dark` on a dark page), and are drawn again
+// when it changes.
 
-/** Diagrams kept drawn (by source), so a streaming answer's redraws do not draw them again. */
+/** Diagrams kept drawn (by theme and source), so a streaming answer's redraws do not draw them again. */
 const KEEP = 50;
-/** Source → promise of { svg, label, width, height } or null. */
+/** Theme and source → promise of { svg, label, width, height } or null. */
 const drawing = new Map();
-/** Source → the same, once settled: drawn again at once. */
+/** Theme and source → the same, once settled: drawn again at once. */
 const drawn = new Map();
+
+/** Mermaid's theme for the page's. */
+const theme = () => (document.documentElement.dataset.theme === 'dark' ? 'dark' : 'default');
+const keyOf = (source) => `${theme()}\n${source}`;
 
 let frame = null;
 let ready = null;
@@ -47,7 +52,9 @@ function openFrame() {
 }
 
 function render(source) {
-  if (!drawing.has(source)) {
+  const key = keyOf(source);
+  const wanted = theme();
+  if (!drawing.has(key)) {
     if (drawing.size >= KEEP) {
       const oldest = drawing.keys().next().value;
       drawing.delete(oldest);
@@ -57,34 +64,40 @@ function render(source) {
       .then(() => new Promise((resolve) => {
         nextId += 1;
         waiting.set(nextId, resolve);
-        frame.contentWindow.postMessage({ id: nextId, source }, location.origin);
+        frame.contentWindow.postMessage({ id: nextId, source, theme: wanted }, location.origin);
       }))
       .then((data) => (typeof data.svg === 'string' && data.width > 0 && data.height > 0
-        ? { svg: data.svg, label: String(data.label || 'Diagram'), width: data.width, height: data.height } : null))
+        ? { svg: data.svg, label: String(data.label || 'Diagram'), width: data.width, height: data.height, theme: wanted } : null))
       .catch(() => null)
       .then((result) => {
-        if (drawing.get(source) === promise) drawn.set(source, result);
+        if (drawing.get(key) === promise) drawn.set(key, result);
         return result;
       });
-    drawing.set(source, promise);
+    drawing.set(key, promise);
   }
-  return drawing.get(source);
+  return drawing.get(key);
+}
+
+/** The image of a drawn diagram, as a `blob:` URL freed once it is shown. */
+function setImage(img, result) {
+  const url = URL.createObjectURL(new Blob([result.svg], { type: 'image/svg+xml' }));
+  const free = () => URL.revokeObjectURL(url);
+  img.addEventListener('load', free, { once: true });
+  img.addEventListener('error', free, { once: true });
+  img.width = result.width;
+  img.height = result.height;
+  img.dataset.theme = result.theme;
+  img.src = url;
 }
 
 /** Replaces a framed code block by the diagram, its source behind "Show source". */
 function show(block, result) {
   if (!result || !block.parentNode) return;
-  const url = URL.createObjectURL(new Blob([result.svg], { type: 'image/svg+xml' }));
   const img = document.createElement('img');
   img.className = 'diagram-image';
   img.alt = result.label;
-  img.width = result.width;
-  img.height = result.height;
   img.decoding = 'async';
-  const free = () => URL.revokeObjectURL(url);
-  img.addEventListener('load', free, { once: true });
-  img.addEventListener('error', free, { once: true });
-  img.src = url;
+  setImage(img, result);
   const summary = document.createElement('summary');
   summary.textContent = 'Show source';
   const source = document.createElement('details');
@@ -102,10 +115,23 @@ export function drawDiagrams(root) {
     const block = code.closest('.code-block');
     if (!block) continue;
     const source = code.textContent;
-    if (drawn.has(source)) {
-      show(block, drawn.get(source));
+    if (drawn.has(keyOf(source))) {
+      show(block, drawn.get(keyOf(source)));
       continue;
     }
     render(source).then((result) => show(block, result));
   }
 }
+
+/** Draws the diagrams shown again in the page's new theme. */
+function redraw() {
+  for (const img of document.querySelectorAll('figure.diagram > img.diagram-image')) {
+    const code = img.parentNode.querySelector('code[data-diagram]');
+    if (!code || img.dataset.theme === theme()) continue;
+    render(code.textContent).then((result) => {
+      if (result && img.isConnected) setImage(img, result);
+    });
+  }
+}
+
+new MutationObserver(redraw).observe(document.documentElement, { attributes: true, attributeFilter: ['data-theme'] });

@@ -2,7 +2,8 @@
 // agent (which echoes the prompt): a ```mermaid block is shown as an image of the diagram with its
 // source behind "Show source"; Mermaid is fetched only once a message has one; an injection
 // attempt in a diagram runs nothing; a diagram Mermaid cannot read stays a code block; and the
-// diagrams survive a reload and look the same on a second device. The page's
+// diagrams survive a reload and look the same on a second device; on a dark page they are drawn
+// in Mermaid's dark colours, and drawn again when the theme changes. The page's
 // Content-Security-Policy is never broken (a violation is a console error).
 
 import assert from 'node:assert/strict';
@@ -138,5 +139,51 @@ describe('diagrams', { timeout: 300000 }, () => {
       };
     }, FLOW);
     assert.deepEqual(marked, { open: 0, openAtFence: 0, closed: 1, tildes: 1, longer: 1, other: 0 });
+  });
+
+  test('a diagram takes the page\'s theme, and is drawn again when it changes', { timeout: 90000 }, async () => {
+    const gw = await suite.gateway();
+    const { page } = await suite.device(DESKTOP);
+    await page.emulateMedia({ colorScheme: 'light' });
+    await openSignedIn(page, gw.url);
+    await send(page, `Themed:\n${fence(FLOW)}`);
+    const img = answer(page, 'Echo: Themed').locator('img.diagram-image');
+    /** The image's theme once drawn, and how light its visible pixels are (0 to 255). */
+    const drawnAs = async (wanted) => {
+      await page.waitForFunction((t) => {
+        const i = document.querySelector('.msg.role-assistant img.diagram-image');
+        return i && i.dataset.theme === t && i.complete && i.naturalWidth > 0;
+      }, wanted);
+      return img.evaluate(async (i) => {
+        await i.decode();
+        const canvas = document.createElement('canvas');
+        canvas.width = i.naturalWidth;
+        canvas.height = i.naturalHeight;
+        const ctx = canvas.getContext('2d');
+        ctx.drawImage(i, 0, 0);
+        const px = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+        let sum = 0;
+        let n = 0;
+        for (let k = 0; k < px.length; k += 4) {
+          if (px[k + 3] < 200) continue;
+          sum += 0.2126 * px[k] + 0.7152 * px[k + 1] + 0.0722 * px[k + 2];
+          n += 1;
+        }
+        return n ? sum / n : -1;
+      });
+    };
+    const light = await drawnAs('default');
+    await page.evaluate(() => {
+      localStorage.setItem('iris.theme', 'dark');
+      document.dispatchEvent(new Event('iris-theme'));
+    });
+    const dark = await drawnAs('dark');
+    assert.ok(light > 150 && dark < 110, `light ${light.toFixed(0)}, dark ${dark.toFixed(0)}`);
+    await shot(page, 'diagram-dark-desktop');
+    // A reload on a dark page draws it dark at once.
+    await page.reload();
+    await waitOnline(page);
+    assert.ok(await drawnAs('dark') < 110);
+    assert.deepEqual(await errors(page, gw), []);
   });
 });
