@@ -144,6 +144,7 @@ pub fn channel_info(row: &ChannelRow) -> ChannelInfo {
         // activity of its own time.
         last_activity_at: None,
         preview: None,
+        preview_message_id: None,
     }
 }
 

@@ -73,8 +73,8 @@ async fn hello_ack_gives_each_chat_its_latest_activity_and_a_preview() {
     .await;
     let long = "word ".repeat(60);
     let echo = send_text(&mut phone, "default", &long).await;
-    let sent_at = match &echo.body {
-        ServerFrame::Message(m) => m.ts,
+    let (sent_at, sent_id) = match &echo.body {
+        ServerFrame::Message(m) => (m.ts, m.message_id.clone()),
         other => panic!("{other:?}"),
     };
 
@@ -92,8 +92,14 @@ async fn hello_ack_gives_each_chat_its_latest_activity_and_a_preview() {
         preview.ends_with('…') && !preview.contains("  "),
         "{preview:?}"
     );
+    // The message the preview shows, so that an app can tell when it is deleted.
+    assert_eq!(
+        default.preview_message_id.as_deref(),
+        Some(sent_id.as_str())
+    );
     let quiet_entry = entry(&ack, &quiet.chat_id);
     assert_eq!(quiet_entry.preview, None, "an empty chat has no preview");
+    assert_eq!(quiet_entry.preview_message_id, None);
     assert_eq!(quiet_entry.last_activity_at, quiet.last_activity_at);
     // By activity: the default chat (newest message), the older chat (a message after the
     // quiet chat was created), the quiet chat.

@@ -180,6 +180,10 @@ pub struct ChannelInfo {
     /// `hello.ack`; absent from `channel.list` (an Iris extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<String>,
+    /// The id of the message `preview` shows, so that an app can tell when a `message.deleted`
+    /// takes it away. Sent with `preview` (an Iris extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_message_id: Option<String>,
 }
 
 /// `hello.ack`.

@@ -238,9 +238,11 @@ const LANE_OF_ENTRY: &str = "m.chat_id = COALESCE(c.parent_chat_id, c.chat_id) \
 
 /// How many characters of a preview's message are read: enough for one line of it.
 const PREVIEW_SOURCE_CHARS: usize = 2000;
+/// The messages a lane's preview may show.
+const PREVIEWED: &str = "m.role IN ('user', 'assistant') AND trim(m.text) <> ''";
 
 /// Every channel's and thread's latest activity (its newest message's time, or its creation)
-/// and the start of its newest user or assistant message with text, in one query.
+/// and the start and id of its newest user or assistant message with text, in one query.
 pub(crate) fn channel_activity(conn: &Connection) -> Result<Vec<ChannelActivity>, StoreError> {
     let mut stmt = conn.prepare_cached(&channel_activity_sql())?;
     let rows = stmt
@@ -249,6 +251,7 @@ pub(crate) fn channel_activity(conn: &Connection) -> Result<Vec<ChannelActivity>
                 chat_id: r.get(0)?,
                 last_activity_at: r.get(1)?,
                 latest_text: r.get(2)?,
+                latest_id: r.get(3)?,
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;
@@ -260,7 +263,9 @@ fn channel_activity_sql() -> String {
         "SELECT c.chat_id, \
          COALESCE((SELECT m.ts FROM messages m WHERE {LANE_OF_ENTRY} ORDER BY m.seq DESC LIMIT 1), c.created_at), \
          (SELECT substr(m.text, 1, {PREVIEW_SOURCE_CHARS}) FROM messages m WHERE {LANE_OF_ENTRY} \
-          AND m.role IN ('user', 'assistant') AND trim(m.text) <> '' ORDER BY m.seq DESC LIMIT 1) \
+          AND {PREVIEWED} ORDER BY m.seq DESC LIMIT 1), \
+         (SELECT m.message_id FROM messages m WHERE {LANE_OF_ENTRY} \
+          AND {PREVIEWED} ORDER BY m.seq DESC LIMIT 1) \
          FROM channels c ORDER BY c.seq"
     )
 }

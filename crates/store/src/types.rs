@@ -133,6 +133,8 @@ pub struct ChannelActivity {
     /// The start (at most 2000 characters) of the lane's newest user or assistant message
     /// with text; `None` when it has none.
     pub latest_text: Option<String>,
+    /// That message's id.
+    pub latest_id: Option<String>,
 }
 
 /// What [`crate::WriteTx::delete_channel`] removed.

@@ -556,22 +556,23 @@ async fn activity_is_the_newest_message_or_the_creation_and_previews_skip_system
     threaded.ts = 40;
     common::put_messages(&store, vec![flat, answer, note, threaded]).await;
     let activity = store.channel_activity().await.unwrap();
-    let got: Vec<(&str, i64, Option<&str>)> = activity
+    let got: Vec<(&str, i64, Option<&str>, Option<&str>)> = activity
         .iter()
         .map(|a| {
             (
                 a.chat_id.as_str(),
                 a.last_activity_at,
                 a.latest_text.as_deref(),
+                a.latest_id.as_deref(),
             )
         })
         .collect();
     assert_eq!(
         got[1..],
         [
-            ("c1", 30, Some("hello there")),
-            ("t1", 40, Some("in the thread")),
-            ("c2", 1, None),
+            ("c1", 30, Some("hello there"), Some("m1")),
+            ("t1", 40, Some("in the thread"), Some("m4")),
+            ("c2", 1, None, None),
         ]
     );
 }

@@ -283,6 +283,9 @@ pub async fn channel_directory(
             info.preview = seen
                 .and_then(|a| a.latest_text.as_deref())
                 .and_then(crate::text::preview);
+            if info.preview.is_some() {
+                info.preview_message_id = seen.and_then(|a| a.latest_id.clone());
+            }
             info
         })
         .collect())

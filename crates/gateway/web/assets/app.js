@@ -32,7 +32,7 @@ import {
   deviceId, deviceName, forgetKept, initSession, renderConnState, showApp, showSignin, signinNote, tokenAtLoad,
 } from './session.js';
 import {
-  chooseAgent, initSidebar, noteMessage, onChannelFrame, renderSidebar, setDirectory,
+  chooseAgent, initSidebar, noteMessage, onChannelFrame, previewsAfterDeletion, renderSidebar, setDirectory,
 } from './sidebar.js';
 import {
   $, app, currentLane, defaultChannel, laneOf, resetLane, shownLanes, store,
@@ -167,11 +167,12 @@ function route(frame) {
       onStreamFrame(frame);
       if (frame.type === 'message.stop') {
         const lane = laneOf(frame);
-        noteMessage(lane.chat_id, lane.thread_id, { role: 'assistant', text: frame.payload.final_text }, frame.replayed);
+        noteMessage(lane.chat_id, lane.thread_id, { role: 'assistant', text: frame.payload.final_text, message_id: frame.payload.message_id }, frame.replayed);
       }
       break;
     case 'message.deleted':
       onDeleted(frame);
+      previewsAfterDeletion(frame.payload.message_ids || []);
       break;
     case 'message.state':
       onMessageState(frame);

@@ -59,6 +59,7 @@ export function setDirectory(list) {
     if (had && c.last_activity_at === undefined) {
       entry.last_activity_at = had.last_activity_at;
       entry.preview = had.preview;
+      entry.preview_message_id = had.preview_message_id;
     }
     return [c.chat_id, entry];
   }));
@@ -88,7 +89,7 @@ export function previewOf(text) {
  * and, for the user's and the agent's words, shows them. A replayed frame older than what
  * hello.ack said changes nothing.
  */
-export function noteMessage(chatId, threadId, { role, text, ts }, replayed = false) {
+export function noteMessage(chatId, threadId, { role, text, ts, message_id: id }, replayed = false) {
   const c = app.channels.get(threadId || chatId);
   if (!c) return;
   const at = Number(ts) || (replayed ? 0 : Date.now());
@@ -96,9 +97,40 @@ export function noteMessage(chatId, threadId, { role, text, ts }, replayed = fal
   c.last_activity_at = at;
   if (role === 'user' || role === 'assistant') {
     const line = previewOf(text);
-    if (line) c.preview = line;
+    if (line) {
+      c.preview = line;
+      c.preview_message_id = id || null;
+    }
   }
   renderSidebar();
+}
+
+/**
+ * Messages were deleted (`message.deleted`, after the transcript dropped them): a chat whose
+ * preview showed one of them shows the newest user or assistant message left in its lane, when
+ * this page has the lane's newest messages, and no preview otherwise; never a deleted text.
+ */
+export function previewsAfterDeletion(ids) {
+  const gone = new Set(ids);
+  let changed = false;
+  for (const c of app.channels.values()) {
+    if (!c.preview_message_id || !gone.has(c.preview_message_id)) continue;
+    changed = true;
+    c.preview = undefined;
+    c.preview_message_id = null;
+    const thread = c.kind === 'thread';
+    const lane = app.lanes.get(laneKey(thread ? c.parent_chat_id : c.chat_id, thread ? c.chat_id : null));
+    if (!lane || !lane.historyLoaded) continue;
+    const shown = [...lane.el.querySelectorAll('.msg.role-user, .msg.role-assistant')]
+      .reverse()
+      .map((el) => ({ id: el.dataset.id, line: previewOf(el.dataset.text) }))
+      .find((m) => m.line);
+    if (shown) {
+      c.preview = shown.line;
+      c.preview_message_id = shown.id;
+    }
+  }
+  if (changed) renderSidebar();
 }
 
 /** A channel's place in the list: its newest activity or that of one of its threads. */

@@ -1,7 +1,9 @@
 // The chat list as a user keeps it, at phone and desktop size, against the real gateway and its
 // demo agent, with a second device (a laptop): chats are ordered by recent activity and show a
 // line of their newest message, kept current live from any device; "+" makes a chat at once,
-// ready to be written in, and its first message names it on every device.
+// ready to be written in, and its first message names it on every device. Deleting the message a
+// chat's line shows never leaves its text there: the line moves to the newest message left, or,
+// on a device that does not have the chat's messages, goes until the next connection.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -110,4 +112,41 @@ describe('the chat list', { timeout: 300000 }, () => {
       assert.deepEqual(pageErrors(laptop.page), []);
     });
   }
+
+  test('deleting the message a chat\'s line shows takes its text away on every device', { timeout: 120000 }, async () => {
+    const gw = await suite.gateway();
+    const { page } = await suite.device(DESKTOP);
+    const other = (await suite.device(DESKTOP)).page;
+    await openSignedIn(page, gw.url);
+    await openSignedIn(other, gw.url);
+    await newChat(page, 'Notes');
+    await send(page, 'first words');
+    await answered(page, 'Echo: first words').waitFor();
+    await send(page, 'private words');
+    await answered(page, 'Echo: private words').waitFor();
+    const notes = (p) => p.locator('.chan-row', { has: p.locator('.chan-name', { hasText: 'Notes' }) });
+    for (const p of [page, other]) await notes(p).locator('.chan-preview', { hasText: 'Echo: private words' }).waitFor();
+
+    const remove = async (msg) => {
+      await msg.hover();
+      await msg.getByRole('button', { name: 'Message actions' }).click();
+      await page.getByRole('menuitem', { name: 'Delete' }).click();
+      await page.locator('dialog#ask').getByRole('button', { name: 'Delete' }).click();
+      await msg.waitFor({ state: 'detached' });
+    };
+    // Where the chat is open, the line shows the newest message left.
+    await remove(answered(page, 'Echo: private words'));
+    await notes(page).locator('.chan-preview', { hasText: /^private words$/ }).waitFor();
+    await remove(page.locator('.msg.role-user', { hasText: 'private words' }));
+    await notes(page).locator('.chan-preview', { hasText: 'Echo: first words' }).waitFor();
+    // Where it is not, the line goes; never the deleted text.
+    await notes(other).locator('.chan-name').waitFor();
+    await other.waitForFunction(() => ![...document.querySelectorAll('.chan-preview')].some((e) => e.textContent.includes('private')));
+    assert.equal(await notes(other).locator('.chan-preview').count(), 0);
+    // The next connection has the newest message left.
+    await other.reload();
+    await notes(other).locator('.chan-preview', { hasText: 'Echo: first words' }).waitFor();
+    assert.deepEqual(pageErrors(page), []);
+    assert.deepEqual(pageErrors(other), []);
+  });
 });
