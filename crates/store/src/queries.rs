@@ -361,7 +361,7 @@ mod tests {
         let plan = plan.join("\n");
         assert_eq!(
             plan.matches("USING INDEX messages_lane").count(),
-            2,
+            3,
             "{plan}"
         );
         assert!(plan.contains("USING INDEX messages_lane"), "{plan}");
