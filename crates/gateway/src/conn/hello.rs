@@ -350,6 +350,25 @@ async fn reject(socket: &mut WebSocket, refusal: Refusal) {
         .await;
 }
 
+/// A revocation since the registration found no connection of the device to close; one from
+/// now on finds the attached one. So look again before the device reads a byte.
+async fn not_revoked_since(
+    shared: &crate::state::Shared,
+    device_id: &str,
+    id: &Option<RequestId>,
+) -> Result<(), Refusal> {
+    match crate::admin::devices::is_revoked(&shared.store, device_id).await {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(Refusal::new(
+            id.clone(),
+            ErrorCode::Auth,
+            CloseReason::REVOKED,
+            close_code::AUTH,
+        )),
+        Err(e) => Err(cannot_check(id.clone(), &e)),
+    }
+}
+
 /// Registers the device, attaches to the hub and answers `hello.ack` + `status online`; `None`
 /// when the device was revoked meanwhile (refused like a `hello` of a revoked device).
 async fn attach(
@@ -394,19 +413,10 @@ async fn attach(
         queue.set_focus(lanes);
     }
     let attached = shared.hub.attach(queue.clone());
-    // A revocation since the registration found no connection of the device to close; one
-    // from now on finds this one. So look again before the device reads a byte.
-    match crate::admin::devices::is_revoked(&shared.store, &hello.device_id).await {
-        Ok(false) => {}
-        found => {
-            shared.hub.detach(&queue);
-            let refusal = match found {
-                Err(e) => cannot_check(hello_id, &e),
-                Ok(_) => revoked(hello_id),
-            };
-            reject(&mut socket, refusal).await;
-            return Ok(None);
-        }
+    if let Err(refusal) = not_revoked_since(shared, &hello.device_id, &hello_id).await {
+        shared.hub.detach(&queue);
+        reject(&mut socket, refusal).await;
+        return Ok(None);
     }
     let head = attached.head;
     if let Some(old) = attached.replaced {
