@@ -44,6 +44,11 @@ impl Refusal {
         }
     }
 
+    /// The answer to a device that was revoked.
+    fn revoked(id: Option<RequestId>) -> Self {
+        Refusal::new(id, ErrorCode::Auth, CloseReason::REVOKED, close_code::AUTH)
+    }
+
     /// The answer to anything but a good `hello`.
     fn hello_first(id: Option<RequestId>) -> Self {
         Refusal::new(
@@ -237,17 +242,8 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
             close_code::AUTH,
         ));
     }
-    // `iris-gateway devices revoke` blocks the id for good (see devices.rs). When the store
-    // cannot say, the device stays out: a revoked phone must never slip in on an error.
-    match crate::admin::devices::is_revoked(&ctx.shared.store, &hello.device_id).await {
-        Ok(false) => {}
-        Ok(true) => {
-            tracing::warn!(device_id = %hello.device_id, "hello from a revoked device");
-            let msg = CloseReason::REVOKED;
-            return Err(Refusal::new(id, ErrorCode::Auth, msg, close_code::AUTH));
-        }
-        Err(e) => return Err(cannot_check(id, &e)),
-    }
+    // `iris-gateway devices revoke` blocks the id for good (see devices.rs).
+    not_revoked(&ctx.shared, &hello.device_id, &id).await?;
     let device_token = match credential {
         Credential::Code(code_hash) => Some(redeem(ctx, id.clone(), &code_hash, &hello, ip).await?),
         Credential::Shared | Credential::Device(_) => None,
@@ -350,21 +346,19 @@ async fn reject(socket: &mut WebSocket, refusal: Refusal) {
         .await;
 }
 
-/// A revocation since the registration found no connection of the device to close; one from
-/// now on finds the attached one. So look again before the device reads a byte.
-async fn not_revoked_since(
+/// Refuses a device that was revoked. When the store cannot say, the device stays out: a
+/// revoked phone must never slip in on an error.
+async fn not_revoked(
     shared: &crate::state::Shared,
     device_id: &str,
     id: &Option<RequestId>,
 ) -> Result<(), Refusal> {
     match crate::admin::devices::is_revoked(&shared.store, device_id).await {
         Ok(false) => Ok(()),
-        Ok(true) => Err(Refusal::new(
-            id.clone(),
-            ErrorCode::Auth,
-            CloseReason::REVOKED,
-            close_code::AUTH,
-        )),
+        Ok(true) => {
+            tracing::warn!(device_id = %device_id, "hello from a revoked device");
+            Err(Refusal::revoked(id.clone()))
+        }
         Err(e) => Err(cannot_check(id.clone(), &e)),
     }
 }
@@ -387,9 +381,8 @@ async fn attach(
     // A watermark the device proved but the writer task has not stored yet counts. Asked before
     // the store: what is no longer unstored by then is stored, and the store read sees it.
     let unstored = shared.hub.unstored_watermark(&hello.device_id);
-    let revoked = |id| Refusal::new(id, ErrorCode::Auth, CloseReason::REVOKED, close_code::AUTH);
     let Some(mut device) = handlers::register_device(shared, &hello).await? else {
-        reject(&mut socket, revoked(hello_id)).await;
+        reject(&mut socket, Refusal::revoked(hello_id)).await;
         return Ok(None);
     };
     device.confirmed_cursor = device.confirmed_cursor.max(unstored.unwrap_or(0));
@@ -413,7 +406,9 @@ async fn attach(
         queue.set_focus(lanes);
     }
     let attached = shared.hub.attach(queue.clone());
-    if let Err(refusal) = not_revoked_since(shared, &hello.device_id, &hello_id).await {
+    // A revocation since the registration found no connection of the device to close; one
+    // from now on finds this one. So look again before the device reads a byte.
+    if let Err(refusal) = not_revoked(shared, &hello.device_id, &hello_id).await {
         shared.hub.detach(&queue);
         reject(&mut socket, refusal).await;
         return Ok(None);
