@@ -136,6 +136,70 @@ pub fn clean_title(title: &str) -> Option<String> {
     Some(t).filter(|t| !t.trim().is_empty())
 }
 
+/// One line an agent chose for a device to show (a tool's title, an approval's title, a choice's
+/// label): cleaned like a name. Format characters ([`is_format`]: zero-width, bidi overrides)
+/// are removed, every control character is removed (so an ESC sequence loses its ESC and shows
+/// as the harmless text after it), a line break or tab becomes a space, and the result is
+/// trimmed. HTML stays text: devices show these strings as text, never as markup (Iris Web
+/// sets them with `textContent`, `web/assets/util.js`'s `h`).
+pub fn agent_line(text: &str) -> String {
+    let out: String = without_format(text)
+        .chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect();
+    out.trim().to_owned()
+}
+
+/// Several lines an agent chose for a device to show (a question put to the user): as
+/// [`agent_line`], but line breaks and tabs are kept.
+pub fn agent_lines(text: &str) -> String {
+    let out: String = without_format(text)
+        .chars()
+        .filter(|&c| matches!(c, '\n' | '\t') || !c.is_control())
+        .collect();
+    out.trim().to_owned()
+}
+
+/// A file's path or text as an agent sent it (a diff and its path), with every character that
+/// would not show, or would change how the rest shows, written out as `<U+XXXX>`: control
+/// characters (ESC sequences, a carriage return not before a line break, other C0 and C1
+/// characters) and format characters (bidi overrides, zero-width characters; a zero-width
+/// joiner between emoji stays). Everything else stays as it is, so the reader sees the text's
+/// real content, including the hidden characters a "Trojan Source" edit relies on. With
+/// `lines`, line breaks and tabs are kept (a diff); without, they are written out too (a path,
+/// which must not break a diff's header line).
+pub fn reveal_hidden(text: &str, lines: bool) -> String {
+    let kept = without_format(text);
+    let chars: Vec<char> = text.chars().collect();
+    if kept.len() == text.len() && !chars.iter().any(|c| c.is_control()) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, &c) in chars.iter().enumerate() {
+        let plain = match c {
+            '\n' | '\t' => lines,
+            '\r' => lines && chars.get(i + 1) == Some(&'\n'),
+            '\u{200D}' => {
+                // A joiner between two emoji (not letters or digits) joins them.
+                i > 0
+                    && !chars[i - 1].is_alphanumeric()
+                    && chars.get(i + 1).is_some_and(|n| !n.is_alphanumeric())
+            }
+            c => !c.is_control() && !is_format(c),
+        };
+        if plain {
+            out.push(c);
+        } else {
+            out.push_str(&format!("<U+{:04X}>", c as u32));
+        }
+    }
+    out
+}
+
 /// The first `max` characters of a text, with a trailing `…` when it was cut.
 pub fn head(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -237,5 +301,36 @@ mod tests {
         assert_eq!(clean_title("\u{1b}\n"), None);
         assert_eq!(tail("abcdef", 4), "…def");
         assert_eq!(tail("abc", 4), "abc");
+    }
+
+    #[test]
+    fn agent_lines_are_cleaned_like_names() {
+        let title =
+            "\u{1b}[31mterminal\u{202E}: rm\u{200B} -rf\n/ <img src=x onerror=alert(1)>\u{7}";
+        assert_eq!(
+            agent_line(title),
+            "[31mterminal: rm -rf / <img src=x onerror=alert(1)>"
+        );
+        assert_eq!(agent_line(" \u{2066}\u{1b}\u{9b} "), "");
+        assert_eq!(agent_line("Ünïcode 👩\u{200D}💻"), "Ünïcode 👩\u{200D}💻");
+        assert_eq!(
+            agent_lines("Which one?\n\t- a\u{202E}\r\n\u{1b}]0;x\u{7}b"),
+            "Which one?\n\t- a\n]0;xb"
+        );
+    }
+
+    #[test]
+    fn hidden_characters_in_code_are_written_out() {
+        let diff = "+let a = 1;\r\n+ok\u{1b}[2J\tx\n+/*\u{202E} } \u{2066}if*/\r+zw\u{200B}j 👩\u{200D}💻\n";
+        assert_eq!(
+            reveal_hidden(diff, true),
+            "+let a = 1;\r\n+ok<U+001B>[2J\tx\n+/*<U+202E> } <U+2066>if*/<U+000D>+zw<U+200B>j 👩\u{200D}💻\n"
+        );
+        assert_eq!(
+            reveal_hidden("/w/a\nb\u{85}\u{202E}txt.exe", false),
+            "/w/a<U+000A>b<U+0085><U+202E>txt.exe"
+        );
+        let plain = "fn main() { println!(\"<b>hi</b>\"); }\n";
+        assert_eq!(reveal_hidden(plain, true), plain);
     }
 }

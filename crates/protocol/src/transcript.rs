@@ -60,6 +60,10 @@ pub struct FileChange {
     /// `diff` is cut short, or left out (too large to compare, or the turn's bound reached).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// The path is not inside the agent's working directory (an absolute path elsewhere, or
+    /// one whose `..` leads out): an edit of a file the user may not expect the agent to touch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside: bool,
 }
 /// Commentary text and a plan's text are cut to this many characters.
 pub const MAX_STEP_TEXT: usize = 4000;

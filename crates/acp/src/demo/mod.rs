@@ -40,6 +40,7 @@
 //! | (every turn) | ends the turn `cancelled` if it has been cancelled |
 //! | `permission` or `approve` | a `tool_call`, then `session/request_permission` (allow_once / allow_always / reject_once); answers `Permission granted: <optionId>.` or `Permission denied.`; a `cancelled` outcome ends the turn `cancelled` |
 //! | `patch` | an edit whose `diff` (`<cwd>/notes.txt`: "beta" becomes "BETA") only the `session/request_permission` shows, as Hermes' `write_file` does; answers `Patched notes.txt. ` when allowed, `Not patched. ` when refused; the file is not written |
+//! | `hostile` | an agent out to fool the reader: a completed `tool_call` titled [`HOSTILE_TOOL_TITLE`] (an ESC sequence, a bidi override, a zero-width space, HTML) whose `diff` changes `<cwd>/`[`HOSTILE_PATH`] (outside the working directory) to [`HOSTILE_NEW_TEXT`], then a `session/request_permission` titled [`HOSTILE_APPROVAL_TITLE`] with the `diff` of `/etc/iris-hostile.conf` and such labels (`allow_once`, `reject_once`, and an option whose id and label are invisible); answers `Hostile: <optionId>. ` |
 //! | `clarify` | a question put as a permission request (see below); answers `You chose <name>.` |
 //! | `elicit` | an `elicitation/create` form (see below): the choice `color` (`oneOf` Red, Blue) and the free string `other`; with `two` in the prompt two questions (`color` with `color_other`, and the boolean `large`); with `number` one number field; answers `You answered <content as JSON>.`, `Declined.` or `No answer.`; a `cancel` ends the turn `cancelled` |
 //! | (every turn) | acknowledges each attachment: an `image` block as `Received image <mime> (<n> bytes)`, an `audio` block as `Received audio <mime> (<n> bytes)`, a `resource_link` as `Received file <name>`, an embedded `resource` as `Received resource <uri>` |
@@ -104,10 +105,13 @@ use crate::rpc::{Connection, Incoming};
 
 mod behaviours;
 mod catalog;
+mod hostile;
 mod questions;
 mod script;
 mod server;
 mod turn;
+
+pub use hostile::{HOSTILE_APPROVAL_TITLE, HOSTILE_NEW_TEXT, HOSTILE_PATH, HOSTILE_TOOL_TITLE};
 
 /// The model a new session starts with.
 pub const DEFAULT_MODEL: &str = "demo:echo";

@@ -60,6 +60,7 @@ enum Behaviour {
     Checkpoint,
     Permission,
     Patch,
+    Hostile,
     Clarify,
     Elicit,
     Attachments,
@@ -283,6 +284,16 @@ const SCRIPT: &[Rule] = &[
          notes.txt. ` when allowed, `Not patched. ` when refused; the file is not written",
     ),
     keyword(
+        &["hostile"],
+        Behaviour::Hostile,
+        "an agent out to fool the reader: a completed `tool_call` titled [`HOSTILE_TOOL_TITLE`] \
+         (an ESC sequence, a bidi override, a zero-width space, HTML) whose `diff` changes \
+         `<cwd>/`[`HOSTILE_PATH`] (outside the working directory) to [`HOSTILE_NEW_TEXT`], then \
+         a `session/request_permission` titled [`HOSTILE_APPROVAL_TITLE`] with the `diff` of \
+         `/etc/iris-hostile.conf` and such labels (`allow_once`, `reject_once`, and an option \
+         whose id and label are invisible); answers `Hostile: <optionId>. `",
+    ),
+    keyword(
         &["clarify"],
         Behaviour::Clarify,
         "a question put as a permission request (see below); answers `You chose <name>.`",
@@ -487,6 +498,7 @@ impl Turn<'_> {
             Behaviour::Checkpoint => self.checkpoint(),
             Behaviour::Permission => self.permission().await,
             Behaviour::Patch => self.patch().await,
+            Behaviour::Hostile => self.hostile().await,
             Behaviour::Clarify => self.clarify().await,
             Behaviour::Elicit => self.elicit(&prompt.lower).await,
             Behaviour::Attachments => self.attachments(prompt),

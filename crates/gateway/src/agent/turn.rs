@@ -67,6 +67,9 @@ pub struct TurnConfig {
     pub agent: Option<String>,
     /// Home-relative working directory.
     pub cwd: String,
+    /// The agent's working directory as it is: file changes outside it are marked `outside`
+    /// (empty: none is).
+    pub workdir: std::path::PathBuf,
     /// Whether reasoning goes into the final message.
     pub show_reasoning: bool,
     /// Minimum spacing of `message.update` frames (leading edge: see the module docs).
@@ -157,7 +160,7 @@ pub struct TurnMapper {
     runaway: bool,
 }
 
-use crate::text::{head, prefix_bytes, tail};
+use crate::text::{agent_line, head, prefix_bytes, tail};
 
 fn content_text(content: &[ToolCallContent]) -> Option<String> {
     let mut out = String::new();
@@ -225,12 +228,16 @@ fn preview(detail: Option<String>, raw_input: Option<&serde_json::Value>) -> Opt
             .iter()
             .find_map(|k| input.get(k).and_then(|v| v.as_str()).map(str::to_owned))
     };
-    detail.or_else(from_input).map(|p| tail(&p, 200))
+    detail
+        .or_else(from_input)
+        .map(|p| tail(&agent_line(&p), 200))
+        .filter(|p| !p.is_empty())
 }
 
 impl TurnMapper {
     /// A turn starting now.
     pub fn new(cfg: TurnConfig) -> TurnMapper {
+        let changes = changes::ChangeBudget::within(cfg.workdir.clone());
         TurnMapper {
             cfg,
             started_at: Instant::now(),
@@ -247,7 +254,7 @@ impl TurnMapper {
             media: Vec::new(),
             media_shas: HashSet::new(),
             steps: Steps::default(),
-            changes: changes::ChangeBudget::default(),
+            changes,
             reply_to: None,
             written: 0,
             files_seen: 0,
@@ -406,7 +413,7 @@ impl TurnMapper {
                 self.commentary_before_tool(&mut out);
                 self.files_in(&call.content);
                 let was_idle = !self.tool_open();
-                let (name, detail) = tools::split_title(&call.title);
+                let (name, detail) = tools::split_title(&agent_line(&call.title));
                 let name = head(&name, MAX_TOOL_NAME);
                 let index = self.tools.len() as u32;
                 self.tools.push(ToolState {
@@ -561,7 +568,7 @@ impl TurnMapper {
             let detail = update
                 .title
                 .as_deref()
-                .and_then(|t| tools::split_title(t).1);
+                .and_then(|t| tools::split_title(&agent_line(t)).1);
             let shown = preview(detail, update.raw_input.as_ref());
             self.steps
                 .tool_input(tool.index, shown.clone(), update.raw_input.as_ref());

@@ -216,6 +216,7 @@ mod tests {
                 model: None,
                 agent: None,
                 cwd: "~".into(),
+                workdir: std::path::PathBuf::new(),
                 show_reasoning: false,
                 update_interval: Duration::from_millis(interval_ms),
             rewind: false,

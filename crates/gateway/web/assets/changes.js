@@ -1,4 +1,4 @@
-// A list of file changes ({path, diff, added, removed, new_file?, truncated?}), as a tool card
+// A list of file changes ({path, diff, added, removed, new_file?, truncated?, outside?}), as a tool card
 // and an approval show them: each file's name with its `+N −M` counts, and its diff coloured by
 // highlight.js, collapsed beyond a few lines. The file's name opens it in the Files view (set by
 // `setFileOpener`: the gateway takes a tool call's absolute path inside the agent's directory).
@@ -89,11 +89,13 @@ export function changeBlock(change, { split = false } = {}) {
   const name = path.split(/[\\/]/).filter(Boolean).pop() || path;
   const added = Number(change.added) || 0;
   const removed = Number(change.removed) || 0;
+  // Every string here is the agent's and goes in as text (`h` makes text nodes), never markup.
   const box = h('div', { class: 'change', dataset: { path } }, h('div', { class: 'change-head' },
-    openFile && path
+    openFile && path && !change.outside
       ? h('button', { type: 'button', class: 'link change-file', title: path, 'aria-label': `Open ${name}`, onclick: () => openFile(path) }, name)
       : h('span', { class: 'change-file', title: path }, name),
     change.new_file ? h('span', { class: 'change-new' }, 'new file') : null,
+    change.outside ? h('span', { class: 'change-outside', title: path }, "outside the agent's folder") : null,
     h('span', { class: 'change-counts', role: 'img', 'aria-label': changeCountsLabel(added, removed) },
       h('span', { class: 'change-added' }, `+${added}`), ' ', h('span', { class: 'change-removed' }, `\u2212${removed}`))));
   const lines = diffLines(change.diff);

@@ -206,6 +206,7 @@ mod tests {
             model: None,
             agent: None,
             cwd: "~".into(),
+            workdir: std::path::PathBuf::new(),
             show_reasoning: false,
             update_interval: Duration::from_millis(50),
             rewind: false,

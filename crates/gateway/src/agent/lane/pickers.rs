@@ -26,7 +26,7 @@ use super::asker::{Asker, FormState, MAX_CHOICE_LABEL};
 use super::session::provider_of;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::Lane;
-use crate::text::{head, tail};
+use crate::text::{agent_line, agent_lines, head, reveal_hidden, tail};
 
 /// Approvals of one lane open at once; the agent's further requests are answered `cancelled`
 /// without being shown.
@@ -292,10 +292,12 @@ impl PickerBook {
             .iter()
             .filter(|o| o.option_id.len() <= MAX_OPTION_ID_BYTES)
             .take(MAX_CHOICES)
-            .map(|o| Choice {
-                value: o.option_id.clone(),
-                label: head(&o.name, MAX_CHOICE_LABEL),
-                is_current: false,
+            .filter_map(|o| {
+                Some(Choice {
+                    value: o.option_id.clone(),
+                    label: choice_label(&o.name, &o.option_id)?,
+                    is_current: false,
+                })
             })
             .collect();
         if choices.is_empty() {
@@ -304,7 +306,9 @@ impl PickerBook {
         }
         // One notification while approvals wait: the phone is told once, not for each.
         let notify = !self.waiting_for_user();
-        let question = request.clarify_question().map(|q| head(q, MAX_STEP_TEXT));
+        let question = request
+            .clarify_question()
+            .map(|q| head(&agent_lines(q), MAX_STEP_TEXT));
         let id = self.register(Pending::Approval {
             responder: Asker::Permission(responder),
             options: choices.clone(),
@@ -323,10 +327,13 @@ impl PickerBook {
                 q,
             ),
             None => {
-                let title = request.tool_call.title.as_deref().map_or_else(
-                    || "The agent asks for permission".into(),
-                    |t| head(t, MAX_STEP_TEXT),
-                );
+                let title = request
+                    .tool_call
+                    .title
+                    .as_deref()
+                    .map(|t| head(&agent_line(t), MAX_STEP_TEXT))
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or_else(|| "The agent asks for permission".into());
                 let preview = request
                     .tool_call
                     .content
@@ -338,7 +345,8 @@ impl PickerBook {
                             .raw_input
                             .as_ref()
                             .map(|v| tail(&v.to_string(), 2000))
-                    });
+                    })
+                    .map(|p| reveal_hidden(&p, true));
                 (
                     DurableFrame::PickerApproval(PickerApproval {
                         picker_id: id.clone(),
@@ -384,10 +392,11 @@ impl PickerBook {
         notify: bool,
     ) -> Opened {
         let (question, count) = state.current();
-        let text = if question.question.trim().is_empty() {
+        let cleaned = agent_lines(&question.question);
+        let text = if cleaned.is_empty() {
             "The agent asks a question"
         } else {
-            &question.question
+            &cleaned
         };
         let title = match count {
             Some(count) => head(&format!("({count}) {text}"), MAX_STEP_TEXT),
@@ -396,10 +405,12 @@ impl PickerBook {
         let choices: Vec<Choice> = question
             .choices
             .iter()
-            .map(|c| Choice {
-                value: c.value.clone(),
-                label: head(&c.label, MAX_CHOICE_LABEL),
-                is_current: false,
+            .filter_map(|c| {
+                Some(Choice {
+                    value: c.value.clone(),
+                    label: choice_label(&c.label, &c.value)?,
+                    is_current: false,
+                })
             })
             .collect();
         let free_text = question.free_text;
@@ -483,7 +494,7 @@ impl PickerBook {
             let provider = provider_of(&m.model_id).0.to_owned();
             let entry = ModelEntry {
                 id: m.model_id.clone(),
-                label: m.name.clone(),
+                label: agent_line(&m.name),
             };
             match providers.iter_mut().find(|p| p.id == provider) {
                 Some(p) => p.models.push(entry),
@@ -515,6 +526,17 @@ impl PickerBook {
         self.index.forget(self.open.keys());
         self.open.clear();
     }
+}
+
+/// A choice's label as a device shows it: the agent's label cleaned like a name
+/// ([`agent_line`]), else its value, at most [`MAX_CHOICE_LABEL`] characters; `None` (the
+/// choice is not shown) when neither has anything visible.
+fn choice_label(label: &str, value: &str) -> Option<String> {
+    [label, value]
+        .into_iter()
+        .map(agent_line)
+        .find(|l| !l.is_empty())
+        .map(|l| head(&l, MAX_CHOICE_LABEL))
 }
 
 /// The frames that show an agent's question: the picker, a notification unless the lane's

@@ -65,6 +65,7 @@ impl LaneActor {
             model: self.session.current_model(),
             agent: Some(self.host().name.clone()),
             cwd: crate::config::home_relative(&self.host().cwd),
+            workdir: self.host().cwd.clone(),
             show_reasoning: self.show_reasoning,
             update_interval: self.env.settings.update_interval,
             rewind,

@@ -10,7 +10,13 @@
 //! the first edit's old text to the last one's new text ([`ChangeBudget::combined`]). Edits of
 //! snippets (Claude Code's `Edit` sends the replaced lines only) do not chain, and keep their
 //! diffs one per edit. The texts kept for this are bounded by [`MAX_KEPT_TEXT`] per turn.
+//!
+//! Paths and diffs are the agent's text: what would not show or would change how the rest
+//! shows (ESC sequences, bidi overrides, zero-width characters) is written out as `<U+XXXX>`
+//! ([`crate::text::reveal_hidden`]); a path outside the agent's working directory is marked
+//! `outside` ([`outside`]).
 
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use iris_acp::ToolCallContent;
@@ -56,6 +62,8 @@ struct Followed {
 /// The diff bytes a turn may still keep, and the texts of its files' edits.
 #[derive(Debug)]
 pub struct ChangeBudget {
+    /// The agent's working directory (empty: no path is marked `outside`).
+    dir: PathBuf,
     left: usize,
     files: Vec<Followed>,
     kept: usize,
@@ -66,6 +74,7 @@ pub struct ChangeBudget {
 impl Default for ChangeBudget {
     fn default() -> Self {
         ChangeBudget {
+            dir: PathBuf::new(),
             left: MAX_TURN_CHANGE_BYTES,
             files: Vec::new(),
             kept: 0,
@@ -75,6 +84,19 @@ impl Default for ChangeBudget {
 }
 
 impl ChangeBudget {
+    /// The budget of a turn of an agent working in `dir` (a relative one is taken from the
+    /// gateway's own working directory, as the agent's process was started).
+    pub fn within(dir: PathBuf) -> ChangeBudget {
+        let dir = match dir.is_relative() && !dir.as_os_str().is_empty() {
+            true => std::path::absolute(&dir).unwrap_or(dir),
+            false => dir,
+        };
+        ChangeBudget {
+            dir,
+            ..ChangeBudget::default()
+        }
+    }
+
     /// The file changes in tool call `call`'s `content` (see [`ChangeBudget::take`]), followed
     /// for the turn's combined changes: a call that sends its diff again replaces its edit.
     pub fn take_for(&mut self, call: &str, content: &[ToolCallContent]) -> Vec<FileChange> {
@@ -134,7 +156,7 @@ impl ChangeBudget {
     /// edits chain (see the module docs), in the order the files were first changed. Its diff
     /// has a budget of its own, as large as the turn's.
     pub fn combined(&self) -> Vec<FileChange> {
-        let mut own = ChangeBudget::default();
+        let mut own = ChangeBudget::within(self.dir.clone());
         self.files
             .iter()
             .filter(|f| !f.lost)
@@ -169,11 +191,13 @@ impl ChangeBudget {
     }
 
     fn change(&mut self, path: &str, old: Option<&str>, new: &str) -> FileChange {
-        let path = crate::text::head(path, 1024);
+        let outside = !self.dir.as_os_str().is_empty() && outside(&self.dir, path);
+        let path = crate::text::head(&crate::text::reveal_hidden(path, false), 1024);
         let before = old.unwrap_or("");
         let mut change = FileChange {
             path: path.clone(),
             new_file: old.is_none(),
+            outside,
             ..FileChange::default()
         };
         if before.len() + new.len() > MAX_COMPARED_BYTES {
@@ -204,6 +228,7 @@ impl ChangeBudget {
             .context_radius(CONTEXT)
             .header(from, &path)
             .to_string();
+        let text = crate::text::reveal_hidden(&text, true);
         let room = self.left.min(MAX_CHANGE_BYTES);
         if text.len() <= room {
             self.left -= text.len();
@@ -218,6 +243,30 @@ impl ChangeBudget {
         }
         change
     }
+}
+
+/// Whether `path` (absolute, or relative to `dir`) lies outside `dir`, read as written: `.` and
+/// `..` are followed by name, symbolic links are not (the file browser, which opens files,
+/// resolves them beneath the directory itself).
+pub fn outside(dir: &Path, path: &str) -> bool {
+    !lexical(&dir.join(path)).starts_with(lexical(dir))
+}
+
+/// `path` with its `.` and `..` components followed by name.
+fn lexical(path: &Path) -> PathBuf {
+    let mut parts: Vec<Component> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if matches!(parts.last(), Some(Component::Normal(_))) {
+                    parts.pop();
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    parts.iter().collect()
 }
 
 #[cfg(test)]
@@ -335,5 +384,49 @@ mod tests {
         let late = budget.take(&[diff("/w/late", Some("a\n"), "b\n")]);
         assert!(late[0].truncated && late[0].diff.is_empty(), "{late:?}");
         assert_eq!((late[0].added, late[0].removed), (1, 1));
+    }
+
+    #[test]
+    fn paths_outside_the_directory_are_marked_and_hidden_characters_written_out() {
+        let mut budget = ChangeBudget::within(PathBuf::from("/w/./x/../project"));
+        let changes = budget.take(&[
+            diff("/w/project/src/a.rs", Some("a\n"), "b\n"),
+            diff("src/../b.rs", Some("a\n"), "b\n"),
+            diff("/w/project/../other/c.rs", Some("a\n"), "b\n"),
+            diff("/etc/passwd", None, "root::0:0::/:/bin/sh\n"),
+            diff("../../x", None, "x\n"),
+            diff("/w/project-evil/d.rs", None, "x\n"),
+            diff(
+                "/w/project/e\u{202E}txt.exe\n+++ /w/project/fake",
+                Some("ok\n"),
+                "\u{1b}[2J\u{1b}]0;owned\u{7}ok /*\u{202E}*/ <script>x</script>\n",
+            ),
+        ]);
+        let outside: Vec<bool> = changes.iter().map(|c| c.outside).collect();
+        assert_eq!(outside, [false, false, true, true, true, true, false]);
+        let hostile = &changes[6];
+        assert_eq!(
+            hostile.path,
+            "/w/project/e<U+202E>txt.exe<U+000A>+++ /w/project/fake"
+        );
+        assert!(
+            hostile.diff.contains(
+                "+<U+001B>[2J<U+001B>]0;owned<U+0007>ok /*<U+202E>*/ <script>x</script>\n"
+            ),
+            "{}",
+            hostile.diff
+        );
+        assert_eq!(
+            hostile
+                .diff
+                .lines()
+                .filter(|l| l.starts_with("+++"))
+                .count(),
+            1
+        );
+        assert!(!hostile.diff.contains('\u{1b}') && !hostile.diff.contains('\u{202E}'));
+        // Without a directory nothing is marked.
+        let plain = ChangeBudget::default().take(&[diff("/etc/x", None, "x\n")]);
+        assert!(!plain[0].outside);
     }
 }

@@ -20,6 +20,7 @@ fn mapper() -> TurnMapper {
         model: Some("custom:fake/model-9".into()),
         agent: Some("hermes".into()),
         cwd: "~".into(),
+        workdir: std::path::PathBuf::from("/w"),
         show_reasoning: true,
         update_interval: Duration::from_millis(50),
         rewind: false,
