@@ -105,6 +105,34 @@ async fn the_first_frame_must_be_a_valid_hello() {
             4401,
         ),
         (
+            "a device id with a zero-width space, which prints like \"phone\"",
+            First::Text(hello(TOKEN, "pho\u{200B}ne")),
+            "bad_request",
+            Some(3),
+            4401,
+        ),
+        (
+            "a device id with a bidi override",
+            First::Text(hello(TOKEN, "\u{202E}enohp")),
+            "bad_request",
+            Some(3),
+            4401,
+        ),
+        (
+            "a device id with a word joiner",
+            First::Text(hello(TOKEN, "phone\u{2060}")),
+            "bad_request",
+            Some(3),
+            4401,
+        ),
+        (
+            "a device id with a terminal escape",
+            First::Text(hello(TOKEN, "phone\\u001b[2J")),
+            "bad_request",
+            Some(3),
+            4401,
+        ),
+        (
             "a caps flag of the wrong type",
             First::Text(format!(
                 r#"{{"v":1,"id":3,"type":"hello","payload":{{"token":"{TOKEN}","device_id":"phone","caps":{{"append_updates":"yes"}}}}}}"#

@@ -234,7 +234,7 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
     }
     check_caps(&id, &hello)?;
     if !valid_device_id(&hello.device_id) {
-        let msg = "device_id must be 1-128 visible characters";
+        let msg = "device_id must be 1-128 visible characters: no spaces, control characters or invisible ones (zero-width, bidi)";
         return Err(Refusal::new(
             id,
             ErrorCode::BadRequest,
@@ -324,8 +324,14 @@ fn cannot_check(id: Option<RequestId>, e: &iris_store::StoreError) -> Refusal {
     Refusal::new(id, ErrorCode::Internal, msg, close_code::GOING_AWAY)
 }
 
+/// A device id is printed and compared as it is: 1–128 bytes of characters that each show, so
+/// that no id looks like another ("phone" and "phone\u{200B}").
 fn valid_device_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && id.chars().all(|c| !c.is_control() && !c.is_whitespace())
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| !c.is_control() && !c.is_whitespace() && !crate::text::is_format(c))
 }
 
 async fn reject(socket: &mut WebSocket, refusal: Refusal) {

@@ -28,6 +28,32 @@ fn clean_name(name: &str) -> Result<String> {
     Ok(name.to_owned())
 }
 
+/// Refuses `name` for a chat beside `parent` (a channel among the channels, a thread among its
+/// channel's threads) when another one there, not `except`, has it already, letter case and
+/// invisible characters aside: two chats named "Default" and "default" cannot be told apart.
+/// Placeholders waiting for their title do not count.
+fn name_free(
+    tx: &mut iris_store::WriteTx<'_>,
+    name: &str,
+    parent: Option<&str>,
+    except: Option<&str>,
+) -> std::result::Result<(), StoreError> {
+    let wanted = name.to_lowercase();
+    let taken = tx.list_channels()?.into_iter().find(|c| {
+        c.parent_chat_id.as_deref() == parent
+            && Some(c.chat_id.as_str()) != except
+            && !c.awaiting_title
+            && crate::text::without_format(&c.name).trim().to_lowercase() == wanted
+    });
+    match taken {
+        Some(c) => Err(StoreError::Invalid(format!(
+            "there is already a chat named {:?}; choose another name",
+            c.name
+        ))),
+        None => Ok(()),
+    }
+}
+
 pub(super) async fn create(ctx: &Context, req: ChannelCreate, origin: &Origin) -> Result<Reply> {
     // No name (absent, empty or only spaces): a placeholder, until the first message names it.
     let awaiting_title = req.name.trim().is_empty();
@@ -88,6 +114,9 @@ pub(super) async fn create(ctx: &Context, req: ChannelCreate, origin: &Origin) -
         .write(move |tx| {
             if tx.list_channels()?.len() >= cap {
                 return Ok(false);
+            }
+            if !row.awaiting_title {
+                name_free(tx, &row.name, row.parent_chat_id.as_deref(), None)?;
             }
             create_channel_tx(tx, row, false, &origin).map(|_| true)
         })
@@ -170,6 +199,8 @@ pub(super) async fn rename(
     ctx.shared
         .store
         .write(move |tx| {
+            let current = tx.get_channel(&chat_id)?.ok_or(StoreError::NotFound)?;
+            name_free(tx, &name, current.parent_chat_id.as_deref(), Some(&chat_id))?;
             if !tx.rename_channel(&chat_id, &name, true)? {
                 return Err(StoreError::NotFound);
             }

@@ -17,10 +17,7 @@ pub async fn register_device(
     hello: &Hello,
 ) -> std::result::Result<Option<DeviceRow>, StoreError> {
     let device_id = hello.device_id.clone();
-    let name = hello
-        .device_name
-        .clone()
-        .unwrap_or_else(|| device_id.clone());
+    let name = device_name(hello.device_name.as_deref(), &device_id);
     let caps = ClientCaps::to_stored(hello.caps.as_ref());
     let fcm = hello.fcm_token.clone();
     let ntfy = hello.ntfy_topic.clone();
@@ -54,6 +51,21 @@ pub async fn register_device(
             Ok(Some(row))
         })
         .await
+}
+
+/// The most characters of a device's name that are kept.
+pub const MAX_DEVICE_NAME: usize = 64;
+
+/// A device's name as it is stored and shown: the name it sent cleaned like a chat's (control and
+/// invisible format characters removed, trimmed) and cut to [`MAX_DEVICE_NAME`] characters; its
+/// id when nothing is left.
+fn device_name(sent: Option<&str>, device_id: &str) -> String {
+    let name = crate::text::agent_line(sent.unwrap_or_default());
+    let name: String = name.chars().take(MAX_DEVICE_NAME).collect();
+    match name.trim_end() {
+        "" => device_id.to_owned(),
+        kept => kept.to_owned(),
+    }
 }
 
 /// Whether Web Push endpoints at internal addresses are accepted (`allow_private_endpoints`).
