@@ -389,3 +389,50 @@ async fn a_message_cannot_forge_sections_of_the_markdown_export() {
     );
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn the_markdown_export_runs_and_fetches_nothing_a_message_carries() {
+    use pulldown_cmark::{Event, Parser, Tag};
+    let gw = TestGateway::start().await;
+    let (mut phone, _) = gw.connect("phone").await;
+    let hostile = "Look: <img src=x onerror=alert(1)> and <script>steal()</script>\n\n\
+        <div onclick=\"x()\">click</div>\n\n\
+        [prize](javascript:alert(document.cookie)) [zip]( DATA:text/html;base64,PHNjcmlwdD4=) \
+        [vb][r] <javascript:alert(1)>\n\n\
+        ![tracking pixel](https://tracker.example/p.gif?u=owner) ![](//cdn.example/x.png)\n\n\
+        [r]: vbscript:msgbox\n\n\
+        Fine: [docs](https://example.com/docs) and `<b>code</b>`";
+    send_text(&mut phone, "default", hostile).await;
+    let md = gw.markdown_export();
+    for event in Parser::new(&md) {
+        match event {
+            Event::Html(h) | Event::InlineHtml(h) => panic!("raw HTML {h:?} in\n{md}"),
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                let to = dest_url.trim().to_ascii_lowercase();
+                assert!(
+                    to.starts_with("https://") || to.starts_with("//"),
+                    "a link to {dest_url:?} in\n{md}"
+                )
+            }
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                panic!("an image from {dest_url:?} in\n{md}")
+            }
+            _ => {}
+        }
+    }
+    // What they said is still there to read, as text.
+    for kept in [
+        "&lt;img src=x onerror=alert(1)&gt;",
+        "&lt;script&gt;steal()&lt;/script&gt;",
+        "prize (link removed)",
+        "zip (link removed)",
+        "vb (link removed)",
+        "[tracking pixel](<https://tracker.example/p.gif?u=owner>)",
+        "[image](<//cdn.example/x.png>)",
+        "[docs](https://example.com/docs)",
+        "`<b>code</b>`",
+    ] {
+        assert!(md.contains(kept), "{kept:?} missing from\n{md}");
+    }
+    gw.stop().await;
+}

@@ -1,15 +1,18 @@
 //! The Markdown form of an export: a heading per chat and thread, one section per message with
 //! its author and time (UTC), the text as the author wrote it (it is Markdown already), links to
-//! copied media, and a note where an answer did not complete.
+//! copied media, and a note where an answer did not complete. Everything a message, an agent
+//! or a device wrote goes through [`harmless`]: no raw HTML, script links or remote images.
 
 use std::fmt::Write;
 
 use iris_protocol::{ChatExport, ExportedLane, Message, PickerOutcome, Role, Step, TurnEnd};
 
+use super::harmless::harmless;
+
 /// The whole document.
 pub fn render(doc: &ChatExport) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# {}\n", one_line(&doc.chat.name));
+    let _ = writeln!(out, "# {}\n", harmless(&one_line(&doc.chat.name)));
     let _ = writeln!(
         out,
         "_Exported from Iris Gateway on {} (chat `{}`)._\n",
@@ -18,7 +21,7 @@ pub fn render(doc: &ChatExport) -> String {
     );
     lane(&mut out, doc, &doc.chat);
     for thread in &doc.threads {
-        let _ = writeln!(out, "## Thread: {}\n", one_line(&thread.name));
+        let _ = writeln!(out, "## Thread: {}\n", harmless(&one_line(&thread.name)));
         lane(&mut out, doc, thread);
     }
     out
@@ -46,11 +49,11 @@ fn message(out: &mut String, doc: &ChatExport, m: &Message) {
         .as_deref()
         .or(m.runtime.as_ref().and_then(|r| r.model.as_deref()))
     {
-        let _ = write!(who, " · {}", one_line(model));
+        let _ = write!(who, " · {}", harmless(&one_line(model)));
     }
     let _ = writeln!(out, "### {who} · {}\n", when(m.ts));
     if let Some(reasoning) = m.reasoning.as_deref().filter(|r| !r.trim().is_empty()) {
-        for line in reasoning.lines() {
+        for line in harmless(reasoning).lines() {
             let _ = writeln!(out, "> {line}");
         }
         out.push('\n');
@@ -68,7 +71,7 @@ fn message(out: &mut String, doc: &ChatExport, m: &Message) {
         out.push('\n');
     }
     if !m.text.is_empty() {
-        out.push_str(&without_headings(m.text.trim_end()));
+        out.push_str(&without_headings(&harmless(m.text.trim_end())));
         out.push_str("\n\n");
     }
     for media in &m.media {
@@ -100,7 +103,7 @@ fn message(out: &mut String, doc: &ChatExport, m: &Message) {
 fn step(out: &mut String, step: &Step) {
     match step {
         Step::Commentary { text } => {
-            let _ = writeln!(out, "- _{}_", one_line(text.trim()));
+            let _ = writeln!(out, "- _{}_", harmless(&one_line(text.trim())));
         }
         Step::Tool(t) => {
             let status = match t.ok {
@@ -109,14 +112,19 @@ fn step(out: &mut String, step: &Step) {
                 None => "did not finish",
             };
             let what = t.preview.as_deref().map(one_line).unwrap_or_default();
-            let _ = writeln!(out, "- Tool `{}` {what} ({status})", one_line(&t.name));
+            let _ = writeln!(
+                out,
+                "- Tool `{}` {} ({status})",
+                in_code(&t.name),
+                harmless(&what)
+            );
             for change in &t.changes {
                 file_change(out, change);
             }
         }
         Step::Plan { text } => {
             out.push_str("- Plan:\n");
-            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            for line in harmless(text).lines().filter(|l| !l.trim().is_empty()) {
                 let _ = writeln!(out, "  {}", line.trim());
             }
         }
@@ -133,8 +141,8 @@ fn step(out: &mut String, step: &Step) {
             let _ = writeln!(
                 out,
                 "- Asked: {} → {}",
-                one_line(&p.title),
-                one_line(answer)
+                harmless(&one_line(&p.title)),
+                harmless(&one_line(answer))
             );
         }
     }
@@ -150,10 +158,15 @@ fn file_change(out: &mut String, change: &iris_protocol::FileChange) {
     };
     let _ = writeln!(
         out,
-        "  - `{}` +{} −{}{cut}",
-        one_line(&change.path),
+        "  - `{}` +{} −{}{cut}{}",
+        in_code(&change.path),
         change.added,
-        change.removed
+        change.removed,
+        if change.outside {
+            " (outside the agent's directory)"
+        } else {
+            ""
+        }
     );
     if change.diff.is_empty() {
         return;
@@ -209,6 +222,11 @@ fn without_headings(text: &str) -> String {
         }
     }
     out
+}
+
+/// A name inside a code span: on one line, without the backticks that would end the span.
+fn in_code(s: &str) -> String {
+    one_line(s).replace('`', "'")
 }
 
 fn one_line(s: &str) -> String {

@@ -8,6 +8,7 @@
 mod access;
 mod backup;
 mod export;
+mod harmless;
 mod markdown;
 
 pub use access::ArchiveError;
