@@ -602,6 +602,7 @@ async fn ws_upgrade(
     }
     let forwarded = header(header::HeaderName::from_static("x-forwarded-for"));
     let client = crate::guard::client_ip(addr.ip(), forwarded, &config.trusted_proxies);
+    let local = crate::guard::is_local(addr.ip(), forwarded);
     let addr = SocketAddr::new(client, addr.port());
     // Binary media chunks are at most 1 MiB; larger frames are refused by the WebSocket layer,
     // text frames above the configured limit by the connection with a `bad_request`.
@@ -615,7 +616,7 @@ async fn ws_upgrade(
         .read_buffer_size(WS_READ_BUFFER)
         .write_buffer_size(WS_WRITE_BUFFER)
         .on_upgrade(move |socket| {
-            let conn = crate::conn::serve(routes.ctx.clone(), socket, addr, budget);
+            let conn = crate::conn::serve(routes.ctx.clone(), socket, addr, local, budget);
             routes.tasks.track_future(conn)
         })
         .into_response()

@@ -174,7 +174,10 @@ async fn no_hello_in_time_is_an_auth_error() {
 async fn repeated_wrong_tokens_throttle_the_address() {
     let gw = TestGateway::start_with(|c| c.limits.auth_failures_per_minute = 3).await;
     for attempt in 0..3 {
-        let mut conn = RawConnection::connect(&gw.url).await.expect("connect");
+        let mut conn =
+            RawConnection::connect_with_headers(&gw.url, &[("x-forwarded-for", "203.0.113.9")])
+                .await
+                .expect("connect");
         let err = conn
             .hello("wrong-token-xyz", "guesser")
             .await
@@ -192,7 +195,10 @@ async fn repeated_wrong_tokens_throttle_the_address() {
     }
     // Further wrong attempts are refused as throttled (the right token still passes: see
     // tests/hostile.rs).
-    let mut conn = RawConnection::connect(&gw.url).await.expect("connect");
+    let mut conn =
+        RawConnection::connect_with_headers(&gw.url, &[("x-forwarded-for", "203.0.113.9")])
+            .await
+            .expect("connect");
     let hello = r#"{"v":1,"id":9,"type":"hello","payload":{"token":"wrong-token-xyz","device_id":"phone"}}"#;
     conn.send_text(hello).await.expect("send hello");
     assert_rejected(&mut conn, "locked out", "rate_limited", Some(Some(9)), 4401).await;

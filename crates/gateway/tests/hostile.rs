@@ -1,6 +1,8 @@
 //! A stranger facing the gateway: wrong tokens cannot lock a paired device out (nor find the
 //! shared token faster than the throttle allows), forwarded addresses
-//! count only behind a trusted proxy, and browser pages of other sites cannot open `/ws`.
+//! count only behind a trusted proxy, and browser pages of other sites cannot open `/ws`. On the
+//! gateway's own machine, whoever fails (the local agent, forged `/v1/actions` tokens) cannot lock
+//! the owner's shared token out.
 
 mod common;
 
@@ -13,6 +15,10 @@ use tokio::io::AsyncWriteExt;
 
 /// A `hello` over a fresh raw connection (with these request headers); the error code when it
 /// was refused, `None` when it was accepted.
+/// A stranger's request as a reverse proxy on this machine forwards it (the proxy is not
+/// trusted, so the stranger counts under the proxy's address, loopback, but is not local).
+const STRANGER: [(&str, &str); 1] = [("x-forwarded-for", "203.0.113.9")];
+
 async fn hello_code(
     gw: &TestGateway,
     headers: &[(&'static str, &str)],
@@ -36,7 +42,9 @@ async fn a_stranger_hammering_wrong_tokens_cannot_lock_out_a_paired_device() {
             .await
             .expect("code")
             .code;
-    let mut pairing = RawConnection::connect(&gw.url).await.expect("connect");
+    let mut pairing = RawConnection::connect_with_headers(&gw.url, &STRANGER)
+        .await
+        .expect("connect");
     let device_token = pairing
         .hello(&code, "owner-phone")
         .await
@@ -46,7 +54,7 @@ async fn a_stranger_hammering_wrong_tokens_cannot_lock_out_a_paired_device() {
     let _ = pairing.close().await;
     let mut codes = Vec::new();
     for _ in 0..8 {
-        codes.push(hello_code(&gw, &[], "wrong-token-xyz").await);
+        codes.push(hello_code(&gw, &STRANGER, "wrong-token-xyz").await);
     }
     let auth = Some(ErrorCode::Auth);
     let limited = Some(ErrorCode::RateLimited);
@@ -61,15 +69,52 @@ async fn a_stranger_hammering_wrong_tokens_cannot_lock_out_a_paired_device() {
     );
     // The paired phone, from the very same address, with its own token: in at once.
     assert_eq!(
-        hello_code(&gw, &[], &device_token).await,
+        hello_code(&gw, &STRANGER, &device_token).await,
         None,
         "owner locked out"
     );
     // The shared token is not even compared while the address is throttled, so a guess that
     // happens to be right gains nothing.
-    assert_eq!(hello_code(&gw, &[], TOKEN).await, limited);
+    assert_eq!(hello_code(&gw, &STRANGER, TOKEN).await, limited);
     // And the stranger is still throttled.
-    assert_eq!(hello_code(&gw, &[], "wrong-token-xyz").await, limited);
+    assert_eq!(hello_code(&gw, &STRANGER, "wrong-token-xyz").await, limited);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn failures_on_the_gateways_own_machine_cannot_lock_the_owner_out() {
+    let gw = TestGateway::start_with(|c| c.limits.auth_failures_per_minute = 3).await;
+    // The local agent (or anything else on the machine) guesses, and forges action tokens.
+    for _ in 0..6 {
+        assert_eq!(
+            hello_code(&gw, &[], "wrong-token-xyz").await,
+            Some(ErrorCode::Auth),
+            "a local failure is refused as such, never as throttled"
+        );
+    }
+    let url = gw
+        .url
+        .replace("ws://", "http://")
+        .replace("/ws", "/v1/actions");
+    for _ in 0..6 {
+        let status = reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(r#"{"token":"forged-action-token","value":"allow_once"}"#)
+            .send()
+            .await
+            .expect("the gateway answers")
+            .status();
+        assert!(matches!(status.as_u16(), 404 | 429), "{status}");
+    }
+    // The owner, on the same machine, signs in with the shared token at once.
+    assert_eq!(hello_code(&gw, &[], TOKEN).await, None, "owner locked out");
+    // The address is throttled all the same for what comes through a proxy: a stranger's right
+    // guess gains nothing.
+    assert_eq!(
+        hello_code(&gw, &STRANGER, TOKEN).await,
+        Some(ErrorCode::RateLimited)
+    );
     gw.stop().await;
 }
 

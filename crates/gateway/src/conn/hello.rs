@@ -61,8 +61,18 @@ impl Refusal {
 }
 
 /// Serves one upgraded socket until it closes.
-pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr, budget: ReadBudget) {
-    let Some(admitted) = await_hello(&ctx, &mut socket, addr, &budget).await else {
+///
+/// `local`: the connection comes from the gateway's own machine, not through a proxy (see
+/// [`crate::guard::is_local`]): the shared token is compared even while the address is
+/// throttled.
+pub async fn serve(
+    ctx: Arc<Context>,
+    mut socket: WebSocket,
+    addr: SocketAddr,
+    local: bool,
+    budget: ReadBudget,
+) {
+    let Some(admitted) = await_hello(&ctx, &mut socket, addr, local, &budget).await else {
         return;
     };
     // The device is in: frames up to the hard limit may come now.
@@ -109,6 +119,7 @@ async fn await_hello(
     ctx: &Context,
     socket: &mut WebSocket,
     addr: SocketAddr,
+    local: bool,
     budget: &ReadBudget,
 ) -> Option<Admitted> {
     let limits = &ctx.shared.config.limits;
@@ -149,7 +160,7 @@ async fn await_hello(
             }
         }
     };
-    match check_hello(ctx, &text, addr).await {
+    match check_hello(ctx, &text, addr, local).await {
         Ok(hello) => Some(hello),
         Err(refusal) => {
             reject(socket, refusal).await;
@@ -160,9 +171,17 @@ async fn await_hello(
 
 /// Checks the first frame: not throttled, not too large, a `hello` of this protocol, a valid
 /// credential, a usable device id, a device that was not revoked; then spends a pairing code.
-async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admitted, Refusal> {
+async fn check_hello(
+    ctx: &Context,
+    text: &str,
+    addr: SocketAddr,
+    local: bool,
+) -> Result<Admitted, Refusal> {
     let guard = &ctx.guard;
     let ip = addr.ip();
+    // From the gateway's own machine the throttle never withholds the shared token: whoever
+    // fails there (the local agent, say) cannot lock the owner out. Failures still count.
+    let blocked = || !local && guard.auth_blocked(ip);
     // A failure is counted, or refused as throttled when this address already failed too often.
     // While an address is throttled the shared token is not even compared, so guessing it gets
     // no answer at all (see `Guard::authenticate`); device tokens and pairing codes (256 random
@@ -170,7 +189,7 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
     // address (or from behind the same proxy or NAT) cannot lock a paired device out. Wrong
     // device tokens and wrong or spent codes count as failures like a wrong token.
     let failed = |refusal: Refusal| {
-        if guard.auth_blocked(ip) {
+        if blocked() {
             let msg = "too many failed attempts; try again later";
             let close = close_code::AUTH;
             return Refusal::new(refusal.id, ErrorCode::RateLimited, msg, close);
@@ -211,7 +230,7 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
         return Err(failed(Refusal::hello_first(id)));
     };
     let now = crate::ids::now_ms();
-    let throttled = guard.auth_blocked(ip);
+    let throttled = blocked();
     let credential = match guard
         .authenticate(&ctx.shared.store, &hello.token, now, throttled)
         .await
