@@ -173,9 +173,10 @@ impl Guard {
     }
 }
 
-/// The key the failed-`hello` throttle counts an address under: an IPv4 address itself, an
-/// IPv6 address by its /64 (one subscriber's network holds 2^64 addresses, free to rotate).
-fn throttle_key(addr: IpAddr) -> IpAddr {
+/// The key the failed-`hello` throttle and the per-address connection cap count an address
+/// under: an IPv4 address itself, an IPv6 address by its /64 (one subscriber's network holds
+/// 2^64 addresses, free to rotate).
+pub fn throttle_key(addr: IpAddr) -> IpAddr {
     match addr.to_canonical() {
         IpAddr::V6(v6) => {
             let bits = u128::from(v6) & !((1u128 << 64) - 1);

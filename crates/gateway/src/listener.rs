@@ -1,5 +1,7 @@
-//! The TCP listener under the HTTP routes: admission (a cap on open connections per address and
-//! in total), a header read timeout, the read budget of connections that have not said `hello`,
+//! The TCP listener under the HTTP routes: admission (a cap on open connections per address, an
+//! IPv6 address by its /64, and in total, with a quarter of the total kept for connections whose
+//! device said `hello`: a new connection beyond the other three quarters closes the one that
+//! waited longest without a device), a header read timeout, the read budget of connections that have not said `hello`,
 //! and graceful shutdown.
 //!
 //! `axum::serve` reads request headers without a deadline and accepts without bound, so a
@@ -8,11 +10,12 @@
 //! hyper's HTTP/1 connection with `header_read_timeout`; the peer address reaches handlers as
 //! axum's `ConnectInfo`, as it did under `axum::serve`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -49,6 +52,11 @@ const MAX_HEADER_BUF: usize = 64 * 1024;
 /// How long connections still open at shutdown get to finish their request.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// The share of the total cap that connections without a device (before `hello`, or plain
+/// HTTP) may hold: the rest is kept for connections whose device said `hello`, so that strangers
+/// from many addresses cannot fill every place.
+pub const UNAUTHENTICATED_SHARE: (usize, usize) = (3, 4);
+
 /// Counts of open connections, per address and in total.
 #[derive(Debug, Default)]
 struct Counts {
@@ -61,6 +69,11 @@ struct Counts {
 pub struct Admission {
     limits: ListenLimits,
     counts: Mutex<Counts>,
+    /// Open connections whose device said `hello` (their read budget was lifted).
+    authenticated: Arc<AtomicUsize>,
+    /// The read budgets of connections without a device, oldest first (some may have said
+    /// `hello` or closed since: they are skipped).
+    waiting: Mutex<VecDeque<ReadBudget>>,
 }
 
 impl Admission {
@@ -69,25 +82,63 @@ impl Admission {
         Arc::new(Admission {
             limits,
             counts: Mutex::new(Counts::default()),
+            authenticated: Arc::default(),
+            waiting: Mutex::default(),
         })
     }
 
-    /// A place for a connection from `ip`, or `None` when a cap is reached.
+    /// Closes the connection that waited longest without a device; false when there is none.
+    fn evict_oldest(&self) -> bool {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(budget) = waiting.pop_front() {
+            if budget.evict() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Most connections without a device there may be at once: [`UNAUTHENTICATED_SHARE`] of
+    /// the total, at least one.
+    fn unauthenticated_cap(&self) -> usize {
+        let (num, den) = UNAUTHENTICATED_SHARE;
+        (self.limits.total * num / den).max(1)
+    }
+
+    /// A place for a connection from `ip`, or `None` when a cap is reached: the total, the
+    /// share of connections without a device, or the address's (an IPv6 /64's).
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Ticket> {
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         if counts.total >= self.limits.total {
             return None;
         }
-        let exempt = self.limits.exempt.contains(&ip);
-        let mine = counts.per_address.entry(ip).or_insert(0);
-        if !exempt && *mine >= self.limits.per_address {
+        let exempt = crate::guard::is_trusted_proxy(ip, &self.limits.exempt);
+        let key = crate::guard::throttle_key(ip);
+        if !exempt && counts.per_address.get(&key).copied().unwrap_or(0) >= self.limits.per_address
+        {
             return None;
         }
-        *mine += 1;
+        // Connections without a device hold at most their share: beyond it the one that waited
+        // longest goes (it had the most time to say `hello`), so strangers cannot keep a device
+        // out by holding places; it leaves when its task sees the failed read.
+        let authenticated = self.authenticated.load(Ordering::SeqCst);
+        if counts.total.saturating_sub(authenticated) >= self.unauthenticated_cap()
+            && !self.evict_oldest()
+        {
+            return None;
+        }
+        *counts.per_address.entry(key).or_insert(0) += 1;
         counts.total += 1;
+        let budget = ReadBudget::counted(Some(self.authenticated.clone()));
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if waiting.len() >= 2 * self.limits.total {
+            waiting.retain(|b| !b.lifted() && !b.evicted());
+        }
+        waiting.push_back(budget.clone());
         Some(Ticket {
             admission: self.clone(),
-            ip,
+            key,
+            budget,
         })
     }
 
@@ -101,7 +152,17 @@ impl Admission {
 #[derive(Debug)]
 pub struct Ticket {
     admission: Arc<Admission>,
-    ip: IpAddr,
+    key: IpAddr,
+    /// The connection's read budget: lifted once its device said `hello`, which moves the
+    /// connection to the authenticated count.
+    budget: ReadBudget,
+}
+
+impl Ticket {
+    /// The connection's read budget.
+    pub fn budget(&self) -> ReadBudget {
+        self.budget.clone()
+    }
 }
 
 impl Drop for Ticket {
@@ -112,10 +173,15 @@ impl Drop for Ticket {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         counts.total = counts.total.saturating_sub(1);
-        if let Some(n) = counts.per_address.get_mut(&self.ip) {
+        if self.budget.lifted() {
+            self.admission.authenticated.fetch_sub(1, Ordering::SeqCst);
+        }
+        // Closed: an eviction passes it by.
+        self.budget.evict();
+        if let Some(n) = counts.per_address.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {
-                counts.per_address.remove(&self.ip);
+                counts.per_address.remove(&self.key);
             }
         }
     }
@@ -138,8 +204,14 @@ impl AsyncRead for Metered {
         if self.budget.exceeded() {
             return Poll::Ready(Err(io::Error::other("read budget exceeded")));
         }
+        if self.budget.evicted() {
+            return Poll::Ready(Err(io::Error::other("closed for a newer connection")));
+        }
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.tcp).poll_read(cx, buf);
+        if polled.is_pending() {
+            self.budget.park(cx.waker());
+        }
         let n = buf.filled().len() - before;
         self.budget.count(n);
         polled
@@ -215,7 +287,7 @@ pub async fn serve(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-        let budget = ReadBudget::default();
+        let budget = ticket.budget();
         let io = Metered {
             tcp,
             budget: budget.clone(),
@@ -329,18 +401,51 @@ mod tests {
 
     #[test]
     fn caps_per_address_and_in_total_and_gives_places_back() {
-        let admission = Admission::new(limits(2, 3));
+        let admission = Admission::new(limits(2, 4));
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
         let first = admission.admit(a).expect("first");
         let _second = admission.admit(a).expect("second");
         assert!(admission.admit(a).is_none(), "third from one address");
-        let _other = admission.admit(b).expect("another address");
+        let other = admission.admit(b).expect("another address");
+        other.budget().lift();
+        let _fourth = admission.admit(b).expect("the fourth");
         assert!(admission.admit(b).is_none(), "total reached");
         drop(first);
         let again = admission.admit(a);
         assert!(again.is_some(), "a place was given back");
-        assert_eq!(admission.open(), 3);
+        assert_eq!(admission.open(), 4);
+        drop(other);
+        assert_eq!(admission.authenticated.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn beyond_their_share_connections_without_a_device_make_room_from_the_oldest() {
+        let admission = Admission::new(limits(10, 8));
+        let ip = |i: u8| IpAddr::from([192, 0, 2, i]);
+        let strangers: Vec<Ticket> = (1..=6)
+            .map(|i| admission.admit(ip(i)).expect("in"))
+            .collect();
+        // Six of eight without a device: the seventh closes the oldest, which then leaves.
+        let device = admission.admit(ip(7)).expect("a device gets in");
+        assert!(strangers[0].budget().evicted(), "the oldest stranger goes");
+        assert!(!strangers[1].budget().evicted());
+        device.budget().lift();
+        assert!(!device.budget().evict(), "a device that said hello stays");
+        drop(strangers);
+        assert_eq!(admission.open(), 1);
+    }
+
+    #[test]
+    fn an_ipv6_network_counts_as_one_address() {
+        let admission = Admission::new(limits(2, 100));
+        let one: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let two: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let elsewhere: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        let _a = admission.admit(one).expect("first");
+        let _b = admission.admit(two).expect("second");
+        assert!(admission.admit(one).is_none(), "a third from the same /64");
+        assert!(admission.admit(elsewhere).is_some(), "another /64");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! A stranger cannot exhaust the gateway: half-sent requests are cut off by the header timeout,
-//! connections over the caps are closed at once, a connection may send only a little before
+//! connections over the caps are closed at once, strangers from many addresses hold at most
+//! three quarters of the total (beyond it a new connection closes the one that waited longest
+//! without a device, so a device still gets in), a connection may send only a little before
 //! `hello`, and messages the WebSocket layer refuses are closed with their proper code.
 
 mod common;
@@ -119,6 +121,36 @@ async fn the_total_cap_closes_extra_connections_and_frees_places_as_they_time_ou
         );
     }
     owner_gets_in(&gw).await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn strangers_from_many_addresses_cannot_keep_a_device_out() {
+    let gw = TestGateway::start_with(|c| {
+        c.limits.max_connections = 40;
+        c.limits.max_connections_per_address = 2;
+        c.limits.header_timeout = Duration::from_secs(60);
+    })
+    .await;
+    let server = server_addr(&gw.url);
+    let (mut early, _) = gw.connect("early-phone").await;
+    // Sixty addresses, two half-sent requests each: three times the total.
+    let mut strangers = Vec::new();
+    for i in 1..=60 {
+        strangers.extend(half_open(&format!("127.0.1.{i}"), server, 2).await);
+    }
+    // They hold at most their share, 30 of 40: every older one was closed, refused or evicted
+    // for a newer one, long before the header timeout.
+    for (n, tcp) in strangers.iter_mut().enumerate().take(120 - 30) {
+        assert!(
+            closed_within(tcp, ANSWER).await,
+            "stranger {n} still holds a place"
+        );
+    }
+    // A device gets in, and the one that was in goes on.
+    owner_gets_in(&gw).await;
+    let echo = send_text(&mut early, "default", "still here").await;
+    assert_eq!(message_text(&echo), "still here");
     gw.stop().await;
 }
 
