@@ -512,7 +512,11 @@ async fn transcription(config: &Config) -> Option<Finding> {
     let transcriber = crate::media::voice::Transcriber::new(config.voice.clone());
     Some(
         match transcriber
-            .heard(silent_wav(), "doctor.wav", "audio/wav")
+            .heard(crate::media::voice::Recording::of_bytes(
+                silent_wav(),
+                "doctor.wav",
+                "audio/wav",
+            ))
             .await
         {
             Ok(_) => Finding::ok(format!(

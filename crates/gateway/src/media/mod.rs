@@ -27,6 +27,6 @@ pub use files::MediaFiles;
 pub use names::*;
 pub use quota::Reservation;
 pub use service::Media;
-pub use speech::SpeechError;
+pub use speech::{SpeakError, SpeechError};
 pub use upload::ConnMedia;
 pub use voice::{voice_kind, TranscribeError};
