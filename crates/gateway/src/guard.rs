@@ -272,6 +272,16 @@ pub fn client_ip(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAddr]) 
     client
 }
 
+/// Whether a connection comes from the gateway's own machine: its client address is loopback
+/// and no proxy forwarded it (a proxy on the same machine that is not in `trusted_proxies` still
+/// names the client in a forwarding header, so its connections do not count as local).
+pub fn is_local(client: IpAddr, headers: &axum::http::HeaderMap) -> bool {
+    let forwarded = ["x-forwarded-for", "forwarded", "x-real-ip"]
+        .iter()
+        .any(|h| headers.contains_key(*h));
+    client.to_canonical().is_loopback() && !forwarded
+}
+
 /// Whether `ip` is one of the `trusted_proxies` (an IPv4-mapped IPv6 address as its IPv4).
 pub fn is_trusted_proxy(ip: IpAddr, trusted: &[IpAddr]) -> bool {
     trusted.contains(&ip.to_canonical())

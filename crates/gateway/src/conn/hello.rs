@@ -61,8 +61,14 @@ impl Refusal {
 }
 
 /// Serves one upgraded socket until it closes.
-pub async fn serve(ctx: Arc<Context>, mut socket: WebSocket, addr: SocketAddr, budget: ReadBudget) {
-    let Some(admitted) = await_hello(&ctx, &mut socket, addr, &budget).await else {
+pub async fn serve(
+    ctx: Arc<Context>,
+    mut socket: WebSocket,
+    addr: SocketAddr,
+    local: bool,
+    budget: ReadBudget,
+) {
+    let Some(admitted) = await_hello(&ctx, &mut socket, addr, local, &budget).await else {
         return;
     };
     // The device is in: frames up to the hard limit may come now.
@@ -109,6 +115,7 @@ async fn await_hello(
     ctx: &Context,
     socket: &mut WebSocket,
     addr: SocketAddr,
+    local: bool,
     budget: &ReadBudget,
 ) -> Option<Admitted> {
     let limits = &ctx.shared.config.limits;
@@ -149,7 +156,7 @@ async fn await_hello(
             }
         }
     };
-    match check_hello(ctx, &text, addr).await {
+    match check_hello(ctx, &text, addr, local).await {
         Ok(hello) => Some(hello),
         Err(refusal) => {
             reject(socket, refusal).await;
@@ -158,9 +165,20 @@ async fn await_hello(
     }
 }
 
+/// Why the shared token is refused from another machine.
+const SHARED_LOCAL_ONLY: &str =
+    "once a device has been paired or revoked, the shared token signs in only on the \
+gateway's own machine; pair this device with a pairing code";
+
 /// Checks the first frame: not throttled, not too large, a `hello` of this protocol, a valid
 /// credential, a usable device id, a device that was not revoked; then spends a pairing code.
-async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admitted, Refusal> {
+/// `local`: the connection comes from the gateway's own machine, not forwarded by a proxy.
+async fn check_hello(
+    ctx: &Context,
+    text: &str,
+    addr: SocketAddr,
+    local: bool,
+) -> Result<Admitted, Refusal> {
     let guard = &ctx.guard;
     let ip = addr.ip();
     // A failure is counted, or refused as throttled when this address already failed too often.
@@ -228,6 +246,21 @@ async fn check_hello(ctx: &Context, text: &str, addr: SocketAddr) -> Result<Admi
         }
         Err(AuthFailure::Store(e)) => return Err(cannot_check(id, &e)),
     };
+    if credential == Credential::Shared && !local {
+        match ctx.shared.store.shared_token_local_only().await {
+            Ok(false) => {}
+            Ok(true) => {
+                tracing::warn!(addr = %ip, "the shared token from another machine after pairing");
+                return Err(failed(Refusal::new(
+                    id,
+                    ErrorCode::Auth,
+                    SHARED_LOCAL_ONLY,
+                    close_code::AUTH,
+                )));
+            }
+            Err(e) => return Err(cannot_check(id, &e)),
+        }
+    }
     // A device token names its device: the session is that device's, whatever id it claims.
     if let Credential::Device(device) = &credential {
         hello.device_id.clone_from(device);

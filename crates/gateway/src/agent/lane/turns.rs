@@ -64,10 +64,11 @@ impl LaneActor {
         if transcribed && !audio {
             job.blocks.clear();
         }
+        let agent = self.host().name.clone();
         blocks.extend(
             self.env
                 .media
-                .prompt_blocks(job.blocks, takes.image, audio)
+                .prompt_blocks(job.blocks, &agent, takes.image, audio)
                 .await,
         );
         let mut rx = std::mem::replace(&mut self.events, event_channel().1);
