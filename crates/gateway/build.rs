@@ -14,6 +14,8 @@
 //!   the browser suite's packages (`npm ci` in `web/tests`).
 //! - `has_pebble`: Let's Encrypt's ACME test server `pebble` on `PATH` (Debian's `pebble`).
 //! - `has_proxies`: Debian's `caddy` and `nginx`, for the reverse-proxy recipes.
+//! - `has_setpriv`: util-linux's `setpriv`, with which the confinement tests run the gateway as
+//!   `nobody` when they run as root (root passes permission checks an owner's account would not).
 //! - `has_lan`: root and `ip netns`, to join two network namespaces by a veth pair (a LAN of
 //!   two machines, for the mDNS announcement).
 //!
@@ -47,6 +49,7 @@ fn main() {
         "has_pebble",
         "has_proxies",
         "has_lan",
+        "has_setpriv",
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
@@ -74,6 +77,7 @@ fn main() {
         ("has_pebble", on_path("pebble")),
         ("has_proxies", on_path("caddy") && nginx()),
         ("has_lan", lan()),
+        ("has_setpriv", on_path("setpriv")),
     ];
     for (cfg, here) in found {
         if here || ci {

@@ -1,25 +1,29 @@
 //! Confining an agent process with Landlock, so that a prompt-injected agent cannot reach the
-//! gateway's credentials: the data dir (store, token, Web Push key, admin socket) is neither
-//! readable nor writable (only the media files attached to prompts can be read), signals to
+//! gateway's credentials: the data dir (store, token, Web Push key, admin socket), the
+//! configuration file and every secret file it names are neither readable nor writable (only the
+//! media files attached to the agent's own prompts can be read), signals to
 //! processes outside the sandbox (the gateway) and abstract Unix sockets are refused, and — by
 //! Landlock's rule for `ptrace` — the gateway's memory and `/proc/<pid>/environ` are out of reach.
 //! Everything else keeps the access the user has, so the agent's own work (its cwd, its tools)
 //! is untouched.
 //!
-//! Landlock only grants access: to hide one directory, every other entry along the path from
-//! `/` to it is granted full access, each on its own. The directories on that path themselves
-//! get nothing, so no new file can be made directly in them (a data dir under
-//! `/var/lib/iris-gateway` has `/`, `/var` and `/var/lib` above it); links among those entries
-//! are skipped, never followed (one could point into the data dir).
+//! Landlock only grants access: to hide a directory or a file, every other entry along the path
+//! from `/` to it is granted full access, each on its own. The directories on that path
+//! themselves get nothing, so no new file can be made directly in them, nor can the hidden entry
+//! be renamed or replaced (a data dir under `/var/lib/iris-gateway` has `/`, `/var` and `/var/lib`
+//! above it); links among those entries are skipped, never followed (one could point into a
+//! hidden place). Several hidden places share the walk: an entry on the way to any of them is
+//! walked into, never granted.
 //!
 //! The ruleset is built in the gateway before the agent is forked; the child only calls
 //! `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` between fork and exec (nothing
 //! there allocates). `PR_SET_NO_NEW_PRIVS` also means set-user-ID programs (`sudo`) do not gain
 //! privileges inside the agent.
 
+use std::collections::BTreeSet;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use landlock::{
     Access, AccessFs, PathBeneath, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
@@ -33,9 +37,10 @@ const ABI_USED: ABI = ABI::V6;
 /// What an agent may not reach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Confinement {
-    /// A directory the agent may neither read nor write (the gateway's data dir).
-    pub hidden: PathBuf,
-    /// Places inside it the agent may read (the media attached to prompts).
+    /// Directories and files the agent may neither read nor write (the gateway's data dir, its
+    /// configuration file, the secret files that names). Those that do not exist are left out.
+    pub hidden: Vec<PathBuf>,
+    /// Places inside them the agent may read (the media attached to its prompts).
     pub readable: Vec<PathBuf>,
 }
 
@@ -80,26 +85,24 @@ pub(crate) fn prepare(confinement: &Confinement) -> std::io::Result<Option<Prepa
         .and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket))
         .and_then(Ruleset::create)
         .map_err(std::io::Error::other)?;
-    let hidden = confinement.hidden.canonicalize()?;
-    let mut dir = PathBuf::from("/");
-    for component in hidden.components() {
-        let Component::Normal(name) = component else {
-            continue;
-        };
-        let next = dir.join(name);
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            if entry.file_name() == name {
+    let hidden = hidden_set(&confinement.hidden);
+    let mut on_the_way: BTreeSet<PathBuf> = BTreeSet::new();
+    for place in &hidden {
+        on_the_way.extend(place.ancestors().skip(1).map(Path::to_path_buf));
+    }
+    for dir in &on_the_way {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if hidden.contains(&path) || on_the_way.contains(&path) {
                 continue;
             }
-            // A link is skipped: it may point into the hidden directory. Where it points to is
+            // A link is skipped: it may point into a hidden place. Where it points to is
             // reached through its target's own entry.
-            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
                 continue;
             }
-            ruleset = allow(ruleset, &entry.path(), all)?;
+            ruleset = allow(ruleset, &path, all)?;
         }
-        dir = next;
     }
     for path in &confinement.readable {
         if path.exists() {
@@ -108,6 +111,19 @@ pub(crate) fn prepare(confinement: &Confinement) -> std::io::Result<Option<Prepa
     }
     let fd: Option<OwnedFd> = ruleset.into();
     Ok(fd.map(|fd| Prepared { fd }))
+}
+
+/// The hidden places as real paths, without those that do not exist or lie inside another (a
+/// secret file in the data dir is hidden with it).
+fn hidden_set(places: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let real: BTreeSet<PathBuf> = places
+        .iter()
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
+    real.iter()
+        .filter(|p| !p.ancestors().skip(1).any(|a| real.contains(a)))
+        .cloned()
+        .collect()
 }
 
 /// Grants `access` beneath `path`, opened without following a link. An entry that cannot be
@@ -150,4 +166,30 @@ pub(crate) fn restrict_self(ruleset: RawFd) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_inside_another_are_hidden_with_it() {
+        let tmp = std::env::temp_dir().join(format!("iris-confine-{}", std::process::id()));
+        let data = tmp.join("data");
+        std::fs::create_dir_all(&data).expect("dir");
+        std::fs::write(data.join("token"), "x").expect("file");
+        std::fs::write(tmp.join("iris.toml"), "x").expect("file");
+        let set = hidden_set(&[
+            data.join("token"),
+            data.clone(),
+            tmp.join("iris.toml"),
+            tmp.join("missing"),
+        ]);
+        let real = tmp.canonicalize().expect("real");
+        assert_eq!(
+            set.into_iter().collect::<Vec<_>>(),
+            vec![real.join("data"), real.join("iris.toml")]
+        );
+        std::fs::remove_dir_all(&tmp).expect("cleanup");
+    }
 }

@@ -273,16 +273,19 @@ pub fn client_ip(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAddr]) 
     client
 }
 
-/// Whether a request comes from the gateway's own machine: its peer is a loopback address and it
-/// names no forwarded client (a reverse proxy on the same machine adds `X-Forwarded-For`, and
-/// the strangers behind it are not the owner). The failed-`hello` throttle never withholds the
-/// shared token from such a request: everyone there (the owner, the agent the gateway runs)
-/// shares the address, so counting could only lock the owner out. Guessing the token from there
-/// is as hard as its length makes it (at least 16 characters: 64 bits even in hex, years at any
-/// rate a machine can try; a generated one is 192 random bits;
-/// a confined agent cannot read the token file).
-pub fn is_local(peer: IpAddr, forwarded_for: Option<&str>) -> bool {
-    peer.to_canonical().is_loopback() && forwarded_for.is_none()
+/// Whether a request comes from the gateway's own machine: its peer is a loopback address and no
+/// proxy forwarded it (a reverse proxy on the same machine names the client in `X-Forwarded-For`,
+/// `Forwarded` or `X-Real-IP`, and the strangers behind it are not the owner). The failed-`hello`
+/// throttle never withholds the shared token from such a request: everyone there (the owner, the
+/// agent the gateway runs) shares the address, so counting could only lock the owner out.
+/// Guessing the token from there is as hard as its length makes it (at least 16 characters: 64
+/// bits even in hex; a generated one is 192 random bits; a confined agent cannot read the token
+/// file). Once a device is paired, the shared token signs in only from here.
+pub fn is_local(client: IpAddr, headers: &axum::http::HeaderMap) -> bool {
+    let forwarded = ["x-forwarded-for", "forwarded", "x-real-ip"]
+        .iter()
+        .any(|h| headers.contains_key(*h));
+    client.to_canonical().is_loopback() && !forwarded
 }
 
 /// Whether `ip` is one of the `trusted_proxies` (an IPv4-mapped IPv6 address as its IPv4).

@@ -9,6 +9,8 @@
 //! more. The devices paired through a code it made go with it, and
 //! theirs, and so on: whoever held a revoked device could have paired another for later. In a
 //! running gateway their live connections are then closed and their action tokens forgotten.
+//! A revocation also keeps the shared token to the gateway's own machine from then on (`meta`
+//! key `shared_token_local_only`; see `conn/hello.rs`): a revoked device may have read it.
 //!
 //! A device may revoke itself and its descendants (the devices paired through its codes, and
 //! theirs), nothing else: a stolen device must not be able to lock the owner out.
@@ -103,6 +105,9 @@ fn revoke_one(tx: &mut WriteTx<'_>, device_id: &str, now: i64) -> Result<bool, S
     tx.delete_pairing_codes_of(device_id)?;
     tx.delete_cron_jobs_of(device_id)?;
     tx.set_meta(&format!("{REVOKED_PREFIX}{device_id}"), &now.to_string())?;
+    // A revoked device may have read the shared token: from now on it signs in only on the
+    // gateway's own machine.
+    tx.set_meta(iris_store::SHARED_TOKEN_LOCAL_KEY, &now.to_string())?;
     Ok(existed)
 }
 

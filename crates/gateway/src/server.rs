@@ -44,6 +44,28 @@ fn file_browser(
     crate::files::Files::new(config, agents, roster.default.clone())
 }
 
+/// The agents' default working directory (made on the first start) and the roster, each agent
+/// with its directory of attachments; the secrets an agent could reach are logged.
+fn agent_places(config: &Config) -> Result<(PathBuf, crate::agent::Roster), StartError> {
+    let dir_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| StartError::DataDir { path, source }
+    };
+    let cwd = crate::config::workspace::agent_cwd(config);
+    if config.agent_cwd.is_none() {
+        crate::config::workspace::create_workspace(&cwd).map_err(dir_err(&cwd))?;
+    }
+    let roster = crate::agent::roster(config, &cwd).map_err(StartError::Agent)?;
+    for agent in &roster.agents {
+        let attached = crate::media::attached::agent_dir(&config.data_dir, &agent.name);
+        crate::media::attached::create_agent_dir(&attached).map_err(dir_err(&attached))?;
+    }
+    for finding in crate::admin::secrets::reachable(config, &roster, &cwd) {
+        tracing::warn!("{finding}");
+    }
+    Ok((cwd, roster))
+}
+
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -140,12 +162,7 @@ impl Gateway {
             addr: config.listen,
             source,
         })?;
-        let cwd = config
-            .agent_cwd
-            .clone()
-            .or_else(crate::config::home_dir)
-            .unwrap_or_else(|| dir.clone());
-        let roster = crate::agent::roster(&config, &cwd).map_err(StartError::Agent)?;
+        let (cwd, roster) = agent_places(&config)?;
         let settings = crate::agent::BridgeConfig {
             update_interval: config.update_interval,
         };
@@ -602,7 +619,7 @@ async fn ws_upgrade(
     }
     let forwarded = header(header::HeaderName::from_static("x-forwarded-for"));
     let client = crate::guard::client_ip(addr.ip(), forwarded, &config.trusted_proxies);
-    let local = crate::guard::is_local(addr.ip(), forwarded);
+    let local = crate::guard::is_local(addr.ip(), &headers);
     let addr = SocketAddr::new(client, addr.port());
     // Binary media chunks are at most 1 MiB; larger frames are refused by the WebSocket layer,
     // text frames above the configured limit by the connection with a `bad_request`.

@@ -2,7 +2,8 @@
 //! (a fake one here, on 127.0.0.1) for a recording, stores it as media of no message and answers
 //! `speech`, which `media.pull` plays; the same text is not synthesized twice; an endpoint that
 //! fails, is late, answers something that is not audio or too much of it is `unavailable`; the
-//! requests are refused without an endpoint, without text, and beyond the request budget.
+//! requests are refused without an endpoint, without text, and beyond the request budget; the
+//! recordings count in their device's upload quota, and a full one refuses new recordings.
 
 mod common;
 
@@ -285,5 +286,62 @@ async fn requests_are_refused_without_a_voice_or_a_text_and_beyond_the_budget() 
         1,
         "only valid requests reach the endpoint"
     );
+    gw.stop().await;
+}
+
+/// A large recording, as a long text would be (about 2 MiB).
+const BIG: usize = 1024 * 1024;
+
+#[tokio::test]
+async fn recordings_count_in_the_device_quota_and_a_full_quota_refuses_new_ones_not_old_ones() {
+    let audio = wav(BIG);
+    let fake = Fake::start(Mode::Audio(audio.clone())).await;
+    let url = fake.url();
+    // Room for two of these and the largest recording (16 MiB) a new one may be: a third is
+    // made, and then there is no room for a fourth.
+    let quota = 16 * 1024 * 1024 + 3 * audio.len() as u64 - 1;
+    let gw = TestGateway::start_with(move |c| {
+        c.voice.speech_url = Some(url);
+        c.media.max_pending_bytes_per_device = quota;
+        c.media.max_pending_bytes = 10 * quota;
+    })
+    .await;
+    let (mut phone, _) = gw.connect("phone").await;
+    for i in 0..3 {
+        speech_of(
+            speak(&mut phone, &format!("Answer {i}."))
+                .await
+                .expect("spoken"),
+        );
+    }
+    let (code, message) = refusal(speak(&mut phone, "One answer too many.").await);
+    assert_eq!(code, ErrorCode::MediaTooLarge, "{message}");
+    assert_eq!(
+        fake.requests().len(),
+        3,
+        "the refused text was not synthesized"
+    );
+    // What was made is still read.
+    speech_of(speak(&mut phone, "Answer 1.").await.expect("made before"));
+    // Another device has a quota of its own.
+    let (mut laptop, _) = gw.connect("laptop").await;
+    speech_of(
+        speak(&mut laptop, "A laptop's answer.")
+            .await
+            .expect("spoken"),
+    );
+    assert_eq!(fake.requests().len(), 4);
+    // The recordings take the phone's room for uploads too: a file that fits a quota without
+    // them no longer does.
+    let start = ClientFrame::MediaUploadStart(iris_protocol::MediaUploadStart {
+        media_ref: "photo".into(),
+        kind: "image".into(),
+        mime: "image/png".into(),
+        size: 16 * 1024 * 1024 + 2048,
+        filename: "photo.png".into(),
+        ..Default::default()
+    });
+    let (code, _) = refusal(phone.request(Header::default(), start).await);
+    assert_eq!(code, ErrorCode::MediaTooLarge);
     gw.stop().await;
 }

@@ -3,7 +3,8 @@
 //! on the message (history, search) and announced by `message.transcript`, and given to the
 //! demo agent as the prompt's text; failures leave the note with a `failed` transcript and no
 //! prompt, and `message.retry` transcribes it again. An agent that takes audio gets the
-//! recording itself.
+//! recording itself. Transcriptions are bounded across the gateway, and a recording attached
+//! to many messages is transcribed once.
 
 mod common;
 
@@ -56,6 +57,8 @@ struct Fake {
     mode: Arc<Mutex<Mode>>,
     got: Arc<Mutex<Vec<Got>>>,
     arrived: Arc<Notify>,
+    /// Requests being answered now, and the most there were at once.
+    busy: Arc<Mutex<(usize, usize)>>,
 }
 
 impl Fake {
@@ -68,6 +71,7 @@ impl Fake {
             mode: Arc::new(Mutex::new(Mode::Text(SPOKEN.into()))),
             got: Arc::default(),
             arrived: Arc::new(Notify::new()),
+            busy: Arc::default(),
         };
         let app = Router::new()
             .route("/v1/audio/transcriptions", axum::routing::post(answer))
@@ -96,6 +100,17 @@ async fn answer(State(fake): State<Fake>, headers: HeaderMap, body: Bytes) -> Re
     });
     fake.arrived.notify_waiters();
     let mode = fake.mode.lock().unwrap().clone();
+    {
+        let mut busy = fake.busy.lock().unwrap();
+        busy.0 += 1;
+        busy.1 = busy.1.max(busy.0);
+    }
+    let response = respond(mode).await;
+    fake.busy.lock().unwrap().0 -= 1;
+    response
+}
+
+async fn respond(mode: Mode) -> Response {
     match mode {
         Mode::Text(text) => axum::Json(serde_json::json!({ "text": text })).into_response(),
         Mode::Status(code) => (
@@ -684,4 +699,60 @@ async fn a_chat_begun_by_a_voice_note_is_named_from_what_was_said() {
     assert_eq!(renamed.name, "hello from the garden");
     let (_, t) = until_transcript(&mut phone, &echo.message_id).await;
     assert_eq!(t.transcript.state, TranscriptState::Done);
+}
+
+#[tokio::test]
+async fn notes_sent_at_once_wait_their_turn_and_one_note_in_many_messages_is_heard_once() {
+    let fake = Fake::start().await;
+    fake.set(Mode::Sleep(Duration::from_millis(150)));
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("prompts.log");
+    let gw = TestGateway::start_with(voice_gateway(&fake, &log)).await;
+    let (mut phone, _) = gw.connect("phone").await;
+    // Six different notes in six chats at once.
+    let mut sent = Vec::new();
+    for i in 0..6 {
+        let chat = create_channel(&mut phone, &format!("note {i}"), None).await;
+        let note = wav(8_000 + i * 100);
+        let m = send_voice_to(
+            &mut phone,
+            Header::lane(&chat, None),
+            &format!("n{i}"),
+            &note,
+        )
+        .await;
+        sent.push(m.message_id);
+    }
+    // One note, already heard, attached to six more messages.
+    let chat = create_channel(&mut phone, "again", None).await;
+    for _ in 0..6 {
+        let echo = phone
+            .request(
+                Header::lane(&chat, None),
+                ClientFrame::MessageSend(MessageSend {
+                    media_refs: vec!["n0".into()],
+                    ..Default::default()
+                }),
+            )
+            .await
+            .expect("sent");
+        sent.push(message_id(&echo));
+    }
+    let mut waiting: std::collections::HashSet<String> = sent.into_iter().collect();
+    while !waiting.is_empty() {
+        let e = phone.next_event_timeout(FRAME_WAIT).await.expect("a frame");
+        if let ServerFrame::MessageTranscript(t) = e.body {
+            assert_ne!(t.transcript.state, TranscriptState::Failed, "{t:?}");
+            if t.transcript.state == TranscriptState::Done {
+                waiting.remove(&t.message_id);
+            }
+        }
+    }
+    assert_eq!(fake.requests().len(), 6, "each recording was sent once");
+    let peak = fake.busy.lock().unwrap().1;
+    assert!(
+        (1..=2).contains(&peak),
+        "at most two transcriptions at once, {peak} were"
+    );
+    gw.stop().await;
 }

@@ -188,7 +188,24 @@ impl WriteTx<'_> {
     }
 }
 
+/// The `meta` key set when a device is revoked: from then on, as while any device holds a
+/// device token, the shared token signs in only on the gateway's own machine.
+pub const SHARED_TOKEN_LOCAL_KEY: &str = "shared_token_local_only";
+
 impl Store {
+    /// Whether a device was ever paired with a code or revoked: some device holds a device
+    /// token, or [`SHARED_TOKEN_LOCAL_KEY`] is set.
+    pub async fn shared_token_local_only(&self) -> Result<bool, StoreError> {
+        self.read(|c| {
+            Ok(c.prepare_cached(
+                "SELECT EXISTS(SELECT 1 FROM device_tokens) \
+                 OR EXISTS(SELECT 1 FROM meta WHERE key = ?1)",
+            )?
+            .query_row([SHARED_TOKEN_LOCAL_KEY], |r| r.get(0))?)
+        })
+        .await
+    }
+
     /// The device a token hash belongs to.
     pub async fn device_of_token(&self, token_hash: &str) -> Result<Option<String>, StoreError> {
         let hash = token_hash.to_owned();

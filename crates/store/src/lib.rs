@@ -43,7 +43,7 @@ mod tx;
 mod types;
 mod writer;
 
-pub use credentials::{DeviceAddress, OpenCode, PairingCodeRow};
+pub use credentials::{DeviceAddress, OpenCode, PairingCodeRow, SHARED_TOKEN_LOCAL_KEY};
 pub use cron::{CronJobRow, CronRunRecord, NewCronJob};
 pub use error::StoreError;
 pub use media::MediaRow;

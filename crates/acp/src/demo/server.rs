@@ -1,7 +1,7 @@
 //! The demo agent's side of the protocol: requests and notifications from the client, the
 //! sessions in memory, and the start and end of every prompt turn.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -25,6 +25,11 @@ pub(super) struct Demo {
     /// The client.
     pub(super) conn: Connection,
     state: Mutex<State>,
+    /// Updates that found the connection's outgoing queue full, oldest first: sent before
+    /// anything else, so that no update is lost and none overtakes another (see [`Demo::drain`]).
+    backlog: Mutex<VecDeque<Value>>,
+    /// Held while the backlog is being sent, so that two senders never reorder it.
+    draining: tokio::sync::Mutex<()>,
 }
 
 /// Everything the demo remembers.
@@ -169,6 +174,8 @@ impl Demo {
         Demo {
             conn,
             state: Mutex::new(State::new()),
+            backlog: Mutex::default(),
+            draining: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -188,16 +195,68 @@ impl Demo {
             session_id: session_id.into(),
             update,
         };
-        // A closed connection means the client is gone; the turn simply runs out.
-        let _ = self
-            .conn
-            .notify(method::SESSION_UPDATE, to_json(&notification));
+        self.send_params(to_json(&notification));
     }
 
     /// Sends a `session/update` whose update is raw JSON (fields no type of this crate has).
     pub(super) fn send_raw_update(&self, session_id: &str, update: Value) {
-        let params = serde_json::json!({"sessionId": session_id, "update": update});
-        let _ = self.conn.notify(method::SESSION_UPDATE, params);
+        self.send_params(serde_json::json!({"sessionId": session_id, "update": update}));
+    }
+
+    /// Sends a `session/update` at once, or keeps it in the backlog when the outgoing queue is
+    /// full (many turns at once outrun a client that reads slower) or older updates wait there.
+    /// A closed connection means the client is gone; the turn simply runs out.
+    fn send_params(&self, params: Value) {
+        let mut backlog = self.backlog.lock().unwrap_or_else(|e| e.into_inner());
+        if backlog.is_empty() {
+            match self.conn.notify(method::SESSION_UPDATE, params.clone()) {
+                Err(crate::AcpError::Congested) => {}
+                _ => return,
+            }
+        }
+        backlog.push_back(params);
+    }
+
+    /// Whether updates wait in the backlog.
+    fn backlogged(&self) -> bool {
+        !self
+            .backlog
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// Sends the backlog, in order, waiting for room in the outgoing queue. Every answer to a
+    /// request waits for this first: an answer never overtakes the updates sent before it.
+    pub(super) async fn drain(&self) {
+        let _one = self.draining.lock().await;
+        loop {
+            // The update leaves the backlog only once it is queued, so that a new one sent
+            // meanwhile goes behind it rather than before.
+            let front = self
+                .backlog
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .front()
+                .cloned();
+            let Some(params) = front else { break };
+            if self
+                .conn
+                .notify_paced(method::SESSION_UPDATE, params)
+                .await
+                .is_err()
+            {
+                self.backlog
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clear();
+                break;
+            }
+            self.backlog
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front();
+        }
     }
 
     /// Acts on a notification from the client: only `session/cancel` means something.
@@ -249,17 +308,28 @@ impl Demo {
                 return;
             }
         };
-        match result {
+        let answer = move |demo: &Demo| match result {
             Ok((result, after)) => {
                 responder.respond(result);
                 // Like Hermes, session-level updates follow the answer.
                 if let Some((session_id, updates)) = after {
                     for update in updates {
-                        self.send_update(&session_id, update);
+                        demo.send_update(&session_id, update);
                     }
                 }
             }
             Err((code, message)) => responder.error(code, message),
+        };
+        // A `session/load` replays the history before its answer: when that filled the
+        // outgoing queue, the answer waits for the replay.
+        if self.backlogged() {
+            let demo = self.clone();
+            turns.spawn(async move {
+                demo.drain().await;
+                answer(&demo);
+            });
+        } else {
+            answer(self);
         }
     }
 
@@ -498,6 +568,7 @@ impl Demo {
         let mut turn = Turn::new(&self, &session_id, cancel, cwd);
         let ending = turn.play(&request.prompt, &model_id).await;
         if let Some((code, message)) = ending.error {
+            self.drain().await;
             let _ = self.with_session(&session_id, |session| session.running = None);
             responder.error(code, message);
             return;
@@ -509,7 +580,8 @@ impl Demo {
             said,
             ending.stop_reason,
             responder,
-        );
+        )
+        .await;
         for title in ending.titles {
             let info = SessionInfoUpdate {
                 title: Some(title),
@@ -521,7 +593,7 @@ impl Demo {
 
     /// Ends a turn that ran to its end or was cancelled: records it in the history, reports
     /// the context usage, and answers the prompt with the token counts.
-    fn answer(
+    async fn answer(
         &self,
         session_id: &str,
         prompt: &[ContentBlock],
@@ -544,6 +616,7 @@ impl Demo {
             cost: None,
         };
         self.send_update(session_id, SessionUpdate::UsageUpdate(usage));
+        self.drain().await;
 
         let input_tokens = text.len() as u64 / 4 + 1;
         let output_tokens = said.len() as u64 / 4 + 1;

@@ -72,6 +72,7 @@ impl<'a> Turn<'a> {
     /// Waits until the connection can take `lines` more updates at once: a turn that writes
     /// without pause goes as fast as the client reads, and no update is lost.
     pub(super) async fn room(&self, lines: usize) {
+        self.demo.drain().await;
         let _ = self.demo.conn().room(lines).await;
     }
 

@@ -9,7 +9,9 @@
 //! client's `Origin` (a proxy that drops `Upgrade`, a host or origin the gateway refuses); a
 //! proxy in front passes the client's address (`X-Forwarded-For`) and `trusted_proxies` names
 //! it, so that the failed-hello throttle counts devices and not the proxy; each
-//! agent starts and answers ACP `initialize`; the shared token, still on once devices are paired;
+//! agent starts and answers ACP `initialize`; no secret lies where an agent can reach it (the
+//! configuration file holding the token while nothing confines the agent, a secret file or the
+//! data dir inside an agent's working directory); the shared token, still on once devices are paired;
 //! push credentials are readable; the transcription service of voice notes answers.
 
 use std::fmt;
@@ -449,13 +451,23 @@ fn http_client(config: &Config, trust: Option<&Path>) -> Result<reqwest::Client,
 
 /// Each agent starts and answers `initialize`.
 async fn agents(config: &Config) -> Vec<Finding> {
-    let cwd = config
-        .agent_cwd
-        .clone()
-        .or_else(crate::config::home_dir)
-        .unwrap_or_else(|| config.data_dir.clone());
+    let mut found = Vec::new();
+    let cwd = crate::config::workspace::agent_cwd(config);
+    if config.agent_cwd.is_none() {
+        // As `serve` would at its start: the agents start in it.
+        if let Err(e) = crate::config::workspace::create_workspace(&cwd) {
+            found.push(Finding::fail(
+                format!("cannot create the agents' workspace {}: {e}", cwd.display()),
+                "set [agent] cwd to a directory the gateway's user may write",
+            ));
+        }
+    }
     let roster = match crate::agent::roster(config, &cwd) {
-        Ok(roster) => roster,
+        Ok(roster) => {
+            let reachable = super::secrets::reachable(config, &roster, &cwd);
+            found.extend(reachable.into_iter().map(|r| Finding::warn(r.what, r.fix)));
+            roster
+        }
         Err(e) => {
             return vec![Finding::fail(
                 format!("agent: {e}"),
@@ -464,12 +476,12 @@ async fn agents(config: &Config) -> Vec<Finding> {
         }
     };
     if roster.agents.is_empty() {
-        return vec![Finding::warn(
+        found.push(Finding::warn(
             "no agent: messages are kept, nobody answers",
             "set [agent] command (e.g. \"hermes acp\") or --agent",
-        )];
+        ));
+        return found;
     }
-    let mut found = Vec::new();
     for agent in &roster.agents {
         let spec = crate::agent::without_gateway_env(&agent.spec);
         let started = async {
@@ -512,7 +524,11 @@ async fn transcription(config: &Config) -> Option<Finding> {
     let transcriber = crate::media::voice::Transcriber::new(config.voice.clone());
     Some(
         match transcriber
-            .heard(silent_wav(), "doctor.wav", "audio/wav")
+            .heard(crate::media::voice::Recording::of_bytes(
+                silent_wav(),
+                "doctor.wav",
+                "audio/wav",
+            ))
             .await
         {
             Ok(_) => Finding::ok(format!(

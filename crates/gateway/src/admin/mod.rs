@@ -7,4 +7,5 @@
 pub mod archive;
 pub mod devices;
 pub mod doctor;
+pub mod secrets;
 pub mod table;

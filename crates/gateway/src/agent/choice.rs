@@ -189,13 +189,16 @@ pub fn roster(config: &Config, cwd: &Path) -> Result<Roster, String> {
         agents.push(demo);
     }
     if config.confine_agent {
-        // No agent reaches the data dir; it may read the media attached to its prompts.
-        let confinement = iris_acp::Confinement {
-            hidden: config.data_dir.clone(),
-            readable: vec![config.data_dir.join("media")],
-        };
+        // No agent reaches the data dir, the configuration or a secret file it names; each may
+        // read the media attached to its own prompts.
         for agent in &mut agents {
-            agent.spec.confine = Some(confinement.clone());
+            agent.spec.confine = Some(iris_acp::Confinement {
+                hidden: config.protected_places(),
+                readable: vec![crate::media::attached::agent_dir(
+                    &config.data_dir,
+                    &agent.name,
+                )],
+            });
         }
     }
     let default = match (&config.default_agent, single_name) {

@@ -305,6 +305,14 @@ impl TurnMapper {
         self.reply_to = Some(message_id.to_owned()).filter(|id| !id.is_empty());
     }
 
+    /// Whether the turn has shown nothing yet: no text, files or steps.
+    pub fn said_nothing(&self) -> bool {
+        !self.bubble_started
+            && self.text.is_empty()
+            && self.media.is_empty()
+            && self.steps.is_empty()
+    }
+
     /// Takes the files seen since the last call, for the lane to store.
     pub fn take_files(&mut self) -> Vec<AgentFile> {
         std::mem::take(&mut self.files)
@@ -704,12 +712,10 @@ impl TurnMapper {
             agent: self.cfg.agent.clone(),
             rewind: self.cfg.rewind,
         };
-        if !self.bubble_started
-            && self.text.is_empty()
-            && reasoning.is_none()
-            && self.media.is_empty()
-            && steps.is_empty()
-        {
+        // A turn that answers a user message always ends in an answer, empty when the agent
+        // said nothing: its `ended` tells devices how the turn went (and offers Retry), and the
+        // message's receipt follows from it.
+        if self.said_nothing() && reasoning.is_none() && self.reply_to.is_none() {
             return out;
         }
         let text = media_agent::split_media_lines(&self.text).0;

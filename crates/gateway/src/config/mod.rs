@@ -15,19 +15,17 @@ pub mod files;
 mod parse;
 pub mod push;
 mod secret;
+pub mod secrets;
 pub mod tls;
 pub mod voice;
+pub mod workspace;
 
 pub use agents::{AgentFileConfig, AgentTimeouts, NamedAgent};
 pub use error::ConfigError;
 use parse::{check_retention_days, parse_origin, parse_proxies, parse_public_url};
 pub use secret::Secret;
 
-/// Shortest configured shared token. The failed-`hello` throttle lets an address (an IPv6 /64)
-/// make `limits.auth_failures_per_minute` guesses a minute; 16 characters of the weakest usual
-/// random alphabet (hex, 4 bits each) are 64 bits, far beyond what many addresses guessing for
-/// years can try (the arithmetic is in docs/deployment.md, "Security model").
-pub const MIN_TOKEN_CHARS: usize = 16;
+pub use secrets::MIN_TOKEN_CHARS;
 
 /// The default spacing of streamed `message.update` frames (leading edge: a chunk after a quiet
 /// interval goes out at once). Chosen from `iris-bench stream` (BENCHMARKS.md).
@@ -50,6 +48,8 @@ pub struct FileConfig {
     pub data_dir: Option<PathBuf>,
     /// `token = "…"`.
     pub token: Option<Secret>,
+    /// `token_file = "/path"`: a file holding the token, kept out of the configuration file.
+    pub token_file: Option<PathBuf>,
     /// `public_url = "https://iris.example.com"`: where devices reach the gateway (see
     /// [`Config::public_url`]).
     pub public_url: Option<String>,
@@ -242,7 +242,7 @@ pub struct Config {
     pub auth: auth::AuthConfig,
     /// The agent command line (`None` = choose automatically).
     pub agent_command: Option<String>,
-    /// The agent's working directory.
+    /// The agent's working directory (`None`: [`workspace::default_workspace`]).
     pub agent_cwd: Option<PathBuf>,
     /// Whether agents are confined (Landlock, where the kernel has it) away from the data dir.
     pub confine_agent: bool,
@@ -291,6 +291,8 @@ pub struct Config {
     /// Announce the gateway on the LAN over mDNS when it listens beyond loopback (`mdns`,
     /// default true).
     pub mdns: bool,
+    /// The configuration file and the other files outside the data dir that hold secrets.
+    pub secrets: secrets::SecretPlaces,
 }
 
 /// Media transfer settings.
@@ -373,18 +375,26 @@ impl Config {
             key: "listen",
             message: format!("{listen_text:?} is not an address like 127.0.0.1:8765 ({e})"),
         })?;
-        let token = over.token.or(file.token);
-        if let Some(t) = &token {
-            if t.expose().trim().chars().count() < MIN_TOKEN_CHARS {
+        let token_in_config = file.token.is_some();
+        let token = match (over.token.or(file.token), &file.token_file) {
+            (Some(_), Some(_)) if token_in_config => {
                 return Err(ConfigError::Invalid {
-                    key: "token",
-                    message: format!(
-                        "must be at least {MIN_TOKEN_CHARS} characters (a random one, e.g. \
-                         `openssl rand -hex 16`)"
-                    ),
-                });
+                    key: "token_file",
+                    message: "set either token or token_file, not both".into(),
+                })
             }
+            (Some(t), _) => Some(t),
+            (None, Some(path)) => Some(secrets::read_token_file(path)?),
+            (None, None) => None,
+        };
+        if let Some(t) = &token {
+            secrets::check_token(t.expose(), "token")?;
         }
+        let secrets = secrets::SecretPlaces {
+            config_file: over.config.clone(),
+            token_file: file.token_file.clone(),
+            token_in_config,
+        };
         let limits = resolve_limits(&file.limits)?;
         let public_url = over
             .public_url
@@ -451,6 +461,7 @@ impl Config {
             )?,
             tls_pin: None,
             mdns: file.mdns.unwrap_or(true),
+            secrets,
         })
     }
 
@@ -472,6 +483,19 @@ impl Config {
             std::net::IpAddr::V6(ip) => format!("{scheme}://[{ip}]:{port}"),
             ip => format!("{scheme}://{ip}:{port}"),
         }
+    }
+
+    /// The files outside the data dir that hold secrets ([`secrets::secret_files`]).
+    pub fn secret_files(&self) -> Vec<PathBuf> {
+        secrets::secret_files(&self.secrets, self.tls.as_ref(), self.push.fcm.as_ref())
+    }
+
+    /// What the agent may not reach and the file browser never serves: the data dir and
+    /// [`Config::secret_files`].
+    pub fn protected_places(&self) -> Vec<PathBuf> {
+        let mut places = vec![self.data_dir.clone()];
+        places.extend(self.secret_files());
+        places
     }
 
     /// The WebSocket URL for [`Config::public_url`]: `ws://…/ws` or `wss://…/ws`.
@@ -515,6 +539,7 @@ impl Config {
             tls: None,
             tls_pin: None,
             mdns: true,
+            secrets: secrets::SecretPlaces::default(),
         }
     }
 }

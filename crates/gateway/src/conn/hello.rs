@@ -64,7 +64,7 @@ impl Refusal {
 ///
 /// `local`: the connection comes from the gateway's own machine, not through a proxy (see
 /// [`crate::guard::is_local`]): the shared token is compared even while the address is
-/// throttled.
+/// throttled, and still signs in after a device was paired.
 pub async fn serve(
     ctx: Arc<Context>,
     mut socket: WebSocket,
@@ -169,8 +169,14 @@ async fn await_hello(
     }
 }
 
+/// Why the shared token is refused from another machine.
+const SHARED_LOCAL_ONLY: &str =
+    "once a device has been paired or revoked, the shared token signs in only on the \
+gateway's own machine; pair this device with a pairing code";
+
 /// Checks the first frame: not throttled, not too large, a `hello` of this protocol, a valid
 /// credential, a usable device id, a device that was not revoked; then spends a pairing code.
+/// `local`: the connection comes from the gateway's own machine, not forwarded by a proxy.
 async fn check_hello(
     ctx: &Context,
     text: &str,
@@ -247,6 +253,21 @@ async fn check_hello(
         }
         Err(AuthFailure::Store(e)) => return Err(cannot_check(id, &e)),
     };
+    if credential == Credential::Shared && !local {
+        match ctx.shared.store.shared_token_local_only().await {
+            Ok(false) => {}
+            Ok(true) => {
+                tracing::warn!(addr = %ip, "the shared token from another machine after pairing");
+                return Err(failed(Refusal::new(
+                    id,
+                    ErrorCode::Auth,
+                    SHARED_LOCAL_ONLY,
+                    close_code::AUTH,
+                )));
+            }
+            Err(e) => return Err(cannot_check(id, &e)),
+        }
+    }
     // A device token names its device: the session is that device's, whatever id it claims.
     if let Credential::Device(device) = &credential {
         hello.device_id.clone_from(device);

@@ -118,12 +118,31 @@ pub fn is_hidden(name: &[u8]) -> bool {
         ".pgpass",
         ".git-credentials",
         ".htpasswd",
+        ".credentials.json",
+        "credentials",
         "credentials.json",
+        "credentials.toml",
+        "credentials.yaml",
+        "credentials.yml",
+        "auth.json",
+        ".vault-token",
+        ".boto",
+        ".s3cfg",
+        ".terraformrc",
+        "token",
         "secrets.json",
         "secrets.yaml",
         "secrets.yml",
     ];
-    const PREFIX: &[&str] = &[".env.", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"];
+    const PREFIX: &[&str] = &[
+        ".env.",
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        "service-account",
+        "service_account",
+    ];
     const SUFFIX: &[&str] = &[
         ".pem",
         ".key",
@@ -135,6 +154,8 @@ pub fn is_hidden(name: &[u8]) -> bool {
         ".ppk",
         ".asc",
         ".gpg",
+        ".p8",
+        ".token",
     ];
     let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
     EXACT.contains(&lower.as_str())
@@ -155,13 +176,19 @@ pub struct Jail {
     root: OwnedFd,
     root_real: PathBuf,
     data_real: Option<PathBuf>,
+    own: super::own::OwnFiles,
     show_hidden: bool,
 }
 
 impl Jail {
     /// Opens `dir` (the agent's working directory). Refused when it lies inside the gateway's
-    /// data directory `data_dir`.
-    pub fn open(dir: &Path, data_dir: &Path, show_hidden: bool) -> Result<Jail, WireError> {
+    /// data directory `data_dir`. `own`: the gateway's files, never listed nor opened.
+    pub fn open(
+        dir: &Path,
+        data_dir: &Path,
+        own: super::own::OwnFiles,
+        show_hidden: bool,
+    ) -> Result<Jail, WireError> {
         let root = rustix::fs::open(
             dir,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -183,8 +210,14 @@ impl Jail {
             root,
             root_real,
             data_real,
+            own,
             show_hidden,
         })
+    }
+
+    /// Whether this device and inode is one of the gateway's own files.
+    pub fn is_own(&self, dev: u64, ino: u64) -> bool {
+        self.own.contains(dev, ino)
     }
 
     /// Whether hidden names are shown.
@@ -214,6 +247,12 @@ impl Jail {
         let real = fd_path(&fd)?;
         self.check_real(&real)?;
         let stat = rustix::fs::fstat(&fd).map_err(WireError::internal)?;
+        if self.own.contains(stat.st_dev, stat.st_ino) {
+            return Err(WireError::new(
+                ErrorCode::Auth,
+                "this is one of the gateway's own files (its store, keys or configuration), which are never shown",
+            ));
+        }
         Ok(Resolved { fd, stat })
     }
 
@@ -348,6 +387,12 @@ mod tests {
             "server.PEM",
             "tls.key",
             ".ssh",
+            ".credentials.json",
+            "auth.json",
+            ".netrc",
+            "credentials",
+            "service-account.json",
+            "id_ecdsa_sk",
         ] {
             assert!(is_hidden(name.as_bytes()), "{name}");
         }
@@ -357,6 +402,8 @@ mod tests {
             "environment.md",
             "keys.txt",
             "README",
+            "tokenizer.rs",
+            "auth.rs",
         ] {
             assert!(!is_hidden(name.as_bytes()), "{name}");
         }

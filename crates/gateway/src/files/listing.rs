@@ -44,7 +44,8 @@ pub fn list(jail: &Jail, path: &RelPath, max: usize) -> Result<Listing, WireErro
             continue;
         }
         let is_data_dir = data_dir == Some((here, entry.ino()));
-        if is_data_dir || (!jail.show_hidden() && is_hidden(name)) {
+        if is_data_dir || jail.is_own(here, entry.ino()) || (!jail.show_hidden() && is_hidden(name))
+        {
             hidden += 1;
             continue;
         }

@@ -25,6 +25,7 @@ use crate::wire::WireError;
 pub mod jail;
 pub mod listing;
 pub mod names;
+pub mod own;
 pub mod read;
 
 use jail::{Jail, RelPath};
@@ -49,6 +50,8 @@ pub struct Files {
     default: String,
     config: FilesConfig,
     data_dir: PathBuf,
+    /// The secret files outside the data dir the configuration names.
+    secrets: Vec<PathBuf>,
     busy: Semaphore,
 }
 
@@ -69,6 +72,7 @@ impl Files {
         default: String,
     ) -> Arc<Files> {
         let data_dir = config.data_dir.clone();
+        let config_full = config;
         let mut files = config.files.clone();
         files.max_pull_bytes = files.max_pull_bytes.or(Some(config.media.max_upload_bytes));
         let config = &files;
@@ -90,6 +94,7 @@ impl Files {
             default,
             config: config.clone(),
             data_dir,
+            secrets: config_full.secret_files(),
             busy: Semaphore::new(MAX_BUSY),
         })
     }
@@ -199,9 +204,15 @@ impl Files {
             .await
             .map_err(|_| WireError::internal("file browser closed"))?;
         let (dir, data_dir) = (root.dir.clone(), self.data_dir.clone());
+        let secrets = self.secrets.clone();
         let show_hidden = self.config.show_hidden;
-        tokio::task::spawn_blocking(move || work(Jail::open(&dir, &data_dir, show_hidden)?))
-            .await
-            .map_err(WireError::internal)?
+        tokio::task::spawn_blocking(move || {
+            // Found again for each request: the data dir's files come and go (a new key, the
+            // store's journal).
+            let own = own::OwnFiles::find(&data_dir, &secrets);
+            work(Jail::open(&dir, &data_dir, own, show_hidden)?)
+        })
+        .await
+        .map_err(WireError::internal)?
     }
 }

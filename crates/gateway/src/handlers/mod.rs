@@ -91,7 +91,7 @@ pub async fn handle(
         ClientFrame::FilesList(req) => files::list(ctx, header, req).await,
         ClientFrame::FilesRead(req) => files::read(ctx, header, req).await,
         ClientFrame::FilesPull(req) => files::pull(ctx, media, header, req).await,
-        ClientFrame::SpeechCreate(req) => speech::create(ctx, header, req).await,
+        ClientFrame::SpeechCreate(req) => speech::create(ctx, device, header, req).await,
         ClientFrame::Unknown { frame_type, .. } => {
             if header.id.is_some() {
                 Err(WireError::new(

@@ -211,59 +211,66 @@ impl Media {
             .collect()
     }
 
-    /// The blocks of a prompt as the agent gets them: links to stored images become inline `image`
-    /// blocks when the agent accepts images, and links to stored audio up to `[voice] max_bytes`
-    /// inline `audio` blocks when `audio` (the agent accepts audio and `[voice] send_audio`).
+    /// The blocks of a prompt as the agent `agent` gets them: each link to a stored file is made
+    /// readable to that agent alone and points there ([`super::attached`]); links to stored
+    /// images become inline `image` blocks when the agent accepts images, and links to stored
+    /// audio up to `[voice] max_bytes` inline `audio` blocks when `audio` (the agent accepts
+    /// audio and `[voice] send_audio`).
     pub async fn prompt_blocks(
         &self,
         blocks: Vec<ContentBlock>,
+        agent: &str,
         images: bool,
         audio: bool,
     ) -> Vec<ContentBlock> {
-        if !images && !audio {
-            return blocks;
-        }
         let audio_max = self.voice().max_bytes;
         let prefix = format!("{}/", file_uri(self.files.root()));
         let mut out = Vec::with_capacity(blocks.len());
         for block in blocks {
-            let inline = match &block {
-                ContentBlock::ResourceLink(link)
-                    if audio
-                        && link.uri.starts_with(&prefix)
-                        && link
-                            .mime_type
-                            .as_deref()
-                            .is_some_and(|m| m.starts_with("audio/"))
-                        && link.size.is_some_and(|s| s <= audio_max) =>
+            let ContentBlock::ResourceLink(mut link) = block else {
+                out.push(block);
+                continue;
+            };
+            let sha = match link.uri.starts_with(&prefix) {
+                true => link.uri.rsplit('/').next().filter(|s| is_sha256(s)),
+                false => None,
+            };
+            let Some(sha) = sha.map(str::to_owned) else {
+                out.push(ContentBlock::ResourceLink(link));
+                continue;
+            };
+            let mime = link.mime_type.clone().unwrap_or_default();
+            let inline = match () {
+                _ if audio
+                    && mime.starts_with("audio/")
+                    && link.size.is_some_and(|s| s <= audio_max) =>
                 {
-                    let sha = link.uri.rsplit('/').next().unwrap_or("");
-                    match is_sha256(sha) {
-                        true => {
-                            let mime = link.mime_type.clone().unwrap_or_default();
-                            self.inline(sha, mime, true).await
-                        }
-                        false => None,
-                    }
+                    self.inline(&sha, mime, true).await
                 }
-                ContentBlock::ResourceLink(link)
-                    if images
-                        && link.uri.starts_with(&prefix)
-                        && link.mime_type.as_deref().is_some_and(is_raster)
-                        && link.size.is_some_and(|s| s <= INLINE_IMAGE_MAX) =>
+                _ if images
+                    && is_raster(&mime)
+                    && link.size.is_some_and(|s| s <= INLINE_IMAGE_MAX) =>
                 {
-                    let sha = link.uri.rsplit('/').next().unwrap_or("");
-                    match is_sha256(sha) {
-                        true => {
-                            let mime = link.mime_type.clone().unwrap_or_default();
-                            self.inline(sha, mime, false).await
-                        }
-                        false => None,
-                    }
+                    self.inline(&sha, mime, false).await
                 }
                 _ => None,
             };
-            out.push(inline.unwrap_or(block));
+            if let Some(inline) = inline {
+                out.push(inline);
+                continue;
+            }
+            let blob = self.files.blob_path(&sha);
+            let dir = super::attached::agent_dir(&self.data_dir, agent);
+            match tokio::task::spawn_blocking(move || super::attached::attach(&blob, &dir)).await {
+                Ok(Ok(path)) => link.uri = file_uri(&path),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, agent, "could not attach a file for the agent")
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, agent, "could not attach a file for the agent")
+                }
+            }
+            out.push(ContentBlock::ResourceLink(link));
         }
         out
     }

@@ -23,6 +23,8 @@ use super::error::MediaError;
 pub struct MediaFiles {
     root: PathBuf,
     tmp: PathBuf,
+    /// `<data_dir>/attached`: each agent's links to the files attached to its prompts.
+    attached: PathBuf,
     /// Temporary files older than this belong to an earlier run of the gateway.
     started: SystemTime,
     lock: tokio::sync::Mutex<()>,
@@ -41,6 +43,7 @@ impl MediaFiles {
         let root = data_dir.join("media");
         MediaFiles {
             tmp: root.join("tmp"),
+            attached: data_dir.join(super::attached::ATTACHED_DIR),
             root,
             started: SystemTime::now(),
             lock: tokio::sync::Mutex::new(()),
@@ -50,6 +53,11 @@ impl MediaFiles {
     /// `<data_dir>/media`.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// `<data_dir>/attached`, where each agent's attachments are linked.
+    pub fn attached_root(&self) -> &Path {
+        &self.attached
     }
 
     /// `<data_dir>/media/tmp`, where files are written before they have a name.
@@ -136,7 +144,14 @@ impl MediaFiles {
         let _guard = self.lock.lock().await;
         for sha in shas.into_iter().filter(|s| is_sha256(s)) {
             match store.media_sha_in_use(&sha).await {
-                Ok(false) => remove_quietly(self.blob_path(&sha)).await,
+                Ok(false) => {
+                    remove_quietly(self.blob_path(&sha)).await;
+                    let root = self.attached.clone();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        super::attached::forget(&root, None, Some(&sha))
+                    })
+                    .await;
+                }
                 Ok(true) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "could not check whether a media file is still used")
@@ -155,9 +170,11 @@ impl MediaFiles {
         let known = store.media_shas().await?;
         let root = self.root.clone();
         let tmp = self.tmp.clone();
+        let attached = self.attached.clone();
         let started = self.started;
         let removed = tokio::task::spawn_blocking(move || {
-            let mut removed = 0;
+            let kept = |sha: &str| known.contains(sha);
+            let mut removed = super::attached::forget(&attached, Some(&kept), None);
             for path in stored_files(&root)? {
                 let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
                 if is_sha256(name) && !known.contains(name) && std::fs::remove_file(&path).is_ok() {

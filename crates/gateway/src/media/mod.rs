@@ -5,6 +5,8 @@
 //!   `media.upload.end`) and its pulls (`media.pull`, served one at a time from disk).
 //! - [`voice`]: voice notes and their transcription.
 //! - [`speech`]: recordings of texts in the server's voice (read aloud).
+//! - [`attached`]: the links through which a confined agent reads the files attached to its own
+//!   prompts, and nothing else of the store.
 //! - [`agent`]: attachments in prompts, and files in the agent's answers (ACP image/resource
 //!   content and `MEDIA:<path>` lines), announced with `media.offer`.
 //!
@@ -12,6 +14,7 @@
 //! the hash of its content, so no name ever becomes a path.
 
 pub mod agent;
+pub mod attached;
 mod error;
 pub mod files;
 mod names;
@@ -27,6 +30,6 @@ pub use files::MediaFiles;
 pub use names::*;
 pub use quota::Reservation;
 pub use service::Media;
-pub use speech::SpeechError;
+pub use speech::{SpeakError, SpeechError};
 pub use upload::ConnMedia;
 pub use voice::{voice_kind, TranscribeError};

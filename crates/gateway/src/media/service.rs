@@ -11,8 +11,8 @@ use super::files::{MediaFiles, TempBlob};
 use super::names::short;
 use super::names::{extension_of, recognize};
 use super::quota::{Caps, Held, OpenUploads, Reservation};
-use super::speech::{speech_of, SpeechError};
-use super::voice::{voice_kind, TranscribeError};
+use super::speech::{speech_of, SpeakError, SpeechError, MAX_SPEECH_BYTES};
+use super::voice::{voice_kind, Recording, TranscribeError};
 use crate::config::voice::VoiceConfig;
 use crate::config::{Config, MediaConfig};
 use crate::ids::{new_id, now_ms};
@@ -149,19 +149,35 @@ impl Media {
         self.transcriber.config()
     }
 
-    /// Transcribes a stored voice note.
+    /// Transcribes a stored voice note, streamed from its file, once at most
+    /// [`super::voice::MAX_TRANSCRIBING`] others run; a recording transcribed before (the same
+    /// note attached to another message) is not sent again.
     pub async fn transcribe(&self, row: &MediaRow) -> Result<String, TranscribeError> {
+        if let Some(text) = self.transcriber.remembered(&row.sha256) {
+            return Ok(text);
+        }
+        let _place = self.transcriber.place().await;
+        // The same recording may have been transcribed while this one waited.
+        if let Some(text) = self.transcriber.remembered(&row.sha256) {
+            return Ok(text);
+        }
         let path = self.files.blob_path(&row.sha256);
-        let bytes = match tokio::fs::read(&path).await {
-            Ok(b) => b,
+        let file = match tokio::fs::File::open(&path).await {
+            Ok(f) => f,
             Err(e) => {
                 tracing::warn!(error = %e, "a voice note could not be read");
                 return Err(TranscribeError("the recording could not be read".into()));
             }
         };
-        self.transcriber
-            .transcribe(bytes, &row.filename, &row.mime)
-            .await
+        let recording = Recording {
+            body: reqwest::Body::from(file),
+            size: row.size,
+            filename: row.filename.clone(),
+            mime: row.mime.clone(),
+        };
+        let text = self.transcriber.transcribe(recording).await?;
+        self.transcriber.remember(&row.sha256, &text);
+        Ok(text)
     }
 }
 
@@ -171,34 +187,51 @@ impl Media {
         self.speaker.on()
     }
 
-    /// A recording of `text` (trimmed, not empty), stored as media of no message: the one made
-    /// before for the same text and voice while it is kept, else a new one from the endpoint.
-    /// `Err` is a short human reason; a failure inside the gateway is logged and said briefly.
-    pub async fn speak(&self, text: &str) -> Result<Speech, SpeechError> {
+    /// A recording of `text` (trimmed, not empty) for `device`, stored as the device's media of
+    /// no message: the one made before for the same text and voice while it is kept, else a new
+    /// one from the endpoint. A new one needs room for the largest recording in the device's
+    /// and the gateway's upload quotas (it then counts there until it expires), and waits for a
+    /// place among the recordings made at once. A failure inside the gateway is logged and said
+    /// briefly.
+    pub async fn speak(&self, text: &str, device: &str) -> Result<Speech, SpeakError> {
         let key = self.speaker.key(text);
         if let Some(id) = self.speaker.remembered(&key) {
             if let Ok(Some(row)) = self.get(&id).await {
                 return Ok(speech_of(&row));
             }
         }
-        let audio = self.speaker.synthesize(text).await?;
+        let _room = self
+            .reserve(device, MAX_SPEECH_BYTES as u64)
+            .await
+            .map_err(SpeakError::Quota)?;
+        let _place = self.speaker.speaking.acquire().await;
+        let audio = self
+            .speaker
+            .synthesize(text)
+            .await
+            .map_err(SpeakError::Failed)?;
         let (kind, mime) = recognize("application/octet-stream", &audio);
         let Some(mime) = voice_kind(kind, &mime) else {
             tracing::warn!(%mime, size = audio.len(), "the speech service answered no audio");
-            return Err(SpeechError(
+            return Err(SpeakError::Failed(SpeechError(
                 "the speech service did not answer with audio".into(),
-            ));
+            )));
         };
-        let row = self.keep(audio, mime).await.map_err(|e| {
+        let row = self.keep(audio, mime, device).await.map_err(|e| {
             tracing::warn!(error = %e, "a recording could not be stored");
-            SpeechError("the recording could not be stored".into())
+            SpeakError::Failed(SpeechError("the recording could not be stored".into()))
         })?;
         self.speaker.remember(key, row.media_id.clone());
         Ok(speech_of(&row))
     }
 
-    /// Stores a recording under its hash with a row of no device and no message.
-    async fn keep(&self, audio: Vec<u8>, mime: String) -> Result<MediaRow, MediaError> {
+    /// Stores a recording under its hash with a row of the device's and no message.
+    async fn keep(
+        &self,
+        audio: Vec<u8>,
+        mime: String,
+        device: &str,
+    ) -> Result<MediaRow, MediaError> {
         let size = audio.len() as u64;
         let mut temp = self.files.temp().await?;
         temp.write(audio.into()).await?;
@@ -211,7 +244,7 @@ impl Media {
             mime,
             size,
             created_at: now_ms(),
-            device_id: None,
+            device_id: Some(device.to_owned()),
             media_ref: None,
             voice: false,
         };

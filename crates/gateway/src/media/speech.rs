@@ -25,11 +25,26 @@ const MAX_REMEMBERED: usize = 512;
 #[error("{0}")]
 pub struct SpeechError(pub String);
 
+/// Why `speech.create` was not answered with a recording.
+#[derive(Debug)]
+pub enum SpeakError {
+    /// The device's or the gateway's media quota has no room for another recording.
+    Quota(crate::wire::WireError),
+    /// The speech service did not make one.
+    Failed(SpeechError),
+}
+
+/// Recordings made at once across the gateway; each holds up to [`MAX_SPEECH_BYTES`] in memory
+/// until it is stored, and the others wait.
+pub const MAX_SPEAKING: usize = 2;
+
 /// The speech client and the recordings it made, by text and voice.
 #[derive(Debug)]
 pub struct Speaker {
     config: VoiceConfig,
     http: reqwest::Client,
+    /// A place among the recordings made at once ([`MAX_SPEAKING`]).
+    pub(super) speaking: tokio::sync::Semaphore,
     /// The media id of each recording made, by [`Speaker::key`], in the order they were made.
     made: Mutex<(HashMap<String, String>, Vec<String>)>,
 }
@@ -45,6 +60,7 @@ impl Speaker {
         Speaker {
             config,
             http,
+            speaking: tokio::sync::Semaphore::new(MAX_SPEAKING),
             made: Mutex::default(),
         }
     }

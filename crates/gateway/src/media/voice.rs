@@ -2,9 +2,12 @@
 //! endpoint (`[voice] transcribe_url`, `POST /v1/audio/transcriptions`, multipart form data with
 //! `file`, `model` and `response_format=json`, answered `{"text": "…"}`).
 
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use reqwest::multipart::{Form, Part};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::config::voice::VoiceConfig;
 
@@ -32,11 +35,47 @@ pub fn voice_kind(kind: &str, mime: &str) -> Option<String> {
 #[error("{0}")]
 pub struct TranscribeError(pub String);
 
+/// Transcriptions running at once across the gateway; the others wait their turn (their notes
+/// stay `queued`). Each streams its recording from disk, so one costs little memory whatever its
+/// size.
+pub const MAX_TRANSCRIBING: usize = 2;
+
+/// Recordings whose transcript is remembered, by content hash: a note attached to many messages
+/// is transcribed once.
+const MAX_HEARD: usize = 256;
+
+/// A recording to transcribe: its bytes (streamed when a file) and what it is.
+pub struct Recording {
+    /// The bytes.
+    pub body: reqwest::Body,
+    /// How many.
+    pub size: u64,
+    /// The file name the service is told.
+    pub filename: String,
+    /// Its type, as its magic bytes named it.
+    pub mime: String,
+}
+
+impl Recording {
+    /// A recording held in memory (a short test recording).
+    pub fn of_bytes(bytes: Vec<u8>, filename: &str, mime: &str) -> Recording {
+        Recording {
+            size: bytes.len() as u64,
+            body: reqwest::Body::from(bytes),
+            filename: filename.to_owned(),
+            mime: mime.to_owned(),
+        }
+    }
+}
+
 /// The transcription client.
 #[derive(Debug)]
 pub struct Transcriber {
     config: VoiceConfig,
     http: reqwest::Client,
+    running: Semaphore,
+    /// Transcripts by the recording's content hash, oldest first in the queue.
+    heard: Mutex<(HashMap<String, String>, VecDeque<String>)>,
 }
 
 impl Transcriber {
@@ -47,7 +86,37 @@ impl Transcriber {
             .connect_timeout(config.timeout.min(Duration::from_secs(10)))
             .build()
             .unwrap_or_default();
-        Transcriber { config, http }
+        Transcriber {
+            config,
+            http,
+            running: Semaphore::new(MAX_TRANSCRIBING),
+            heard: Mutex::default(),
+        }
+    }
+
+    /// A place among the transcriptions running at once; waits for one.
+    pub async fn place(&self) -> Option<SemaphorePermit<'_>> {
+        self.running.acquire().await.ok()
+    }
+
+    /// The transcript of the recording with this content hash, if one was made.
+    pub fn remembered(&self, sha256: &str) -> Option<String> {
+        let heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
+        heard.0.get(sha256).cloned()
+    }
+
+    /// Remembers a recording's transcript; the oldest is forgotten beyond [`MAX_HEARD`].
+    pub fn remember(&self, sha256: &str, text: &str) {
+        let mut heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
+        let (by_sha, order) = &mut *heard;
+        if by_sha.insert(sha256.to_owned(), text.to_owned()).is_none() {
+            order.push_back(sha256.to_owned());
+        }
+        while order.len() > MAX_HEARD {
+            if let Some(old) = order.pop_front() {
+                by_sha.remove(&old);
+            }
+        }
     }
 
     /// The settings.
@@ -56,13 +125,8 @@ impl Transcriber {
     }
 
     /// Transcribes the file's bytes; `Ok` is never empty.
-    pub async fn transcribe(
-        &self,
-        bytes: Vec<u8>,
-        filename: &str,
-        mime: &str,
-    ) -> Result<String, TranscribeError> {
-        let text = self.heard(bytes, filename, mime).await?;
+    pub async fn transcribe(&self, recording: Recording) -> Result<String, TranscribeError> {
+        let text = self.heard(recording).await?;
         if text.is_empty() {
             return Err(TranscribeError(
                 "no speech was recognised in the note".into(),
@@ -73,12 +137,13 @@ impl Transcriber {
 
     /// What the service heard in the file's bytes, trimmed (empty for silence): `doctor` checks
     /// the service with a moment of silence.
-    pub async fn heard(
-        &self,
-        bytes: Vec<u8>,
-        filename: &str,
-        mime: &str,
-    ) -> Result<String, TranscribeError> {
+    pub async fn heard(&self, recording: Recording) -> Result<String, TranscribeError> {
+        let Recording {
+            body,
+            size,
+            filename,
+            mime,
+        } = recording;
         let fail = |s: &str| Err(TranscribeError(s.to_owned()));
         let Some(url) = &self.config.transcribe_url else {
             return fail(
@@ -86,9 +151,9 @@ impl Transcriber {
             );
         };
         // The type is one the magic bytes named, so always a valid one.
-        let Ok(part) = Part::bytes(bytes)
-            .file_name(filename.to_owned())
-            .mime_str(mime)
+        let Ok(part) = Part::stream_with_length(body, size)
+            .file_name(filename)
+            .mime_str(&mime)
         else {
             return fail("the recording's type could not be named");
         };

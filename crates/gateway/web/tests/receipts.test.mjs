@@ -47,6 +47,34 @@ describe('Iris Web receipts', { timeout: 120000 }, () => {
     assert.deepEqual(pageErrors(page), []);
   });
 
+  test('a turn stopped before any text, and one the agent ends saying nothing, show how they ended, with Retry', { timeout: 90000 }, async () => {
+    const gw = await suite.gateway();
+    const { page } = await suite.device(DESKTOP);
+    await openSignedIn(page, gw.url);
+
+    // `hang`: the agent says nothing until it is cancelled.
+    await send(page, 'hang');
+    await page.locator('.msg.role-user', { hasText: 'hang' }).locator('.receipt-running').waitFor();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    const stopped = page.locator('.msg.role-assistant[data-ended=stopped]:not(.streaming)');
+    await stopped.locator('.ended', { hasText: '■ Stopped' }).waitFor();
+    await stopped.locator('.msg-actions .retry').waitFor({ state: 'attached' });
+    const stoppedReceipt = page.locator('.msg.role-user', { hasText: 'hang' }).locator('.receipt-stopped');
+    await stoppedReceipt.waitFor({ state: 'attached' });
+    assert.equal(await stoppedReceipt.getAttribute('title'), 'Stopped', 'not "could not answer"');
+
+    // `bench 0`: the agent ends its turn without a word.
+    await send(page, 'bench 0');
+    const failed = page.locator('.msg.role-assistant[data-ended=agent_failed]:not(.streaming)');
+    await failed.locator('.ended', { hasText: 'Agent failed' }).waitFor();
+    await page.locator('.msg.role-system', { hasText: 'The agent ended its turn without an answer.' }).waitFor();
+    await page.locator('.msg.role-user', { hasText: 'bench 0' }).locator('.receipt-failed').waitFor({ state: 'attached' });
+    // Retry runs the message again: a second failed try, said again.
+    await failed.locator('.msg-actions .retry').dispatchEvent('click');
+    await page.locator('.msg.role-system', { hasText: 'The agent ended its turn without an answer.' }).nth(1).waitFor();
+    assert.deepEqual(pageErrors(page), []);
+  });
+
   test('a message typed offline is kept as sending and runs once when the connection is back', { timeout: 90000 }, async () => {
     const gw = await suite.gateway();
     const proxy = await new Proxy(gw.port).listen();

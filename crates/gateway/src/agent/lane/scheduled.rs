@@ -27,7 +27,12 @@ impl LaneActor {
         }
         self.out.busy(BusyReason::Cron).await;
         match self.cron_turn(&run.prompt).await {
-            Some(outcome) => self.env.cron.finish(self.out.lane(), run, outcome).await,
+            Some(outcome) => {
+                if let Outcome::Failed(why) = &outcome {
+                    tracing::warn!(lane = ?self.lane(), agent = %self.host().name, job_id = run.job_id, cause = %why, "a scheduled run failed");
+                }
+                self.env.cron.finish(self.out.lane(), run, outcome).await
+            }
             // The lane closes (gateway shutdown or channel deletion): the run is not recorded, so
             // that a restart catches it up.
             None => tracing::info!(job_id = run.job_id, "scheduled run interrupted"),

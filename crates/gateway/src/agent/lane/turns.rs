@@ -26,15 +26,8 @@ impl LaneActor {
         let instance = match self.ensure_session().await {
             Ok(i) => i,
             Err(e) => {
-                self.out.read_receipt(job.origin_conn, &job.message_id);
-                self.out
-                    .system(format!("The agent is not available: {e}"))
-                    .await;
-                if job.busy_stored {
-                    drop(slot);
-                    self.out.idle().await;
-                }
-                return;
+                let why = format!("The agent is not available: {e}");
+                return self.unanswered(&job, slot, why).await;
             }
         };
         let transcribed = match self.voice_note(&mut job).await {
@@ -59,18 +52,7 @@ impl LaneActor {
         if !job.busy_stored {
             self.out.busy(BusyReason::Processing).await;
         }
-        let mut mapper = TurnMapper::new(TurnConfig {
-            message_id: new_id("m_"),
-            role: Role::Assistant,
-            model: self.session.current_model(),
-            agent: Some(self.host().name.clone()),
-            cwd: crate::config::home_relative(&self.host().cwd),
-            workdir: self.host().cwd.clone(),
-            show_reasoning: self.show_reasoning,
-            update_interval: self.env.settings.update_interval,
-            rewind,
-        });
-        mapper.answering(&job.message_id);
+        let mut mapper = self.answer_mapper(&job.message_id, rewind);
         let turn_id = mapper.message_id().to_owned();
         // A message of attachments only has no text block.
         let mut blocks = match job.text.is_empty() && !job.blocks.is_empty() {
@@ -82,10 +64,11 @@ impl LaneActor {
         if transcribed && !audio {
             job.blocks.clear();
         }
+        let agent = self.host().name.clone();
         blocks.extend(
             self.env
                 .media
-                .prompt_blocks(job.blocks, takes.image, audio)
+                .prompt_blocks(job.blocks, &agent, takes.image, audio)
                 .await,
         );
         let mut rx = std::mem::replace(&mut self.events, event_channel().1);
@@ -112,8 +95,20 @@ impl LaneActor {
         }
         // The answer's `MEDIA:` lines count among the files a turn may hold.
         mapper.end_text();
-        let (ending, notice) = ending_of(ended, timed_out, runaway || mapper.runaway());
+        let idle_limit = self.host().timeouts.turn_idle;
+        let (mut ending, mut notice) = ending_of(
+            ended,
+            timed_out.then_some(idle_limit),
+            runaway || mapper.runaway(),
+        );
         self.collect_files(&mut mapper).await;
+        if mapper.said_nothing() && !ending.failed && !ending.cancelled {
+            ending.failed = true;
+            notice = Some("The agent ended its turn without an answer.".to_owned());
+        }
+        if ending.failed {
+            self.log_unanswered(notice.as_deref().unwrap_or("the turn failed"));
+        }
         // Hermes adds steering to the result of the tool batch that ends next (a tool running
         // when it came, or a later one); a turn in which no tool call finished after the steer
         // never saw it, so it runs as the next turn.
@@ -133,6 +128,52 @@ impl LaneActor {
         }
         drop(slot);
         self.out.idle().await;
+    }
+
+    /// The mapper of an answer to the user message `message_id`.
+    fn answer_mapper(&self, message_id: &str, rewind: bool) -> TurnMapper {
+        let mut mapper = TurnMapper::new(TurnConfig {
+            message_id: new_id("m_"),
+            role: Role::Assistant,
+            model: self.session.current_model(),
+            agent: Some(self.host().name.clone()),
+            cwd: crate::config::home_relative(&self.host().cwd),
+            workdir: self.host().cwd.clone(),
+            show_reasoning: self.show_reasoning,
+            update_interval: self.env.settings.update_interval,
+            rewind,
+        });
+        mapper.answering(message_id);
+        mapper
+    }
+
+    /// A turn that could not reach the agent: the message is taken out of the queue and
+    /// answered as failed (devices offer Retry on the answer), with a note of why, on every
+    /// device; the gateway logs it.
+    async fn unanswered(&mut self, job: &PromptJob, slot: Option<super::Slot>, why: String) {
+        self.out.read_receipt(job.origin_conn, &job.message_id);
+        if !job.busy_stored {
+            self.out.busy(BusyReason::Processing).await;
+        }
+        let mapper = self.answer_mapper(&job.message_id, false);
+        let turn_id = mapper.message_id().to_owned();
+        let failed = Ending {
+            failed: true,
+            ..Ending::default()
+        };
+        self.out
+            .emit(mapper.finish(&failed, Instant::now()), &turn_id, None)
+            .await;
+        self.log_unanswered(&why);
+        self.out.system(why).await;
+        drop(slot);
+        self.out.idle().await;
+    }
+
+    /// A turn ended without the answer the user waits for: logged with the lane, the agent and
+    /// why.
+    fn log_unanswered(&self, why: &str) {
+        tracing::warn!(lane = ?self.lane(), agent = %self.host().name, cause = why, "a turn ended without an answer");
     }
 
     /// A regenerate or an edit moves the lane back to the checkpoint before the message it
@@ -241,7 +282,11 @@ impl LaneActor {
 }
 
 /// How a live turn ended, and what the lane says about it.
-fn ending_of(ended: Ended, timed_out: bool, runaway: bool) -> (Ending, Option<String>) {
+fn ending_of(
+    ended: Ended,
+    timed_out: Option<std::time::Duration>,
+    runaway: bool,
+) -> (Ending, Option<String>) {
     let mut ending = Ending::default();
     let mut notice = match ended {
         Ended::Answered { cancelled, tokens } => {
@@ -266,7 +311,15 @@ fn ending_of(ended: Ended, timed_out: bool, runaway: bool) -> (Ending, Option<St
     };
     // An agent that went silent for too long, or wrote without end, failed the turn, though it
     // was cancelled.
-    ending.failed |= timed_out || runaway;
+    ending.failed |= timed_out.is_some() || runaway;
+    if let Some(limit) = timed_out {
+        notice.get_or_insert_with(|| {
+            format!(
+                "The agent sent nothing for {} s, so the turn was stopped.",
+                limit.as_secs()
+            )
+        });
+    }
     if runaway {
         notice.get_or_insert_with(|| {
             format!(

@@ -90,7 +90,7 @@ impl LaneActor {
                 Voice::Transcribed
             }
             Err(e) => {
-                tracing::info!(reason = %e, "a voice note could not be transcribed");
+                tracing::warn!(lane = ?self.lane(), agent = %self.host().name, cause = %e, "a voice note could not be transcribed; its turn did not run");
                 let notice = format!(
                     "The voice note could not be transcribed: {e}. It was not sent to the agent; Retry transcribes it again."
                 );

@@ -126,6 +126,11 @@ impl Steps {
         }
     }
 
+    /// Whether the turn has no step yet.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
     /// The steps so far.
     pub fn to_vec(&self) -> Vec<Step> {
         self.steps.clone()
