@@ -6,17 +6,17 @@
 //! gateway runs as `nobody` when the test runs as root (dropped with `setpriv`), so that no
 //! check passes only because root bypasses file permissions.
 
+#[path = "common/binary.rs"]
+mod binary;
 mod common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
 use common::media::{sha, upload_ok};
 use common::*;
 use iris_client::{Client, ConnectOptions};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
@@ -102,7 +102,7 @@ async fn serve(s: &Setup) -> (Child, String, String) {
         }
         false => Command::new(BIN),
     };
-    let mut child = command
+    command
         .args(["serve", "--config"])
         .arg(&s.config)
         .env("HOME", s.data.with_file_name("home"))
@@ -112,40 +112,16 @@ async fn serve(s: &Setup) -> (Child, String, String) {
         .env_remove("IRIS_LISTEN")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut banner = String::new();
-    tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = lines.next_line().await.expect("stdout") {
-            banner.push_str(&line);
-            banner.push('\n');
-            if line.starts_with("Pair a device") {
-                break;
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("the banner in time: {banner}"));
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let url = banner
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("WebSocket:")
-                .map(|u| u.trim().to_owned())
-        })
-        .unwrap_or_else(|| panic!("no URL in {banner}"));
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let gw = binary::Running::start(command).await;
     if is_root() {
-        let pid = child.id().expect("pid");
-        let uid = std::fs::metadata(format!("/proc/{pid}"))
+        let uid = std::fs::metadata(format!("/proc/{}", gw.pid))
             .expect("proc")
             .uid();
         assert_eq!(uid, 65534, "the gateway is not running as nobody");
     }
-    (child, url, banner)
+    (gw.child, gw.url, gw.banner.join("\n"))
 }
 
 async fn owner(url: &str) -> Client {
