@@ -1,6 +1,7 @@
 //! `iris-gateway doctor` against a running gateway: a healthy setup is all `ok` and exits 0;
 //! a data dir open to others, an address that does not lead to the gateway, and an agent that
-//! does not start are each one `FAIL` line saying what to do, and the command exits 1.
+//! does not start are each one `FAIL` line saying what to do, and the command exits 1; a secret
+//! within an agent's reach is a `warn` line.
 
 mod common;
 
@@ -73,5 +74,45 @@ async fn each_broken_piece_is_one_failure_with_its_fix() {
         "{out}"
     );
     std::fs::set_permissions(&gw.dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_token_an_unconfined_agent_can_read_and_the_data_dir_in_its_directory_are_warnings() {
+    let gw = TestGateway::start_demo().await;
+    // The owner's config file holds the token and lets the agent run unconfined, in a
+    // directory that holds the gateway's data dir.
+    let home = gw.dir.parent().expect("a parent").to_path_buf();
+    let etc = tempfile::tempdir().expect("tmp");
+    let config = etc.path().join("iris.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "token = \"{TOKEN}\"\n[agent]\nconfine = false\ncwd = \"{}\"\n",
+            home.display()
+        ),
+    )
+    .expect("config");
+    let config = config.to_string_lossy().into_owned();
+    let (ok, out) = doctor(&gw, &["--config", &config, "--agent", "demo"]).await;
+    assert!(ok, "warnings alone do not fail doctor:\n{out}");
+    let warnings: Vec<&str> = out.lines().filter(|l| l.starts_with("warn")).collect();
+    assert!(
+        warnings.iter().any(|l| l.contains("not confined")
+            && l.contains(&config)
+            && l.contains("holds the token")),
+        "the token in the config file is named:\n{out}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|l| l.contains(&gw.dir.display().to_string())
+                && l.contains("inside the working directory")),
+        "the data dir inside the agent's directory is named:\n{out}"
+    );
+    assert!(
+        !out.contains(TOKEN),
+        "the token itself is never printed:\n{out}"
+    );
     gw.stop().await;
 }
