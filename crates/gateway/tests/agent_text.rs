@@ -2,7 +2,7 @@
 //! approval titles and choice labels) reaches every device cleaned like a name: no terminal
 //! escapes, bidi overrides or zero-width characters, a diff's hidden characters written out as
 //! `<U+XXXX>`, and a changed file outside the agent's working directory marked `outside`. HTML
-//! stays text (devices render these strings as text). Through the demo agent's `hostile`.
+//! stays text (devices render these strings as text). Through the demo agent's `deceive`.
 
 mod common;
 
@@ -39,7 +39,7 @@ async fn a_hostile_agents_titles_labels_and_diffs_reach_devices_cleaned() {
     let gw = TestGateway::start_demo().await;
     let (mut phone, _) = gw.connect("phone").await;
     let (mut laptop, _) = gw.connect("laptop").await;
-    send(&mut phone, default_lane(), "hostile", false).await;
+    send(&mut phone, default_lane(), "deceive", false).await;
     let live = until(&mut phone, |e| e.frame_type() == "picker.approval").await;
 
     let start = live
@@ -96,7 +96,7 @@ async fn a_hostile_agents_titles_labels_and_diffs_reach_devices_cleaned() {
         .await
         .expect("allowed");
     let rest = until_idle(&mut phone).await;
-    assert_eq!(final_text(&rest), "Hostile: allow_once. Echo: hostile");
+    assert_eq!(final_text(&rest), "Hostile: allow_once. Echo: deceive");
     let on_laptop = until_idle(&mut laptop).await;
     for e in live.iter().chain(&rest).chain(&on_laptop) {
         if let ServerFrame::Notification(n) = &e.body {

@@ -1,4 +1,4 @@
-//! The `hostile` rule: an agent whose titles, labels and file changes are made to fool the
+//! The `deceive` rule: an agent whose titles, labels and file changes are made to fool the
 //! person reading them on a device (terminal escapes, bidi overrides, zero-width characters,
 //! HTML, files outside its working directory), for the gateway's tests of what it shows.
 
@@ -19,7 +19,7 @@ pub const HOSTILE_APPROVAL_TITLE: &str =
     "\u{1b}]0;pwned\u{7}Approve\u{202E} <b>edit</b>\nof\u{200B} /etc/iris-hostile.conf";
 
 impl Turn<'_> {
-    /// `hostile`: a completed edit whose title and diff carry hidden characters and HTML, of a
+    /// `deceive`: a completed edit whose title and diff carry hidden characters and HTML, of a
     /// file outside the working directory; then an approval of such an edit with such a title
     /// and labels. Answers `Hostile: <optionId>. `.
     pub(super) async fn hostile(&mut self) -> Step {

@@ -284,7 +284,7 @@ const SCRIPT: &[Rule] = &[
          notes.txt. ` when allowed, `Not patched. ` when refused; the file is not written",
     ),
     keyword(
-        &["hostile"],
+        &["deceive"],
         Behaviour::Hostile,
         "an agent out to fool the reader: a completed `tool_call` titled [`HOSTILE_TOOL_TITLE`] \
          (an ESC sequence, a bidi override, a zero-width space, HTML) whose `diff` changes \
