@@ -3,7 +3,10 @@
 // heading with its author and time, answers as their Markdown text, the turn's steps (commentary,
 // plan, tool calls, questions) as short lines above the answer, the files its tools changed as
 // fenced `diff` blocks, attachments by name; what a regenerate or an edit replaced is marked.
+// The file is made harmless (harmless.js) before it is offered: raw HTML shows as text, script
+// links keep their words only, remote images become links, so opening it runs and fetches nothing.
 
+import { harmless } from './harmless.js';
 import { laneTitle } from './state.js';
 import { request, toast } from './ui.js';
 import { h } from './util.js';
@@ -114,5 +117,5 @@ export function chatMarkdown(title, messages) {
     if (ENDINGS[m.ended]) out.push(`*(${ENDINGS[m.ended]})*`, '');
     if (m.state === 'replaced') out.push('*(Replaced by a regenerate or an edit)*', '');
   }
-  return out.join('\n');
+  return harmless(out.join('\n'));
 }

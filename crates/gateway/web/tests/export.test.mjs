@@ -17,6 +17,9 @@ const SIZES = [['phone', PHONE], ['desktop', DESKTOP]];
 
 /** Turns in the chat: 2 × TURNS + 2 messages, more than one history page (50) holds. */
 const TURNS = 30;
+/** A message whose Markdown would run a script or fetch a tracker if the export kept it. */
+const HOSTILE = 'see <img src=x onerror=alert(1)> and [go](javascript:alert(2)) ![px](https://tracker.example/p.gif)';
+const HARMLESS = 'see &lt;img src=x onerror=alert(1)&gt; and go (link removed) [px](<https://tracker.example/p.gif>)';
 const note = (i) => `note ${String(i).padStart(2, '0')}`;
 
 describe('export a chat', { timeout: 300000 }, () => {
@@ -32,6 +35,8 @@ describe('export a chat', { timeout: 300000 }, () => {
       }
       await send(page, 'tool');
       await page.locator('.msg.role-assistant:not(.streaming)', { hasText: 'Echo: tool' }).waitFor();
+      await send(page, HOSTILE);
+      await page.locator('.msg.role-assistant:not(.streaming)', { hasText: 'Echo: see' }).waitFor();
       await send(page, 'edit');
       await page.locator('.msg.role-assistant:not(.streaming)', { hasText: 'Edited notes.txt.' }).waitFor();
 
@@ -40,7 +45,7 @@ describe('export a chat', { timeout: 300000 }, () => {
       await waitOnline(page);
       await page.locator('.msg.role-assistant', { hasText: 'Edited notes.txt.' }).waitFor();
       const drawn = await page.locator('#log .msg').count();
-      const total = 2 * TURNS + 4;
+      const total = 2 * TURNS + 6;
       assert.ok(drawn < total, `the page draws ${drawn} of ${total} messages`);
 
       await page.getByRole('button', { name: 'Menu' }).click();
@@ -79,6 +84,8 @@ describe('export a chat', { timeout: 300000 }, () => {
       assert.equal(block[0], '```diff', text.slice(-900));
       assert.ok(block.includes('+four') && block.includes('-two') && block.includes('+2'), block.join('\n'));
       assert.ok(!text.includes('completed'), 'complete answers carry no ending mark');
+      assert.deepEqual(lines.filter((l) => l.includes('tracker.example')), [HARMLESS, `Echo: ${HARMLESS}`], text.slice(-900));
+      assert.ok(!/<img|\]\(javascript:|!\[/i.test(text), 'no tag, script link or image left');
       await page.locator('#toasts', { hasText: `Exported ${total} messages` }).waitFor();
       assert.deepEqual(pageErrors(page), []);
     });

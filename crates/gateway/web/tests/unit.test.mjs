@@ -1,5 +1,6 @@
 // Unit tests of the page's pure modules (the vendored SHA-256, command matching, the Web Push
-// subscription the gateway is sent, what the Notifications dialog says of push outcomes). The
+// subscription the gateway is sent, what the Notifications dialog says of push outcomes, the
+// export's harmless Markdown). The
 // behaviour a person sees is covered end to end in e2e.test.mjs.
 
 import assert from 'node:assert/strict';
@@ -8,6 +9,7 @@ import { test } from 'node:test';
 
 import { splitRows } from '../assets/changes.js';
 import { applyUpdate } from '../assets/conn.js';
+import { harmless } from '../assets/harmless.js';
 import { sha256 } from '../assets/vendor/noble-hashes/sha2.js';
 import { bytesToHex } from '../assets/vendor/noble-hashes/utils.js';
 import { ago, outcomeText, routeText } from '../assets/pushstatus.js';
@@ -113,4 +115,29 @@ test('a unified diff side by side: removed lines beside the added ones after the
     '@@ -10 +11 @@',
     ['10d:x', ''],
   ]);
+});
+
+test('an export runs and fetches nothing: raw HTML as text, script links as words, remote images as links', () => {
+  const same = (text) => assert.equal(harmless(text), text);
+  assert.equal(harmless('Hi <img src=x onerror=alert(1)> there'), 'Hi &lt;img src=x onerror=alert(1)&gt; there');
+  assert.equal(harmless('<script>\nalert(1)\n</script>\n\nok'), '&lt;script&gt;\nalert(1)\n&lt;/script&gt;\n\nok');
+  assert.equal(harmless('a <!-- hidden --> b'), 'a &lt;!-- hidden --&gt; b');
+  same('`<b>` and\n\n```html\n<script>x</script>\n```\n');
+  assert.equal(harmless('see [the *docs*](javascript:alert(1)) now'), 'see the docs (link removed) now');
+  assert.equal(harmless('[x]( JaVaScRiPt:alert(1))'), 'x (link removed)');
+  assert.equal(harmless('<javascript:alert(1)>'), 'javascript:alert\\(1\\) (link removed)');
+  assert.equal(harmless('[ref][r]\n\n[r]: vbscript:msgbox'), 'ref (link removed)\n\n[r]: vbscript:msgbox');
+  assert.equal(harmless('[d](data:text/html;base64,PHNjcmlwdD4=)'), 'd (link removed)');
+  same('[site](https://example.com/a) and [rel](notes.md) and <https://example.com>');
+  assert.equal(harmless('![a cat](https://tracker.example/p.gif?id=1) hi'), '[a cat](<https://tracker.example/p.gif?id=1>) hi');
+  assert.equal(harmless('![](//cdn.example/x.png)'), '[image](<//cdn.example/x.png>)');
+  assert.equal(harmless('![x](javascript:alert(1))'), 'x (link removed)');
+  assert.equal(harmless('[![badge](https://b.example/s.svg)](https://example.com)'), '[[badge](<https://b.example/s.svg>)](https://example.com)');
+  same('![chart](media/chart.png)');
+  // Inside quotes and lists the lines keep their marks; a link over two lines becomes one.
+  assert.equal(harmless('> quoted <b>bold</b>\n> and [x](javascript:1)\n\n- item <i>\n  more <u>'),
+    '> quoted &lt;b&gt;bold&lt;/b&gt;\n> and x (link removed)\n\n- item &lt;i&gt;\n  more &lt;u&gt;');
+  assert.equal(harmless('> [a\n> b](javascript:x) c'), '> a b (link removed) c');
+  assert.equal(harmless('- <div onclick=x>\n  hi'), '- &lt;div onclick=x&gt;\n  hi');
+  assert.equal(harmless('# Title <script>x</script>\r\n\r\ntext'), '# Title &lt;script&gt;x&lt;/script&gt;\n\ntext');
 });
