@@ -241,6 +241,49 @@ async fn an_unknown_config_key_is_refused_in_one_line() {
 }
 
 #[tokio::test]
+async fn a_token_and_a_token_file_together_or_a_missing_token_file_are_refused_in_one_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let token_file = tmp.path().join("token");
+    std::fs::write(&token_file, "file-token-3333333333\n").expect("write token file");
+    for (name, body, names) in [
+        (
+            "both",
+            format!(
+                "listen = \"127.0.0.1:0\"\ntoken = \"conf-token-4444444444\"\ntoken_file = \"{}\"\n",
+                token_file.display()
+            ),
+            "either token or token_file",
+        ),
+        (
+            "missing",
+            format!(
+                "listen = \"127.0.0.1:0\"\ntoken_file = \"{}\"\n",
+                tmp.path().join("absent").display()
+            ),
+            "token_file",
+        ),
+    ] {
+        std::fs::create_dir_all(tmp.path().join(name)).expect("mkdir");
+        let config = write_config(&tmp.path().join(name), &body);
+        let data = tmp.path().join(name).join("data");
+        let output = refused(serve(&[
+            "--config",
+            &config,
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+        ]))
+        .await;
+        let reason = one_line_reason(&output);
+        assert!(reason.contains(names), "{name}: the reason says {names}: {reason}");
+        assert!(
+            !reason.contains("3333333333") && !reason.contains("4444444444"),
+            "{name}: no token is printed: {reason}"
+        );
+        assert!(!data.exists(), "{name}: nothing is created");
+    }
+}
+
+#[tokio::test]
 async fn a_bad_listen_address_is_refused_in_one_line() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().to_str().expect("utf-8");
