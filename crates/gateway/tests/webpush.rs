@@ -7,151 +7,29 @@
 
 mod common;
 
-use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aes_gcm::aead::Aead;
 use aes_gcm::{Aes128Gcm, KeyInit, Nonce};
-use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::Router;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use common::fake_push::{FakeBackends, Recorded};
 use common::{demo_agent, send_text, TestGateway};
 use hkdf::Hkdf;
 use iris_client::{Client, ClientError, ConnectOptions, Event};
 use iris_gateway::push::{PushConfig, WebPushConfig};
-use iris_protocol::{ClientFrame, ErrorCode, FcmRegister, Header, HelloAck, WebPushSubscription};
+use iris_protocol::{
+    ClientFrame, ErrorCode, FcmRegister, Header, HelloAck, PushButton, PushPayload,
+    WebPushSubscription,
+};
 use iris_store::WebPushRow;
 use p256::elliptic_curve::sec1::ToEncodedPoint;
 use serde_json::Value;
 use sha2::Sha256;
-use tokio::sync::Notify;
 
 /// Upper bound for anything a test waits for.
 const PATIENCE: Duration = Duration::from_secs(20);
 const SUBJECT: &str = "mailto:ops@iris.example.com";
-
-/// One request the fake push service received, with the status it answered.
-#[derive(Debug, Clone)]
-struct Recorded {
-    path: String,
-    headers: HeaderMap,
-    body: Vec<u8>,
-    status: u16,
-}
-
-impl Recorded {
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-    }
-}
-
-#[derive(Default)]
-struct Service {
-    requests: Vec<Recorded>,
-    /// Answers per path before the service starts accepting (201), in order.
-    script: HashMap<String, VecDeque<u16>>,
-}
-
-/// A push service on a local port: every path is a push resource.
-#[derive(Clone)]
-struct FakePushService {
-    addr: SocketAddr,
-    state: Arc<Mutex<Service>>,
-    changed: Arc<Notify>,
-}
-
-impl FakePushService {
-    async fn start() -> FakePushService {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let fake = FakePushService {
-            addr: listener.local_addr().expect("addr"),
-            state: Arc::default(),
-            changed: Arc::new(Notify::new()),
-        };
-        let app = Router::new().fallback(receive).with_state(fake.clone());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        fake
-    }
-
-    /// The origin a VAPID token for this service must name.
-    fn origin(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut Service) -> T) -> T {
-        f(&mut self.state.lock().expect("fake lock"))
-    }
-
-    fn script(&self, path: &str, statuses: &[u16]) {
-        self.with(|s| {
-            s.script
-                .entry(path.to_owned())
-                .or_default()
-                .extend(statuses)
-        });
-    }
-
-    fn count(&self) -> usize {
-        self.with(|s| s.requests.len())
-    }
-
-    /// The `n`th request (0-based), once it arrived.
-    async fn request(&self, n: usize) -> Recorded {
-        let wait = async {
-            loop {
-                let changed = self.changed.notified();
-                if let Some(r) = self.with(|s| s.requests.get(n).cloned()) {
-                    return r;
-                }
-                changed.await;
-            }
-        };
-        tokio::time::timeout(PATIENCE, wait)
-            .await
-            .unwrap_or_else(|_| {
-                panic!(
-                    "timed out waiting for push #{n} ({} received)",
-                    self.count()
-                )
-            })
-    }
-}
-
-async fn receive(
-    axum::extract::State(fake): axum::extract::State<FakePushService>,
-    method: axum::http::Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> StatusCode {
-    assert_eq!(method, axum::http::Method::POST, "pushes are POSTs");
-    let path = uri.path().to_owned();
-    let status = fake.with(|s| {
-        let status = s
-            .script
-            .get_mut(&path)
-            .and_then(VecDeque::pop_front)
-            .unwrap_or(201);
-        s.requests.push(Recorded {
-            path,
-            headers,
-            body: body.to_vec(),
-            status,
-        });
-        status
-    });
-    fake.changed.notify_waiters();
-    StatusCode::from_u16(status).expect("status")
-}
 
 /// A browser's push subscription: its key pair and auth secret, as `pushManager.subscribe` makes
 /// them.
@@ -162,7 +40,7 @@ struct Subscriber {
 }
 
 impl Subscriber {
-    fn new(fake: &FakePushService, name: &str) -> Subscriber {
+    fn new(fake: &FakeBackends, name: &str) -> Subscriber {
         let secret = loop {
             if let Ok(k) = p256::SecretKey::from_slice(&rand::random::<[u8; 32]>()) {
                 break k;
@@ -171,7 +49,7 @@ impl Subscriber {
         Subscriber {
             secret,
             auth: rand::random(),
-            endpoint: format!("{}/push/{name}", fake.origin()),
+            endpoint: fake.webpush_endpoint(name),
         }
     }
 
@@ -239,7 +117,10 @@ impl Subscriber {
             plain.pop();
         }
         assert_eq!(plain.pop(), Some(2), "last-record delimiter");
-        serde_json::from_slice(&plain).expect("a JSON payload")
+        let payload: Value = serde_json::from_slice(&plain).expect("a JSON payload");
+        // It is the protocol's one push payload, which the service worker reads.
+        serde_json::from_value::<PushPayload>(payload.clone()).expect("a PushPayload");
+        payload
     }
 }
 
@@ -381,7 +262,7 @@ async fn push_backends(gw: &TestGateway, device: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn an_offline_browser_gets_one_encrypted_signed_push_per_burst() {
-    let fake = FakePushService::start().await;
+    let fake = FakeBackends::start().await;
     // The window is wide enough for three demo turns on a slow machine.
     let gw = gateway(|p| p.coalesce = Duration::from_millis(3000)).await;
     let browser = Subscriber::new(&fake, "browser-1");
@@ -412,7 +293,7 @@ async fn an_offline_browser_gets_one_encrypted_signed_push_per_burst() {
         );
     }
 
-    let push = fake.request(0).await;
+    let push = fake.webpush(0).await;
     assert_eq!(push.path, "/push/browser-1");
     assert_eq!(push.header("content-encoding"), "aes128gcm");
     assert_eq!(push.header("content-type"), "application/octet-stream");
@@ -423,15 +304,15 @@ async fn an_offline_browser_gets_one_encrypted_signed_push_per_burst() {
         topic.len() <= 32 && !topic.contains("default"),
         "an opaque topic per lane: {topic}"
     );
-    let claims = verify_vapid(&push, &key, &fake.origin());
+    let claims = verify_vapid(&push, &key, &fake.url());
     assert_eq!(claims["sub"], SUBJECT);
     assert_eq!(
         claims["aud"],
-        fake.origin(),
+        fake.url(),
         "aud is the push service's origin, port included"
     );
 
-    let payload = browser.decrypt(&push.body);
+    let payload = browser.decrypt(&push.bytes);
     let last = &stops[2];
     assert_eq!(payload["title"], "Demo agent replied in Default");
     assert_eq!(payload["body"], "Echo: three");
@@ -444,7 +325,7 @@ async fn an_offline_browser_gets_one_encrypted_signed_push_per_burst() {
     assert_eq!(payload["thread_id"], Value::Null);
     assert_eq!(payload["message_id"], message_id(last));
     assert_eq!(payload["count"], 3);
-    let text = String::from_utf8_lossy(&push.body);
+    let text = String::from_utf8_lossy(&push.bytes);
     assert!(
         !text.contains("three") && !text.contains("Echo"),
         "the push service sees no content"
@@ -452,7 +333,7 @@ async fn an_offline_browser_gets_one_encrypted_signed_push_per_burst() {
 
     // Nothing else follows, and the browser learns what already woke it.
     tokio::time::sleep(Duration::from_millis(800)).await;
-    assert_eq!(fake.count(), 1, "one push for the burst");
+    assert_eq!(fake.with(|b| b.webpush.len()), 1, "one push for the burst");
     let (_browser, ack) = Client::connect(gw.options("browser"))
         .await
         .expect("reconnect");
@@ -462,12 +343,12 @@ async fn an_offline_browser_gets_one_encrypted_signed_push_per_burst() {
 
 #[tokio::test]
 async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
-    let fake = FakePushService::start().await;
+    let fake = FakeBackends::start().await;
     let gw = gateway(|_| {}).await;
     let busy = Subscriber::new(&fake, "busy");
     let stale = Subscriber::new(&fake, "stale");
-    fake.script(&busy.path(), &[429, 503]);
-    fake.script(&stale.path(), &[410]);
+    fake.script_webpush(&busy.path(), &[429, 503]);
+    fake.script_webpush(&stale.path(), &[410]);
     // One browser registers in hello, the other by fcm.register.
     let (client, _) = Client::connect(with_subscription(&gw, "tab-busy", &busy))
         .await
@@ -504,10 +385,10 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
             let changed = fake.changed.notified();
             let done = fake.with(|s| {
                 let ok = s
-                    .requests
+                    .webpush
                     .iter()
                     .any(|r| r.path == busy.path() && r.status == 201);
-                ok && s.requests.iter().any(|r| r.path == stale.path())
+                ok && s.webpush.iter().any(|r| r.path == stale.path())
             });
             if done {
                 return;
@@ -519,7 +400,7 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
         .await
         .expect("both push resources were tried");
     let attempts: Vec<Recorded> = fake.with(|s| {
-        s.requests
+        s.webpush
             .iter()
             .filter(|r| r.path == busy.path())
             .cloned()
@@ -530,8 +411,8 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
         [429, 503, 201]
     );
     for attempt in &attempts {
-        verify_vapid(attempt, &key, &fake.origin());
-        let payload = busy.decrypt(&attempt.body);
+        verify_vapid(attempt, &key, &fake.url());
+        let payload = busy.decrypt(&attempt.bytes);
         assert_eq!(
             payload["cursor"],
             cursor(&first),
@@ -566,12 +447,12 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
 
     // The next answer goes to the live subscription only.
     let second = ask(&mut laptop, "still there").await;
-    let next = fake.request(4).await;
+    let next = fake.webpush(4).await;
     assert_eq!(next.path, busy.path());
-    assert_eq!(busy.decrypt(&next.body)["cursor"], cursor(&second));
+    assert_eq!(busy.decrypt(&next.bytes)["cursor"], cursor(&second));
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(
-        fake.with(|s| s.requests.iter().filter(|r| r.path == stale.path()).count()),
+        fake.with(|s| s.webpush.iter().filter(|r| r.path == stale.path()).count()),
         1
     );
     let (_stale, ack) = Client::connect(gw.options("tab-stale"))
@@ -587,7 +468,7 @@ async fn a_busy_push_service_is_retried_and_a_gone_subscription_is_removed() {
 #[tokio::test]
 async fn the_vapid_key_survives_a_restart_and_revoking_drops_the_subscription() {
     use std::os::unix::fs::PermissionsExt;
-    let fake = FakePushService::start().await;
+    let fake = FakeBackends::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let start = || {
         TestGateway::start_in(dir.path(), |c| {
@@ -623,9 +504,9 @@ async fn the_vapid_key_survives_a_restart_and_revoking_drops_the_subscription() 
     );
     // The browser's subscription, made with that key, still works.
     let answer = ask(&mut laptop, "after the restart").await;
-    let push = fake.request(0).await;
-    verify_vapid(&push, &key, &fake.origin());
-    assert_eq!(browser.decrypt(&push.body)["cursor"], cursor(&answer));
+    let push = fake.webpush(0).await;
+    verify_vapid(&push, &key, &fake.url());
+    assert_eq!(browser.decrypt(&push.bytes)["cursor"], cursor(&answer));
 
     let revoked = iris_gateway::admin::devices::revoke(&gw.dir, "browser")
         .await
@@ -642,7 +523,11 @@ async fn the_vapid_key_survives_a_restart_and_revoking_drops_the_subscription() 
     );
     ask(&mut laptop, "nobody to wake").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(fake.count(), 1, "a revoked browser is not pushed to");
+    assert_eq!(
+        fake.with(|b| b.webpush.len()),
+        1,
+        "a revoked browser is not pushed to"
+    );
     gw.stop().await;
 }
 
@@ -656,7 +541,7 @@ fn pointing_at(subscriber: &Subscriber, endpoint: &str) -> WebPushSubscription {
 
 #[tokio::test]
 async fn push_endpoints_must_be_https_to_a_public_address() {
-    let fake = FakePushService::start().await;
+    let fake = FakeBackends::start().await;
     let gw = gateway(|p| {
         if let Some(w) = p.webpush.as_mut() {
             w.allow_private_endpoints = false;
@@ -673,7 +558,7 @@ async fn push_endpoints_must_be_https_to_a_public_address() {
     };
     for (endpoint, says) in [
         ("http://push.example.com/x", "https"),
-        (fake.origin().as_str(), "https"),
+        (fake.url().as_str(), "https"),
         ("https://127.0.0.1:8443/x", "public address"),
         ("https://10.0.0.7/x", "public address"),
         ("https://172.20.1.1/x", "public address"),
@@ -734,7 +619,7 @@ async fn push_endpoints_must_be_https_to_a_public_address() {
 
 #[tokio::test]
 async fn a_host_name_resolving_to_an_internal_address_is_never_contacted() {
-    let fake = FakePushService::start().await;
+    let fake = FakeBackends::start().await;
     let gw = gateway(|p| {
         if let Some(w) = p.webpush.as_mut() {
             w.allow_private_endpoints = false;
@@ -789,6 +674,71 @@ async fn a_host_name_resolving_to_an_internal_address_is_never_contacted() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         other => panic!("the internal address was contacted: {other:?}"),
     }
-    assert!(fake.with(|s| s.requests.is_empty()));
+    assert!(fake.with(|s| s.webpush.is_empty()));
     gw.stop().await;
+}
+
+/// The fields Iris Web's service worker (`web/sw.js`) reads from a push and from a button.
+fn fields_the_service_worker_reads() -> (Vec<String>, Vec<String>) {
+    const SW_JS: &str = include_str!("../web/sw.js");
+    let start = SW_JS
+        .find("self.addEventListener('push'")
+        .expect("sw.js handles `push`");
+    let handler = &SW_JS[start..];
+    let handler = &handler[..handler.find("\n});").expect("the handler ends")];
+    let after = |prefix: &str| -> Vec<String> {
+        let mut names: Vec<String> = handler
+            .match_indices(prefix)
+            // `data.x`, not `event.data.json()`.
+            .filter(|(i, _)| {
+                !handler[..*i].ends_with(|c: char| c == '.' || c.is_ascii_alphanumeric())
+            })
+            .map(|(i, _)| {
+                handler[i + prefix.len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect()
+            })
+            .filter(|n: &String| !n.is_empty())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    (after("data."), after("a."))
+}
+
+#[test]
+fn the_service_worker_reads_only_what_a_push_payload_carries() {
+    let full = PushPayload {
+        chat_id: Some("c".into()),
+        thread_id: Some("t".into()),
+        message_id: Some("m".into()),
+        picker_id: Some("p".into()),
+        action_token: Some("k".into()),
+        action_url: Some("u".into()),
+        actions: vec![PushButton::default()],
+        ..PushPayload::default()
+    };
+    let json = serde_json::to_value(&full).expect("json");
+    let button = &json["actions"][0];
+    let (read, buttons) = fields_the_service_worker_reads();
+    assert!(read.len() >= 8, "parsed what sw.js reads: {read:?}");
+    for field in &read {
+        assert!(
+            json.get(field).is_some(),
+            "sw.js reads `data.{field}`, which PushPayload (crates/protocol/src/push.rs) does not carry"
+        );
+    }
+    assert_eq!(
+        buttons,
+        ["action", "title"],
+        "sw.js reads a button's {buttons:?}"
+    );
+    for field in &buttons {
+        assert!(
+            button.get(field).is_some(),
+            "a PushButton carries `{field}`"
+        );
+    }
 }

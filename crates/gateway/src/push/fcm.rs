@@ -263,42 +263,20 @@ fn oauth_error(body: &Value) -> ErrorBody {
     }
 }
 
-/// The `messages:send` body. FCM wants every `data` value as a string.
+/// The `messages:send` body: the notification, and [`PushContent::payload`] as `data`.
 fn message(registration: &str, push: &PushContent) -> Value {
-    let mut message = json!({
+    json!({
         "message": {
             "token": registration,
             "notification": { "title": push.title, "body": push.body },
-            "data": {
-                "cursor": push.cursor.to_string(),
-                "type": push.frame_type,
-                "chat_id": push.chat_id.clone().unwrap_or_default(),
-                "thread_id": push.thread_id.clone().unwrap_or_default(),
-                "message_id": push.message_id.clone().unwrap_or_default(),
-                "count": push.count.to_string(),
-            },
+            "data": push.payload().fcm_data(),
             "android": {
                 "priority": "HIGH",
                 "collapse_key": push.collapse_key,
                 "notification": { "tag": push.collapse_key },
             },
         }
-    });
-    if let Some(action) = &push.action {
-        // The app offers the choices as the notification's buttons; the answer goes to
-        // POST /v1/actions with the token.
-        let data = &mut message["message"]["data"];
-        data["picker_id"] = json!(action.picker_id);
-        data["action_token"] = json!(action.token);
-        data["action_url"] = json!(action.url);
-        let actions: Vec<Value> = action
-            .choices
-            .iter()
-            .map(|(v, l)| json!({"action": v, "title": l}))
-            .collect();
-        data["actions"] = json!(Value::Array(actions).to_string());
-    }
-    message
+    })
 }
 
 #[cfg(test)]

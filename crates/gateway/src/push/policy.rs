@@ -1,7 +1,7 @@
 //! The push policy: which durable frames want the user's attention, what their push says, and how
 //! a burst of them becomes one push.
 
-use iris_protocol::{Role, ServerFrame};
+use iris_protocol::{PushButton, PushPayload, Role, ServerFrame};
 use iris_store::PushItem;
 
 /// Longest content excerpt in a push, in characters.
@@ -272,6 +272,36 @@ impl PushContent {
     /// question's choices are the agent's words).
     pub fn offers_buttons(&self, private: bool) -> bool {
         !private || self.kind == Kind::Approval
+    }
+
+    /// What the push carries to the device, the same through Web Push and FCM.
+    pub fn payload(&self) -> PushPayload {
+        let action = self.action.as_ref();
+        PushPayload {
+            title: self.title.clone(),
+            body: self.body.clone(),
+            cursor: self.cursor,
+            frame_type: self.frame_type.clone(),
+            chat_id: self.chat_id.clone(),
+            thread_id: self.thread_id.clone(),
+            message_id: self.message_id.clone(),
+            count: self.count,
+            tag: self.collapse_key.clone(),
+            picker_id: action.map(|a| a.picker_id.clone()),
+            action_token: action.map(|a| a.token.clone()),
+            action_url: action.map(|a| a.url.clone()),
+            actions: action
+                .map(|a| {
+                    a.choices
+                        .iter()
+                        .map(|(action, title)| PushButton {
+                            action: action.clone(),
+                            title: title.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
     }
 }
 

@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use iris_protocol::PushPayload;
 use iris_store::WebPushRow;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use p256::elliptic_curve::sec1::ToEncodedPoint;
@@ -21,7 +22,7 @@ use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey, LineEnding};
 use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE};
 use reqwest::Url;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::endpoint::{check_registration, check_sending, is_internal_address};
@@ -383,43 +384,28 @@ fn refuses_contact(url: &Url, subject: &str) -> bool {
     apple && subject.to_ascii_lowercase().contains("localhost")
 }
 
-/// The decrypted payload the service worker reads: what to show, and where it leads.
+/// The decrypted payload the service worker reads: [`PushContent::payload`] as JSON, its text cut
+/// when it would not fit.
 fn payload(push: &PushContent) -> Vec<u8> {
-    let mut value = json!({
-        "title": push.title,
-        "body": push.body,
-        "cursor": push.cursor,
-        "chat_id": push.chat_id,
-        "thread_id": push.thread_id,
-        "message_id": push.message_id,
-        "type": push.frame_type,
-        "count": push.count,
-        "tag": push.collapse_key,
-    });
-    if let Some(action) = &push.action {
-        // The service worker offers these as the notification's buttons and answers with the
-        // token (POST /v1/actions), without opening the page.
-        value["picker_id"] = json!(action.picker_id);
-        value["action_token"] = json!(action.token);
-        value["actions"] = action
-            .choices
-            .iter()
-            .map(|(v, l)| json!({"action": v, "title": l}))
-            .collect();
-    }
-    let mut bytes = value.to_string().into_bytes();
+    let mut value = push.payload();
+    let mut bytes = json_bytes(&value);
     if bytes.len() > MAX_PLAINTEXT {
         // Only the text can be long (a chat name in the title, a notification's own title).
-        value["title"] = Value::String(excerpt(&push.title, 80));
-        value["body"] = Value::String(excerpt(&push.body, 160));
-        bytes = value.to_string().into_bytes();
+        value.title = excerpt(&push.title, 80);
+        value.body = excerpt(&push.body, 160);
+        bytes = json_bytes(&value);
         if bytes.len() > MAX_PLAINTEXT {
-            value["title"] = Value::String("Iris".into());
-            value["body"] = Value::String(String::new());
-            bytes = value.to_string().into_bytes();
+            value.title = "Iris".into();
+            value.body = String::new();
+            bytes = json_bytes(&value);
         }
     }
     bytes
+}
+
+/// A payload as JSON bytes (a struct of strings and numbers always serializes).
+fn json_bytes(payload: &PushPayload) -> Vec<u8> {
+    serde_json::to_vec(payload).unwrap_or_default()
 }
 
 /// The `Topic` of a lane's pushes (RFC 8030 §5.4): a push service keeps only the newest undelivered

@@ -1,14 +1,17 @@
-//! Local servers standing in for Google's token endpoint, the FCM send endpoint and an ntfy
-//! server, recording every request (the `push*.rs` tests), and a gateway pointed at them.
+//! The one local server standing in for every push service: Google's token endpoint, the FCM
+//! send endpoint, an ntfy server and a browser's Web Push service (every `/push/…` path is a push
+//! resource), recording every request (the `push*.rs` and `webpush.rs` tests), and a gateway
+//! pointed at them.
 //!
 //! `fixtures/push-test-key.pem` is a throwaway RSA key made for these tests only.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::Router;
 use iris_client::{Client, ConnectOptions, Event};
@@ -43,7 +46,9 @@ pub fn fcm_unregistered() -> (u16, Value) {
 pub struct Recorded {
     pub path: String,
     pub headers: HeaderMap,
+    /// The body as text (a Web Push body, encrypted, is in `bytes`).
     pub body: String,
+    pub bytes: Vec<u8>,
     pub status: u16,
 }
 
@@ -84,13 +89,16 @@ pub struct Backend {
     pub tokens: Vec<Recorded>,
     pub fcm: Vec<Recorded>,
     pub ntfy: Vec<Recorded>,
+    pub webpush: Vec<Recorded>,
+    /// Answers a Web Push resource gives before it starts accepting (201), per path, in order.
+    pub webpush_script: HashMap<String, VecDeque<u16>>,
     /// Answers FCM gives before it starts accepting, in order.
     pub fcm_script: VecDeque<(u16, Value)>,
     /// While set, FCM answers every send with this status.
     pub fcm_down: Option<u16>,
 }
 
-/// Google's token endpoint, FCM and ntfy on one local port.
+/// Google's token endpoint, FCM, ntfy and Web Push on one local port.
 #[derive(Clone)]
 pub struct FakeBackends {
     pub addr: SocketAddr,
@@ -117,6 +125,21 @@ impl FakeBackends {
         format!("http://{}", self.addr)
     }
 
+    /// `http://<addr>/push/<name>`: a browser's push subscription endpoint on this fake.
+    pub fn webpush_endpoint(&self, name: &str) -> String {
+        format!("{}/push/{name}", self.url())
+    }
+
+    /// Web Push requests to `path` are answered with these statuses first, in order.
+    pub fn script_webpush(&self, path: &str, statuses: &[u16]) {
+        self.with(|b| {
+            b.webpush_script
+                .entry(path.to_owned())
+                .or_default()
+                .extend(statuses)
+        });
+    }
+
     pub fn token_url(&self) -> String {
         format!("{}/token", self.url())
     }
@@ -137,8 +160,10 @@ impl FakeBackends {
             }
         };
         if tokio::time::timeout(PATIENCE, wait).await.is_err() {
-            let (fcm, ntfy) = self.with(|b| (b.fcm.len(), b.ntfy.len()));
-            panic!("timed out waiting for {what} (fcm requests: {fcm}, ntfy requests: {ntfy})");
+            let (fcm, ntfy, web) = self.with(|b| (b.fcm.len(), b.ntfy.len(), b.webpush.len()));
+            panic!(
+                "timed out waiting for {what} (requests: fcm {fcm}, ntfy {ntfy}, web push {web})"
+            );
         }
     }
 
@@ -147,6 +172,13 @@ impl FakeBackends {
         self.until(&format!("FCM request #{n}"), |b| b.fcm.len() > n)
             .await;
         self.with(|b| b.fcm[n].clone())
+    }
+
+    /// The `n`th Web Push request (0-based), once it arrived.
+    pub async fn webpush(&self, n: usize) -> Recorded {
+        self.until(&format!("Web Push request #{n}"), |b| b.webpush.len() > n)
+            .await;
+        self.with(|b| b.webpush[n].clone())
     }
 
     /// The `n`th ntfy request (0-based), once it arrived.
@@ -201,14 +233,15 @@ async fn answer(
     axum::extract::State(fake): axum::extract::State<FakeBackends>,
     uri: Uri,
     headers: HeaderMap,
-    body: String,
+    bytes: Bytes,
 ) -> (StatusCode, String) {
     let path = uri.path().to_owned();
     let (status, reply) = fake.with(|b| {
         let mut record = Recorded {
             path: path.clone(),
             headers,
-            body,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+            bytes: bytes.to_vec(),
             status: 200,
         };
         if path == "/token" {
@@ -233,6 +266,15 @@ async fn answer(
             record.status = status;
             b.fcm.push(record);
             (status, reply)
+        } else if path.starts_with("/push/") {
+            let scripted = b
+                .webpush_script
+                .get_mut(&path)
+                .and_then(VecDeque::pop_front);
+            let status = scripted.unwrap_or(201);
+            record.status = status;
+            b.webpush.push(record);
+            (status, json!({}))
         } else if path.starts_with("/ntfy/") {
             b.ntfy.push(record);
             (200, json!({"id": "n1", "event": "message"}))
