@@ -133,12 +133,24 @@ pub fn test_subject(path: &str, text: &str) -> Option<Violation> {
     })
 }
 
-/// The lines of a file's non-test code that make an `unbounded_channel`.
+/// What names an unbounded queue: tokio's `unbounded_channel` and its `Unbounded*` ends (and
+/// any other `Unbounded…` type), and `std::sync::mpsc`, whose `channel` never says no.
+const UNBOUNDED_MARKS: [&str; 2] = ["unbounded_channel", "std::sync::mpsc"];
+
+/// Whether a line names an `Unbounded…` type (`UnboundedSender`, `UnboundedReceiver`, …).
+fn names_unbounded_type(line: &str) -> bool {
+    line.match_indices("Unbounded")
+        .any(|(i, m)| line[i + m.len()..].starts_with(|c: char| c.is_ascii_uppercase()))
+}
+
+/// The lines of a file's non-test code that make or hold an unbounded queue.
 pub fn unbounded_lines(file: &rust::RustFile) -> Vec<usize> {
     file.code
         .lines()
         .enumerate()
-        .filter(|(_, line)| line.contains("unbounded_channel"))
+        .filter(|(_, line)| {
+            UNBOUNDED_MARKS.iter().any(|m| line.contains(m)) || names_unbounded_type(line)
+        })
         .map(|(i, _)| i + 1)
         .collect()
 }
@@ -156,14 +168,14 @@ pub fn unbounded(path: &str, lines: &[usize], allowed: &[Exception]) -> Vec<Viol
                 Rule::Unbounded,
                 path,
                 line,
-                "`unbounded_channel` in a file not listed in UNBOUNDED_CHANNELS".to_string(),
+                "an unbounded queue (`unbounded_channel`, an `Unbounded*` type or `std::sync::mpsc`) in a file not listed in UNBOUNDED_CHANNELS".to_string(),
                 "use a bounded `mpsc::channel` whose full queue stops the producer, or list the file in UNBOUNDED_CHANNELS in crates/tidy/src/lib.rs with the reason its queue is bounded anyway",
             )
         })
         .collect()
 }
 
-/// Rule 7's list: entries whose file makes no `unbounded_channel` (any more).
+/// Rule 7's list: entries whose file holds no unbounded queue (any more).
 pub fn unused_unbounded(files_using: &[String], allowed: &[Exception]) -> Vec<Violation> {
     allowed
         .iter()
@@ -173,7 +185,7 @@ pub fn unused_unbounded(files_using: &[String], allowed: &[Exception]) -> Vec<Vi
                 Rule::Unbounded,
                 e.path,
                 1,
-                "listed in UNBOUNDED_CHANNELS but makes no unbounded_channel".to_string(),
+                "listed in UNBOUNDED_CHANNELS but holds no unbounded queue".to_string(),
                 "remove it from UNBOUNDED_CHANNELS in crates/tidy/src/lib.rs",
             )
         })
@@ -270,15 +282,23 @@ struct Edge {
     written: String,
 }
 
-/// Rule 2 for one layered directory.
-pub fn circles(dir: &str, files: &[SourceFile], resolver: &Resolver) -> Vec<Violation> {
+/// Rule 2 for one source directory, among its files whose path starts with `within` (`""` for
+/// all of them).
+pub fn circles(
+    dir: &str,
+    files: &[SourceFile],
+    resolver: &Resolver,
+    within: &str,
+) -> Vec<Violation> {
+    let inside = |f: &SourceFile| f.rel.starts_with(within) && !f.test_only && !f.is_bin;
     let mut first_refs: BTreeMap<(usize, usize), (usize, String)> = BTreeMap::new();
     for (i, file) in files.iter().enumerate() {
-        if file.test_only || file.is_bin {
+        if !inside(file) {
             continue;
         }
         for r in resolver.references(file) {
-            if let Some(j) = resolver.file_of(&r.target).filter(|&j| j != i) {
+            let target = resolver.file_of(&r.target);
+            if let Some(j) = target.filter(|&j| j != i && inside(&files[j])) {
                 first_refs.entry((i, j)).or_insert((r.line, r.written));
             }
         }
@@ -346,6 +366,8 @@ mod tests {
     fn an_unbounded_channel_only_where_listed() {
         let src = "fn f() {\n    let (tx, rx) = mpsc::unbounded_channel();\n}\n// unbounded_channel in a comment\n#[cfg(test)]\nmod tests { fn t() { mpsc::unbounded_channel(); } }\n";
         let lines = unbounded_lines(&rust::RustFile::parse(src));
+        let others = "use std::sync::mpsc::{self, Sender};\nstruct S { tx: mpsc::UnboundedSender<u8> }\nfn g() { let (a, b) = std::sync::mpsc::channel::<u8>(); }\n";
+        assert_eq!(unbounded_lines(&rust::RustFile::parse(others)), [1, 2, 3]);
         assert_eq!(lines, [2], "code only, not comments or tests");
         let found = unbounded("crates/x/src/a.rs", &lines, &[]);
         assert_eq!((found[0].rule, found[0].line), (Rule::Unbounded, 2));
@@ -409,8 +431,10 @@ mod tests {
             ("e.rs", "use crate::a::X;"),
         ]);
         let resolver = Resolver::new(&files, None);
-        let got = circles("src", &files, &resolver);
+        let got = circles("src", &files, &resolver, "");
         assert_eq!(got.len(), 1);
+        // Within `d/` there is no circle: it runs through files outside.
+        assert!(circles("src", &files, &resolver, "d/").is_empty());
         assert_eq!(got[0].path, "src/a.rs");
         assert_eq!(
             got[0].message,
@@ -422,7 +446,7 @@ mod tests {
             ("a.rs", "use crate::b::X;"),
             ("b.rs", "use crate::a::X;"),
         ]);
-        let got = circles("src", &two, &Resolver::new(&two, None));
+        let got = circles("src", &two, &Resolver::new(&two, None), "");
         assert_eq!(
             got[0].message,
             "2 files import each other in a circle: a.rs, b.rs"
@@ -437,6 +461,7 @@ mod tests {
             "src",
             &parent_and_child,
             &Resolver::new(&parent_and_child, None),
+            "",
         );
         assert!(got.is_empty(), "{got:?}");
     }

@@ -2,14 +2,14 @@
 //! behaviour is a small method of [`Turn`] that says what the demo says and tells the script
 //! whether to go on.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
 use super::catalog::answer_command;
-use super::script::{Flow, Prompt, Step, Stop};
+use super::script::{bench_request, Flow, Prompt, Step, Stop};
 use super::turn::{chunk, Cancelled, Turn};
-use super::{demo_file_text, DEFAULT_MODEL, DEMO_FILE_NAME, DEMO_PNG_BASE64, SILENT_ANSWER};
+use super::fixtures::{demo_file_text, DEFAULT_MODEL, DEMO_FILE_NAME, DEMO_PNG_BASE64, SILENT_ANSWER};
 use crate::types::*;
 
 /// Chunks of a `slow` turn.
@@ -29,9 +29,6 @@ const HOARD_FILES: usize = 100;
 /// Commands a `crowd` turn advertises.
 const CROWD_COMMANDS: usize = 5_000;
 
-/// Most chunks one `bench` turn streams, and the longest pause between two.
-const BENCH_MAX_CHUNKS: usize = 100_000;
-const BENCH_MAX_GAP_US: u64 = 1_000_000;
 
 impl Turn<'_> {
     /// `title`: a title follows the answer.
@@ -517,27 +514,6 @@ impl Turn<'_> {
     }
 }
 
-/// `bench <n> [<gap_us>]` when it is the whole prompt. Matched only as the whole prompt so that
-/// ordinary text ("a benchmark of 3 runs") is never taken for it.
-pub(super) fn bench_request(text: &str) -> Option<(usize, Duration)> {
-    let mut words = text.split_whitespace();
-    if words.next()? != "bench" {
-        return None;
-    }
-    let count: usize = words.next()?.parse().ok()?;
-    let gap_us: u64 = match words.next() {
-        Some(word) => word.parse().ok()?,
-        None => 0,
-    };
-    if words.next().is_some() {
-        return None;
-    }
-    Some((
-        count.min(BENCH_MAX_CHUNKS),
-        Duration::from_micros(gap_us.min(BENCH_MAX_GAP_US)),
-    ))
-}
-
 /// Bytes encoded by a base64 string, without decoding it.
 fn base64_len(data: &str) -> usize {
     let symbols = data
@@ -572,22 +548,5 @@ mod tests {
         assert_eq!(split_chunks("Echo: héllo", 3).concat(), "Echo: héllo");
         assert_eq!(split_chunks("Echo: héllo", 3).len(), 3);
         assert_eq!(split_chunks("ab", 3), vec!["a", "b"]);
-    }
-
-    #[test]
-    fn bench_is_recognised_only_as_the_whole_prompt() {
-        assert_eq!(bench_request("bench 5"), Some((5, Duration::ZERO)));
-        assert_eq!(
-            bench_request(" bench 3 2000 "),
-            Some((3, Duration::from_micros(2000)))
-        );
-        assert_eq!(
-            bench_request("bench 999999999").map(|b| b.0),
-            Some(BENCH_MAX_CHUNKS)
-        );
-        assert_eq!(bench_request("a bench 5"), None);
-        assert_eq!(bench_request("benchmark 5"), None);
-        assert_eq!(bench_request("bench five"), None);
-        assert_eq!(bench_request("bench 5 10 extra"), None);
     }
 }

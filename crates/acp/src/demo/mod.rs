@@ -105,32 +105,17 @@ use crate::rpc::{Connection, Incoming};
 
 mod behaviours;
 mod catalog;
+mod fixtures;
 mod hostile;
 mod questions;
 mod script;
 mod server;
 mod turn;
 
+pub use fixtures::{
+    demo_file_text, BUSY, DEFAULT_MODEL, DEMO_FILE_NAME, DEMO_PNG_BASE64, SILENT_ANSWER,
+};
 pub use hostile::{HOSTILE_APPROVAL_TITLE, HOSTILE_NEW_TEXT, HOSTILE_PATH, HOSTILE_TOOL_TITLE};
-
-/// The model a new session starts with.
-pub const DEFAULT_MODEL: &str = "demo:echo";
-/// JSON-RPC error code of a prompt sent while the session's turn is still running.
-pub const BUSY: i64 = -32000;
-/// The whole answer to a prompt containing `silent`.
-pub const SILENT_ANSWER: &str = "[SILENT] nothing to report";
-/// The file a `mkfile` turn writes into the session's working directory.
-pub const DEMO_FILE_NAME: &str = "iris-demo-file.txt";
-/// The image a `mkimage` turn sends: a 1×1 PNG, base64.
-pub const DEMO_PNG_BASE64: &str =
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
-
-/// The contents of [`DEMO_FILE_NAME`].
-pub fn demo_file_text() -> String {
-    (1..=200)
-        .map(|i| format!("Iris demo file, line {i}\n"))
-        .collect()
-}
 
 /// Serves ACP as the demo agent on `input`/`output` until `input` ends.
 pub async fn run<R, W>(input: R, output: W) -> io::Result<()>
@@ -149,7 +134,11 @@ where
                 params,
                 responder,
                 ..
-            } => demo.handle_request(&method, params, responder, &mut turns),
+            } => {
+                if let Some(prompt) = demo.handle_request(&method, params, responder, &mut turns) {
+                    turns.spawn(turn::play(demo.clone(), prompt));
+                }
+            }
             Incoming::Notification { method, params } => demo.handle_notification(&method, params),
         }
         while turns.try_join_next().is_some() {}

@@ -1,6 +1,8 @@
 //! The script of the demo agent: a table of rules, each a trigger and a behaviour, played from
 //! top to bottom for every prompt.
 
+use std::time::Duration;
+
 use super::turn::{prompt_text, Cancelled, Ending, Turn};
 use crate::types::*;
 
@@ -395,7 +397,7 @@ impl Trigger {
         match self {
             Trigger::Keyword(words) => words.iter().any(|word| prompt.lower.contains(word)),
             Trigger::SlashCommand => prompt.slash_command().is_some(),
-            Trigger::Bench => super::behaviours::bench_request(&prompt.text).is_some(),
+            Trigger::Bench => bench_request(&prompt.text).is_some(),
             Trigger::Always => true,
         }
     }
@@ -513,6 +515,31 @@ impl Turn<'_> {
     }
 }
 
+/// Most chunks one `bench` turn streams, and the longest pause between two.
+const BENCH_MAX_CHUNKS: usize = 100_000;
+const BENCH_MAX_GAP_US: u64 = 1_000_000;
+
+/// `bench <n> [<gap_us>]` when it is the whole prompt. Matched only as the whole prompt so that
+/// ordinary text ("a benchmark of 3 runs") is never taken for it.
+pub(super) fn bench_request(text: &str) -> Option<(usize, Duration)> {
+    let mut words = text.split_whitespace();
+    if words.next()? != "bench" {
+        return None;
+    }
+    let count: usize = words.next()?.parse().ok()?;
+    let gap_us: u64 = match words.next() {
+        Some(word) => word.parse().ok()?,
+        None => 0,
+    };
+    if words.next().is_some() {
+        return None;
+    }
+    Some((
+        count.min(BENCH_MAX_CHUNKS),
+        Duration::from_micros(gap_us.min(BENCH_MAX_GAP_US)),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -554,5 +581,22 @@ mod tests {
         assert!(!Trigger::Keyword(&["tool"]).matches(&prompt));
         assert!(!Trigger::SlashCommand.matches(&prompt));
         assert!(!Trigger::Bench.matches(&prompt));
+    }
+
+    #[test]
+    fn bench_is_recognised_only_as_the_whole_prompt() {
+        assert_eq!(bench_request("bench 5"), Some((5, Duration::ZERO)));
+        assert_eq!(
+            bench_request(" bench 3 2000 "),
+            Some((3, Duration::from_micros(2000)))
+        );
+        assert_eq!(
+            bench_request("bench 999999999").map(|b| b.0),
+            Some(BENCH_MAX_CHUNKS)
+        );
+        assert_eq!(bench_request("a bench 5"), None);
+        assert_eq!(bench_request("benchmark 5"), None);
+        assert_eq!(bench_request("bench five"), None);
+        assert_eq!(bench_request("bench 5 10 extra"), None);
     }
 }

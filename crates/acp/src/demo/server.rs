@@ -12,8 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::catalog::{available_commands, models_state, modes_state, MODELS, MODES};
-use super::turn::{prompt_text, Turn};
-use super::{BUSY, DEFAULT_MODEL};
+use super::fixtures::{BUSY, DEFAULT_MODEL};
 use crate::rpc::{Connection, Responder, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::types::*;
 
@@ -120,7 +119,7 @@ impl State {
 /// With `DEMO_PROMPT_LOG=<file>` in the environment, every prompt the demo starts a turn for is
 /// appended to that file as one JSON string per line (so that tests count the turns an agent
 /// really ran). Written before the turn plays, with `O_APPEND`, one write per line.
-fn record_prompt(text: &str) {
+pub(super) fn record_prompt(text: &str) {
     let Some(path) = std::env::var_os("DEMO_PROMPT_LOG") else {
         return;
     };
@@ -278,14 +277,15 @@ impl Demo {
         }
     }
 
-    /// Answers a request from the client; a prompt starts a turn in `turns`.
+    /// Answers a request from the client, except a prompt the session takes: that is returned,
+    /// for the caller to play as a turn. Answers that wait for a backlog wait in `turns`.
     pub(super) fn handle_request(
         self: &Arc<Self>,
         method: &str,
         params: Value,
         responder: Responder,
         turns: &mut JoinSet<()>,
-    ) {
+    ) -> Option<Prompt> {
         let result = match method {
             method::INITIALIZE => self.initialize(),
             method::SESSION_NEW => self.new_session(params),
@@ -298,14 +298,17 @@ impl Demo {
             method::SESSION_SET_MODE => self.set_mode(params),
             method::SESSION_PROMPT => match self.start_turn(params) {
                 Ok((request, cancel)) => {
-                    turns.spawn(self.clone().turn(request, cancel, responder));
-                    return;
+                    return Some(Prompt {
+                        request,
+                        cancel,
+                        responder,
+                    })
                 }
                 Err(error) => Err(error),
             },
             _ => {
                 responder.error(METHOD_NOT_FOUND, "Method not found");
-                return;
+                return None;
             }
         };
         let answer = move |demo: &Demo| match result {
@@ -331,6 +334,7 @@ impl Demo {
         } else {
             answer(self);
         }
+        None
     }
 
     /// `initialize`: who the demo is and what it supports (audio in prompts with `DEMO_AUDIO=1`
@@ -543,6 +547,17 @@ impl Demo {
         .map(|cancel| (request, cancel))
     }
 
+    /// The session's model and working directory, for a turn about to play.
+    pub(super) fn model_and_cwd(&self, session_id: &str) -> (String, String) {
+        self.with_session(session_id, |s| (s.model_id.clone(), s.cwd.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Marks the session's turn ended without an answer of its own (the prompt failed).
+    pub(super) fn end_turn(&self, session_id: &str) {
+        let _ = self.with_session(session_id, |session| session.running = None);
+    }
+
     /// True when the `wedge` keyword wedged the session.
     pub(super) fn is_wedged(&self, session_id: &str) -> bool {
         self.with_session(session_id, |s| s.wedged).unwrap_or(false)
@@ -553,55 +568,16 @@ impl Demo {
         let _ = self.with_session(session_id, |s| s.wedged = true);
     }
 
-    /// Plays one prompt turn and answers the prompt.
-    async fn turn(
-        self: Arc<Self>,
-        request: PromptRequest,
-        cancel: watch::Receiver<bool>,
-        responder: Responder,
-    ) {
-        let session_id = request.session_id.clone();
-        record_prompt(&prompt_text(&request.prompt));
-        let (model_id, cwd) = self
-            .with_session(&session_id, |s| (s.model_id.clone(), s.cwd.clone()))
-            .unwrap_or_default();
-        let mut turn = Turn::new(&self, &session_id, cancel, cwd);
-        let ending = turn.play(&request.prompt, &model_id).await;
-        if let Some((code, message)) = ending.error {
-            self.drain().await;
-            let _ = self.with_session(&session_id, |session| session.running = None);
-            responder.error(code, message);
-            return;
-        }
-        let said = turn.into_said();
-        self.answer(
-            &session_id,
-            &request.prompt,
-            said,
-            ending.stop_reason,
-            responder,
-        )
-        .await;
-        for title in ending.titles {
-            let info = SessionInfoUpdate {
-                title: Some(title),
-                updated_at: None,
-            };
-            self.send_update(&session_id, SessionUpdate::SessionInfoUpdate(info));
-        }
-    }
-
     /// Ends a turn that ran to its end or was cancelled: records it in the history, reports
     /// the context usage, and answers the prompt with the token counts.
-    async fn answer(
+    pub(super) async fn answer(
         &self,
         session_id: &str,
-        prompt: &[ContentBlock],
+        text: String,
         said: String,
         stop_reason: StopReason,
         responder: Responder,
     ) {
-        let text = prompt_text(prompt);
         let used = self
             .with_session(session_id, |session| {
                 session.running = None;
@@ -633,6 +609,14 @@ impl Demo {
         };
         responder.respond(to_json(&response));
     }
+}
+
+/// A prompt the session took: played as a turn by [`super::turn::play`].
+pub(super) struct Prompt {
+    pub(super) request: PromptRequest,
+    /// Becomes true when the client cancels the turn.
+    pub(super) cancel: watch::Receiver<bool>,
+    pub(super) responder: Responder,
 }
 
 /// Result of a request handler: the answer and updates to send after it, or an error.

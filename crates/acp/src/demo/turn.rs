@@ -1,16 +1,48 @@
 //! One prompt turn being played, and what every behaviour uses to speak: message chunks, tool
 //! calls, pauses and the cancel signal.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use super::server::Demo;
+use super::server::{record_prompt, Demo, Prompt};
 use crate::types::*;
 
 /// The pause before each chunk of a `slow` turn.
 pub(super) const SLOW_PAUSE: Duration = Duration::from_millis(50);
+
+/// Plays a prompt the session took as one turn, and answers the prompt.
+pub(super) async fn play(demo: Arc<Demo>, prompt: Prompt) {
+    let Prompt {
+        request,
+        cancel,
+        responder,
+    } = prompt;
+    let session_id = request.session_id.clone();
+    let text = prompt_text(&request.prompt);
+    record_prompt(&text);
+    let (model_id, cwd) = demo.model_and_cwd(&session_id);
+    let mut turn = Turn::new(&demo, &session_id, cancel, cwd);
+    let ending = turn.play(&request.prompt, &model_id).await;
+    if let Some((code, message)) = ending.error {
+        demo.drain().await;
+        demo.end_turn(&session_id);
+        responder.error(code, message);
+        return;
+    }
+    let said = turn.into_said();
+    demo.answer(&session_id, text, said, ending.stop_reason, responder)
+        .await;
+    for title in ending.titles {
+        let info = SessionInfoUpdate {
+            title: Some(title),
+            updated_at: None,
+        };
+        demo.send_update(&session_id, SessionUpdate::SessionInfoUpdate(info));
+    }
+}
 
 /// The turn was cancelled.
 pub(super) struct Cancelled;
