@@ -313,36 +313,69 @@ pub fn circles(
             written,
         })
         .collect();
+    let names: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
     graph::components(files.len(), &pairs)
         .into_iter()
         .filter(|component| component.len() > MAX_CIRCLE)
-        .map(|component| circle(dir, files, &component, &edges))
+        .map(|component| circle(dir, &names, &component, &edges))
+        .collect()
+}
+
+/// Rule 2 for the web client: its modules (`(path relative to dir, source)`) and their static
+/// imports of each other.
+pub fn js_circles(dir: &str, modules: &[(String, String)]) -> Vec<Violation> {
+    let names: Vec<&str> = modules.iter().map(|(rel, _)| rel.as_str()).collect();
+    let mut first_refs: BTreeMap<(usize, usize), (usize, String)> = BTreeMap::new();
+    for (i, (rel, src)) in modules.iter().enumerate() {
+        for (line, spec) in js::imports(src) {
+            let Some(target) = js::resolve(rel, &spec) else {
+                continue;
+            };
+            if let Some(j) = names.iter().position(|n| *n == target).filter(|&j| j != i) {
+                first_refs.entry((i, j)).or_insert((line, spec));
+            }
+        }
+    }
+    let pairs: Vec<(usize, usize)> = first_refs.keys().copied().collect();
+    let edges: Vec<Edge> = first_refs
+        .into_iter()
+        .map(|((from, to), (line, written))| Edge {
+            from,
+            to,
+            line,
+            written,
+        })
+        .collect();
+    graph::components(modules.len(), &pairs)
+        .into_iter()
+        .filter(|component| component.len() > MAX_CIRCLE)
+        .map(|component| circle(dir, &names, &component, &edges))
         .collect()
 }
 
 /// The violation for one import circle: at its first file, with every reference inside it.
-fn circle(dir: &str, files: &[SourceFile], component: &[usize], edges: &[Edge]) -> Violation {
+fn circle(dir: &str, names: &[&str], component: &[usize], edges: &[Edge]) -> Violation {
     let mut members: Vec<usize> = component.to_vec();
-    members.sort_by_key(|&i| files[i].rel.as_str());
+    members.sort_by_key(|&i| names[i]);
     let mut inside: Vec<&Edge> = edges
         .iter()
         .filter(|e| component.contains(&e.from) && component.contains(&e.to))
         .collect();
-    inside.sort_by_key(|e| (files[e.from].rel.as_str(), e.line));
+    inside.sort_by_key(|e| (names[e.from], e.line));
     let first = members[0];
     let line = inside
         .iter()
         .find(|e| e.from == first)
         .map_or(1, |e| e.line);
-    let names: Vec<&str> = members.iter().map(|&i| files[i].rel.as_str()).collect();
+    let member_names: Vec<&str> = members.iter().map(|&i| names[i]).collect();
     let mut v = violation(
         Rule::Circles,
-        &format!("{dir}/{}", files[first].rel),
+        &format!("{dir}/{}", names[first]),
         line,
         format!(
             "{} files import each other in a circle: {}",
             members.len(),
-            names.join(", ")
+            member_names.join(", ")
         ),
         "break it: move what they share into a module they all import, or pass values in",
     );
@@ -351,7 +384,7 @@ fn circle(dir: &str, files: &[SourceFile], component: &[usize], edges: &[Edge]) 
         .map(|e| {
             format!(
                 "{dir}/{}:{} uses {} (`{}`)",
-                files[e.from].rel, e.line, files[e.to].rel, e.written
+                names[e.from], e.line, names[e.to], e.written
             )
         })
         .collect();
@@ -464,6 +497,26 @@ mod tests {
             "",
         );
         assert!(got.is_empty(), "{got:?}");
+    }
+
+    #[test]
+    fn web_modules_that_import_each_other() {
+        let m = |rel: &str, src: &str| (rel.to_string(), src.to_string());
+        let got = js_circles(
+            "web",
+            &[
+                m("a.js", "import { b } from './b.js';\n"),
+                m("b.js", "import { c } from './c.js';\n"),
+                m("c.js", "import { a } from './a.js';\nconst d = import('./d.js');\n"),
+                m("d.js", "import { a } from './a.js';\n"),
+            ],
+        );
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            got[0].message,
+            "3 files import each other in a circle: a.js, b.js, c.js"
+        );
+        assert_eq!(got[0].details[0], "web/a.js:1 uses b.js (`./b.js`)");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! JavaScript functions and their length, found by brace matching on stripped source.
+//! JavaScript functions and their length, found by brace matching on stripped source, and the
+//! static imports of a module.
 //!
 //! Not a parser: it recognizes `function` declarations and expressions (also `function*`),
 //! arrow functions with a block body (`(a) => {`, `a => {`), and methods (`name(…) {`, also
@@ -204,6 +205,61 @@ fn back_ws(b: &[u8], i: usize) -> Option<usize> {
     (0..i).rev().find(|&k| !b[k].is_ascii_whitespace())
 }
 
+/// The static imports of a module (`import … from './x.js'`, `import './x.js'`, `export … from
+/// './x.js'`), each with its line, as written. Found per line: an import's `from` may be on a
+/// later line (`} from './x.js';`). `import()` expressions are not imports here: what is loaded
+/// later cannot hold a module up while it loads.
+pub fn imports(src: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut open = false;
+    for (i, line) in src.lines().enumerate() {
+        let t = line.trim_start();
+        let starts = t.starts_with("import ") || t.starts_with("import{") || t.starts_with("export ");
+        if !(starts || open) {
+            continue;
+        }
+        let spec = quoted_after(t, "from ").or_else(|| quoted_after(t, "import "));
+        match spec {
+            Some(spec) => {
+                out.push((i + 1, spec));
+                open = false;
+            }
+            // `import {` … continues until its `from`; an `export` without `from` declares.
+            None => open = (starts && t.starts_with("import") && !t.contains('(')) || (open && !t.ends_with(';')),
+        }
+    }
+    out
+}
+
+/// The string literal right after `word` in `line`.
+fn quoted_after(line: &str, word: &str) -> Option<String> {
+    let at = line.find(word)? + word.len();
+    let rest = line[at..].trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let body = &rest[1..];
+    Some(body[..body.find(quote)?].to_string())
+}
+
+/// The module a relative import names, as a path relative to the same root as `from` (`None`
+/// for a bare or absolute specifier, or one that leaves the root).
+pub fn resolve(from: &str, spec: &str) -> Option<String> {
+    if !spec.starts_with("./") && !spec.starts_with("../") {
+        return None;
+    }
+    let mut parts: Vec<&str> = from.split('/').collect();
+    parts.pop();
+    for part in spec.split('/') {
+        match part {
+            "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +325,23 @@ items.forEach(function* gen() {
             summary(src),
             [("f".to_string(), 1, 3), ("g".to_string(), 4, 2)]
         );
+    }
+
+    #[test]
+    fn static_imports_and_where_they_lead() {
+        let src = "// import x from './comment.js' is not code at the start\nimport { a } from './a.js';\nimport {\n  b,\n  c,\n} from \"../lib/b.js\";\nimport './side.js';\nexport { d } from './d.js';\nexport function e() {}\nconst f = await import('./later.js');\n";
+        assert_eq!(
+            imports(src),
+            [
+                (2, "./a.js".to_string()),
+                (6, "../lib/b.js".to_string()),
+                (7, "./side.js".to_string()),
+                (8, "./d.js".to_string()),
+            ]
+        );
+        assert_eq!(resolve("views/x.js", "../lib/b.js").as_deref(), Some("lib/b.js"));
+        assert_eq!(resolve("x.js", "./a.js").as_deref(), Some("a.js"));
+        assert_eq!(resolve("x.js", "../out.js"), None);
+        assert_eq!(resolve("x.js", "vendor-name"), None);
     }
 }

@@ -228,14 +228,17 @@ pub fn check_tree(root: &Path, architecture: &str) -> io::Result<Vec<Violation>>
     }
     let assets = root.join(WEB_ASSETS);
     if assets.is_dir() {
+        let mut modules = Vec::new();
         for file in walk(&assets, &["js", "mjs", "css"])? {
             let path = rel(root, &file);
             let text = read_lossy(&file)?;
             sizes.push((path.clone(), lex::line_count(&text)));
             if !path.ends_with(".css") {
                 out.extend(checks::js_fn_lengths(&path, &text));
+                modules.push((rel(&assets, &file), text));
             }
         }
+        out.extend(checks::js_circles(WEB_ASSETS, &modules));
     }
     out.extend(checks::file_sizes(&sizes, FILE_SIZE_EXCEPTIONS));
     if root.join("crates/tidy").is_dir() {

@@ -5,13 +5,15 @@
 // them in order of arrival, each with its chat, its kind and title, and an "Answer" button that
 // opens the picker's own dialog (pickers.js). The list follows `app.pickers` while it is open.
 
-import { pickerLabel, showPicker } from './pickers.js';
+import { onPickersChanged, pickerLabel, showPicker } from './pickers.js';
 import { $, app, laneTitle } from './state.js';
 import { renderTitle } from './transcript.js';
 import { h } from './util.js';
 
 export function initInbox() {
   $('open-inbox').addEventListener('click', openInbox);
+  onPickersChanged(renderInbox);
+  renderInbox();
 }
 
 /** The open pickers in order of arrival: by cursor, those without one in the order they came. */
@@ -22,7 +24,7 @@ function waiting() {
 }
 
 /** Brings the button, the tab title and (when open) the list in line with the open pickers. */
-export function renderInbox() {
+function renderInbox() {
   const n = app.pickers.size;
   const button = $('open-inbox');
   button.hidden = n === 0;

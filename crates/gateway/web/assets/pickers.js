@@ -13,10 +13,17 @@ import { RequestError } from './conn.js';
 import { $, app, laneOf, laneTitle, store } from './state.js';
 import { changesBox } from './changes.js';
 import { pickerOutcomeText } from './steps.js';
-import { renderInbox } from './inbox.js';
 import { appendToLane } from './transcript.js';
 import { toast } from './ui.js';
 import { h } from './util.js';
+
+/** Called whenever a picker opens or closes: the inbox redraws itself (inbox.js sets it). */
+let pickersChanged = () => {};
+
+/** Sets what runs whenever a picker opens or closes. */
+export function onPickersChanged(fn) {
+  pickersChanged = fn;
+}
 
 const CARD_LABEL = {
   'picker.approval': 'Approval requested',
@@ -81,7 +88,7 @@ export function onPicker(frame) {
     h('button', { type: 'button', class: 'secondary', onclick: () => showPicker(p.picker_id) }, 'Answer'),
     approvalChanges(frame));
   appendToLane(lane, `picker:${p.picker_id}`, entry.card, frame);
-  renderInbox();
+  pickersChanged();
   if (!app.pickerShown && entry.autoOpen) showPicker(p.picker_id);
 }
 
@@ -159,7 +166,7 @@ function settlePicker(id, how) {
     // The outcome goes after the label, above the file changes the approval showed.
     entry.card.insertBefore(h('span', { class: 'picker-card-state' }, `— ${how}`), entry.card.querySelector(':scope > .picker-changes'));
   }
-  renderInbox();
+  pickersChanged();
   if (app.pickerShown === id) {
     app.pickerShown = null;
     $('picker').close();
