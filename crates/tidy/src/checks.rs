@@ -10,6 +10,8 @@ use crate::{graph, js, rust, Exception, Rule, Violation};
 pub const MAX_FILE_LINES: usize = 800;
 /// Rule 4: the longest a function may be, from its first line to its closing brace.
 pub const MAX_FN_LINES: usize = 120;
+/// Share of a limit (in percent) above which a file or function is listed as near it.
+pub const NEAR_LIMIT_PERCENT: usize = 90;
 /// Rule 2: the most files an import circle may have.
 pub const MAX_CIRCLE: usize = 1;
 
@@ -57,6 +59,25 @@ pub fn file_sizes(files: &[(String, usize)], exceptions: &[Exception]) -> Vec<Vi
             )),
         }
     }
+    out
+}
+
+/// Files and functions within [`NEAR_LIMIT_PERCENT`] of rules 3 and 4 (not over them: those are
+/// violations), one line each, so that they are split before the limit forces it.
+pub fn near_limits(files: &[(String, usize)], fns: &[(String, String, usize, usize)]) -> Vec<String> {
+    let near = |lines: usize, limit: usize| lines * 100 > limit * NEAR_LIMIT_PERCENT && lines <= limit;
+    let mut out: Vec<String> = files
+        .iter()
+        .filter(|(_, lines)| near(*lines, MAX_FILE_LINES))
+        .map(|(path, lines)| format!("{path}: {lines} of {MAX_FILE_LINES} lines"))
+        .collect();
+    out.extend(
+        fns.iter()
+            .filter(|(_, _, _, lines)| near(*lines, MAX_FN_LINES))
+            .map(|(path, name, line, lines)| {
+                format!("{path}:{line}: `{name}` has {lines} of {MAX_FN_LINES} lines")
+            }),
+    );
     out
 }
 

@@ -185,10 +185,23 @@ pub fn check_repo(root: &Path) -> io::Result<Vec<Violation>> {
     check_tree(root, &architecture)
 }
 
+/// The files and functions near the limits of rules 3 and 4 (see [`checks::near_limits`]).
+pub fn near_limits(root: &Path) -> io::Result<Vec<String>> {
+    let architecture = std::fs::read_to_string(root.join(ARCHITECTURE)).unwrap_or_default();
+    Ok(scan(root, &architecture)?.1)
+}
+
 /// Checks the source tree at `root` against every rule, with the layer tables taken from
 /// `architecture` (the text of ARCHITECTURE.md).
 pub fn check_tree(root: &Path, architecture: &str) -> io::Result<Vec<Violation>> {
+    Ok(scan(root, architecture)?.0)
+}
+
+/// The violations of every rule, and what is near the limits.
+fn scan(root: &Path, architecture: &str) -> io::Result<(Vec<Violation>, Vec<String>)> {
     let mut out = Vec::new();
+    // (path, name, line, lines) of every function checked for length.
+    let mut fns: Vec<(String, String, usize, usize)> = Vec::new();
     let mut sizes = Vec::new();
     let mut unbounded: Vec<String> = Vec::new();
     let mut dirs: BTreeMap<String, Vec<modules::SourceFile>> = BTreeMap::new();
@@ -217,6 +230,8 @@ pub fn check_tree(root: &Path, architecture: &str) -> io::Result<Vec<Violation>>
             sizes.push((path.clone(), lex::line_count(&f.parsed.code)));
             if !f.test_only {
                 out.extend(checks::rust_fn_lengths(&path, &f.parsed));
+                let found = rust::functions(&f.parsed).into_iter();
+                fns.extend(found.map(|g| (path.clone(), g.name, g.line, g.lines)));
                 out.extend(checks::unwraps(&path, &f.parsed));
                 let lines = checks::unbounded_lines(&f.parsed);
                 if !lines.is_empty() {
@@ -235,19 +250,22 @@ pub fn check_tree(root: &Path, architecture: &str) -> io::Result<Vec<Violation>>
             sizes.push((path.clone(), lex::line_count(&text)));
             if !path.ends_with(".css") {
                 out.extend(checks::js_fn_lengths(&path, &text));
+                let found = js::functions(&text).into_iter();
+                fns.extend(found.map(|g| (path.clone(), g.name, g.line, g.lines)));
                 modules.push((rel(&assets, &file), text));
             }
         }
         out.extend(checks::js_circles(WEB_ASSETS, &modules));
     }
     out.extend(checks::file_sizes(&sizes, FILE_SIZE_EXCEPTIONS));
+    let near = checks::near_limits(&sizes, &fns);
     if root.join("crates/tidy").is_dir() {
         out.extend(checks::unused_unbounded(&unbounded, UNBOUNDED_CHANNELS));
     }
     out.extend(check_layered(root, architecture, &mut dirs)?);
     out.extend(check_circle_free(root, &dirs));
     out.sort_by(|a, b| (a.rule, &a.path, a.line).cmp(&(b.rule, &b.path, b.line)));
-    Ok(out)
+    Ok((out, near))
 }
 
 /// Rules 1 and 2, for every directory with a layer table and every one of [`LAYERED_DIRS`].

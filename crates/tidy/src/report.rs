@@ -46,6 +46,25 @@ pub fn render(violations: &[Violation]) -> String {
     s
 }
 
+/// The files and functions near a limit, under a heading; empty when there are none.
+pub fn render_near(near: &[String]) -> String {
+    let mut s = String::new();
+    if near.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "== Near a limit ({}): over {}% of it; split them before they reach it ==",
+        near.len(),
+        crate::checks::NEAR_LIMIT_PERCENT
+    );
+    for line in near {
+        let _ = writeln!(s, "  {line}");
+    }
+    s.push('\n');
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
