@@ -1,12 +1,14 @@
 //! Frames the gateway sends to the app (events and responses).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::caps::ServerCaps;
-use crate::client::{Empty, SearchScope};
+use crate::client::Empty;
 use crate::codec::{frame_enum, ErrorCode};
+pub use crate::commands::*;
 pub use crate::pickers::*;
+pub use crate::search::*;
+pub use crate::tools::*;
 
 frame_enum! {
     /// A frame sent by the gateway.
@@ -443,60 +445,6 @@ pub struct Commentary {
     pub text: String,
 }
 
-/// `tool.start`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolStart {
-    /// Index of the call within the turn.
-    pub index: u32,
-    /// Tool name.
-    pub name: String,
-    /// Short preview (command, path…).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preview: Option<String>,
-    /// Arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<Value>,
-    /// Cosmetic glyph.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub emoji: Option<String>,
-    /// The files the call changes, as far as the agent said when it started (an edit waiting
-    /// for approval shows its diff). An Iris extension.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<crate::FileChange>,
-}
-
-/// `tool.progress`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolProgress {
-    /// Index of the call within the turn.
-    pub index: u32,
-    /// Tool name.
-    pub name: String,
-    /// Progress note.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-/// `tool.end`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolEnd {
-    /// Index of the call within the turn.
-    pub index: u32,
-    /// Tool name.
-    pub name: String,
-    /// Whether it succeeded.
-    pub ok: bool,
-    /// Seconds it ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration: Option<f64>,
-    /// Short tail of its output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_preview: Option<String>,
-    /// The files it changed, when they differ from what `tool.start` said. An Iris extension.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<crate::FileChange>,
-}
-
 /// `typing`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Typing {
@@ -580,52 +528,6 @@ pub struct History {
     pub oldest_message_id: Option<String>,
 }
 
-/// A slash command.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CommandInfo {
-    /// Name with its slash.
-    pub name: String,
-    /// What it does.
-    pub description: String,
-    /// Argument placeholder ("" when none).
-    #[serde(default)]
-    pub args_hint: String,
-    /// Group.
-    #[serde(default)]
-    pub category: String,
-    /// Other names, with their slash.
-    #[serde(default)]
-    pub aliases: Vec<String>,
-}
-
-/// `commands.catalog` response.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CommandsCatalog {
-    /// Every command.
-    pub commands: Vec<CommandInfo>,
-}
-
-/// A `commands.complete` match.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CommandMatch {
-    /// Name with its slash.
-    pub name: String,
-    /// What it does.
-    pub description: String,
-    /// Argument placeholder.
-    #[serde(default)]
-    pub args_hint: String,
-}
-
-/// `commands.complete` response.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CommandsComplete {
-    /// The prefix asked for.
-    pub prefix: String,
-    /// Matching commands.
-    pub matches: Vec<CommandMatch>,
-}
-
 /// Why the agent is busy.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -646,35 +548,6 @@ pub enum BusyReason {
 pub struct AgentBusy {
     /// Why.
     pub reason: BusyReason,
-}
-
-/// A search hit.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SearchHit {
-    /// The message.
-    pub message_id: String,
-    /// Its chat.
-    pub chat_id: String,
-    /// Its thread.
-    #[serde(default)]
-    pub thread_id: Option<String>,
-    /// Its author.
-    pub role: Role,
-    /// Text around the match; matches are wrapped in `[` and `]`.
-    pub snippet: String,
-    /// Its time.
-    pub ts: i64,
-}
-
-/// `search.results`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SearchResults {
-    /// The query.
-    pub query: String,
-    /// The scope.
-    pub scope: SearchScope,
-    /// Hits, best first.
-    pub hits: Vec<SearchHit>,
 }
 
 /// `media.upload.ack`.

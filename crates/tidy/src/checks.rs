@@ -64,8 +64,12 @@ pub fn file_sizes(files: &[(String, usize)], exceptions: &[Exception]) -> Vec<Vi
 
 /// Files and functions within [`NEAR_LIMIT_PERCENT`] of rules 3 and 4 (not over them: those are
 /// violations), one line each, so that they are split before the limit forces it.
-pub fn near_limits(files: &[(String, usize)], fns: &[(String, String, usize, usize)]) -> Vec<String> {
-    let near = |lines: usize, limit: usize| lines * 100 > limit * NEAR_LIMIT_PERCENT && lines <= limit;
+pub fn near_limits(
+    files: &[(String, usize)],
+    fns: &[(String, String, usize, usize)],
+) -> Vec<String> {
+    let near =
+        |lines: usize, limit: usize| lines * 100 > limit * NEAR_LIMIT_PERCENT && lines <= limit;
     let mut out: Vec<String> = files
         .iter()
         .filter(|(_, lines)| near(*lines, MAX_FILE_LINES))
@@ -528,7 +532,10 @@ mod tests {
             &[
                 m("a.js", "import { b } from './b.js';\n"),
                 m("b.js", "import { c } from './c.js';\n"),
-                m("c.js", "import { a } from './a.js';\nconst d = import('./d.js');\n"),
+                m(
+                    "c.js",
+                    "import { a } from './a.js';\nconst d = import('./d.js');\n",
+                ),
                 m("d.js", "import { a } from './a.js';\n"),
             ],
         );

@@ -214,7 +214,8 @@ pub fn imports(src: &str) -> Vec<(usize, String)> {
     let mut open = false;
     for (i, line) in src.lines().enumerate() {
         let t = line.trim_start();
-        let starts = t.starts_with("import ") || t.starts_with("import{") || t.starts_with("export ");
+        let starts =
+            t.starts_with("import ") || t.starts_with("import{") || t.starts_with("export ");
         if !(starts || open) {
             continue;
         }
@@ -225,7 +226,10 @@ pub fn imports(src: &str) -> Vec<(usize, String)> {
                 open = false;
             }
             // `import {` … continues until its `from`; an `export` without `from` declares.
-            None => open = (starts && t.starts_with("import") && !t.contains('(')) || (open && !t.ends_with(';')),
+            None => {
+                open = (starts && t.starts_with("import") && !t.contains('('))
+                    || (open && !t.ends_with(';'))
+            }
         }
     }
     out
@@ -339,7 +343,10 @@ items.forEach(function* gen() {
                 (8, "./d.js".to_string()),
             ]
         );
-        assert_eq!(resolve("views/x.js", "../lib/b.js").as_deref(), Some("lib/b.js"));
+        assert_eq!(
+            resolve("views/x.js", "../lib/b.js").as_deref(),
+            Some("lib/b.js")
+        );
         assert_eq!(resolve("x.js", "./a.js").as_deref(), Some("a.js"));
         assert_eq!(resolve("x.js", "../out.js"), None);
         assert_eq!(resolve("x.js", "vendor-name"), None);

@@ -331,7 +331,10 @@ fn check_layered(
 }
 
 /// Rule 2 for the folders of [`CIRCLE_FREE_DIRS`].
-fn check_circle_free(root: &Path, dirs: &BTreeMap<String, Vec<modules::SourceFile>>) -> Vec<Violation> {
+fn check_circle_free(
+    root: &Path,
+    dirs: &BTreeMap<String, Vec<modules::SourceFile>>,
+) -> Vec<Violation> {
     let mut out = Vec::new();
     for folder in CIRCLE_FREE_DIRS {
         let Some((dir, files)) = dirs

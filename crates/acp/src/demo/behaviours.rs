@@ -7,9 +7,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::json;
 
 use super::catalog::answer_command;
+use super::fixtures::{
+    demo_file_text, DEFAULT_MODEL, DEMO_FILE_NAME, DEMO_PNG_BASE64, SILENT_ANSWER,
+};
 use super::script::{bench_request, Flow, Prompt, Step, Stop};
 use super::turn::{chunk, Cancelled, Turn};
-use super::fixtures::{demo_file_text, DEFAULT_MODEL, DEMO_FILE_NAME, DEMO_PNG_BASE64, SILENT_ANSWER};
 use crate::types::*;
 
 /// Chunks of a `slow` turn.
@@ -28,7 +30,6 @@ const RENAME_TITLES: usize = 50;
 const HOARD_FILES: usize = 100;
 /// Commands a `crowd` turn advertises.
 const CROWD_COMMANDS: usize = 5_000;
-
 
 impl Turn<'_> {
     /// `title`: a title follows the answer.
