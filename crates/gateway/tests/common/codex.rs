@@ -10,8 +10,8 @@
 //! except under CI (`$CI` set), where they run and a missing adapter is a failure.
 //! [`CodexEnv::new`] fails a test that runs without it.
 //!
-//! [`CodexEnv::command_line`] starts a launcher that enters a new network namespace, brings up
-//! `lo`, starts the fake API, waits until it listens, then `exec`s the adapter with a scrubbed
+//! The launcher of `npm_agent.rs`, shared with Claude Code, enters a new network namespace,
+//! brings up `lo`, starts the fake API, waits until it listens, then `exec`s the adapter with a scrubbed
 //! environment: `HOME` and `CODEX_HOME` in the temp dir and the fake API's key. Codex reads the
 //! rest from `$CODEX_HOME/config.toml` ([`CONFIG`]):
 //!
@@ -26,17 +26,13 @@
 //!   sandbox waits for `session/request_permission`.
 #![allow(dead_code)]
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::ops::Deref;
 
-use serde_json::Value;
-use tempfile::TempDir;
-
+#[path = "npm_agent.rs"]
+mod npm_agent;
 #[path = "sandbox.rs"]
 mod sandbox;
-use sandbox::{
-    is_root, namespace_support, shell_quote, unavailable, wait_until_ready, SYSTEM_PATH,
-};
+use npm_agent::{AgentEnv, AgentSpec};
 
 /// The fake API's port; every spawn has its own namespace, so it is always free.
 pub const FAKE_API_PORT: u16 = 8767;
@@ -64,136 +60,36 @@ env_key = "FAKE_OPENAI_API_KEY"
 wire_api = "responses"
 "#;
 
-const FAKE_API: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/codex/fake_openai_responses.py"
-);
+/// What makes the environment Codex's.
+const SPEC: AgentSpec = AgentSpec {
+    bin: "codex-acp",
+    package: "@agentclientprotocol/codex-acp@2.6.0",
+    env_var: "IRIS_CODEX_ACP",
+    dir: "codex",
+    fake_api: "fake_openai_responses.py",
+    port: FAKE_API_PORT,
+    env: &[
+        "CODEX_HOME={home}/.codex",
+        "FAKE_OPENAI_API_KEY=sk-fake-key",
+        "INITIAL_AGENT_MODE=read-only",
+    ],
+    home_files: &[(".codex/config.toml", CONFIG)],
+};
 
-/// One adapter installation plus a private HOME, working directory and request log.
-pub struct CodexEnv {
-    /// Root of everything this environment writes; removed on drop.
-    pub root: TempDir,
-    /// The adapter's program.
-    pub program: PathBuf,
-    /// A directory to use as the agent's cwd.
-    pub work: PathBuf,
-    log: PathBuf,
-    launcher: PathBuf,
-    fake_stderr: PathBuf,
-}
+/// The agent in its namespace: an [`AgentEnv`] made from [`SPEC`].
+pub struct CodexEnv(AgentEnv);
 
 impl CodexEnv {
     /// Prepares an environment; panics, saying what is missing, without the adapter.
     pub fn new() -> CodexEnv {
-        let Some(program) = find_adapter() else {
-            unavailable(
-                "codex-acp not found; set IRIS_CODEX_ACP to a directory with \
-                 `npm install @agentclientprotocol/codex-acp@2.6.0`, or install it \
-                 into crates/gateway/tests/codex/adapter",
-            );
-        };
-        if let Err(why) = namespace_support() {
-            unavailable(&format!("cannot create a network namespace: {why}"));
-        }
-        let root = tempfile::Builder::new()
-            .prefix("iris-codex-")
-            .tempdir()
-            .expect("temp dir for Codex");
-        let base = root.path().to_path_buf();
-        let work = base.join("work");
-        fs::create_dir_all(base.join("home/.codex")).expect("home dir");
-        fs::create_dir_all(&work).expect("work dir");
-        fs::write(base.join("home/.codex/config.toml"), CONFIG).expect("Codex config");
-        let env = CodexEnv {
-            program,
-            work,
-            log: base.join("api-requests.jsonl"),
-            launcher: base.join("launch.sh"),
-            fake_stderr: base.join("fake-api.stderr"),
-            root,
-        };
-        env.write_launchers();
-        env
-    }
-
-    /// The agent's command line.
-    pub fn command_line(&self) -> String {
-        format!("sh {}", shell_quote(&self.launcher.to_string_lossy()))
-    }
-
-    /// Every request the fake API received, one JSON object each.
-    pub fn requests(&self) -> Vec<Value> {
-        fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect()
-    }
-
-    /// The fake API's stderr, for failure messages.
-    pub fn fake_api_stderr(&self) -> String {
-        fs::read_to_string(&self.fake_stderr).unwrap_or_default()
-    }
-
-    fn write_launchers(&self) {
-        let base = self.root.path();
-        let inner = base.join("inner.sh");
-        let ready = base.join("fake-api.ready");
-        let q = |p: &Path| shell_quote(&p.to_string_lossy());
-        let inner_script = format!(
-            r#"#!/bin/sh
-# Inside a fresh network namespace: loopback only.
-set -e
-PATH={system_path}
-export PATH
-ip link set lo up
-rm -f {ready}
-python3 {fake} --port {port} --log {log} --ready-file {ready} --parent-pid $$ \
-    </dev/null >/dev/null 2>>{fake_stderr} &
-{wait}
-cd {work}
-exec env -i PATH={system_path} HOME={home} CODEX_HOME={home}/.codex LANG=C.UTF-8 TERM=dumb \
-    FAKE_OPENAI_API_KEY=sk-fake-key INITIAL_AGENT_MODE=read-only \
-    {program}
-"#,
-            system_path = SYSTEM_PATH,
-            wait = wait_until_ready(&q(&ready), "fake API"),
-            ready = q(&ready),
-            fake = q(Path::new(FAKE_API)),
-            port = FAKE_API_PORT,
-            log = q(&self.log),
-            fake_stderr = q(&self.fake_stderr),
-            work = q(&self.work),
-            home = q(&base.join("home")),
-            program = q(&self.program),
-        );
-        fs::write(&inner, inner_script).expect("write inner launcher");
-        let unshare = if is_root() {
-            "unshare -n"
-        } else {
-            "unshare -r -n"
-        };
-        let outer = format!(
-            "#!/bin/sh\nPATH={SYSTEM_PATH}:$PATH\nexport PATH\nexec {unshare} sh {}\n",
-            q(&inner)
-        );
-        fs::write(&self.launcher, outer).expect("write launcher");
+        CodexEnv(AgentEnv::new(&SPEC))
     }
 }
 
-fn find_adapter() -> Option<PathBuf> {
-    let in_dir = |dir: PathBuf| dir.join("node_modules/.bin/codex-acp");
-    if let Some(dir) = std::env::var_os("IRIS_CODEX_ACP").filter(|v| !v.is_empty()) {
-        let program = in_dir(PathBuf::from(dir));
-        assert!(
-            program.exists(),
-            "IRIS_CODEX_ACP has no {}",
-            program.display()
-        );
-        return Some(program);
+impl Deref for CodexEnv {
+    type Target = AgentEnv;
+
+    fn deref(&self) -> &AgentEnv {
+        &self.0
     }
-    let local = in_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/codex/adapter"));
-    local
-        .exists()
-        .then(|| local.canonicalize().unwrap_or(local))
 }
