@@ -12,8 +12,8 @@
 //!
 //! The launcher of `npm_agent.rs`, shared with Codex, enters a new network namespace,
 //! brings up `lo`, starts the fake API, waits until it listens, then `exec`s the adapter with a
-//! scrubbed environment: `HOME` in the temp dir, the fake API's address and key, and no telemetry. Three
-//! more settings make Claude Code behave as the tests expect:
+//! scrubbed environment: `HOME` in the temp dir, the fake API's address and key, and no
+//! telemetry. Three more settings make Claude Code behave as the tests expect:
 //!
 //! - `permissions.defaultMode = "default"` in `$HOME/.claude/settings.json`: the adapter's own
 //!   default is the `auto` mode, in which Claude Code decides on permissions itself (and appends

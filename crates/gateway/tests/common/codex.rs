@@ -12,8 +12,8 @@
 //!
 //! The launcher of `npm_agent.rs`, shared with Claude Code, enters a new network namespace,
 //! brings up `lo`, starts the fake API, waits until it listens, then `exec`s the adapter with a
-//! scrubbed environment: `HOME` and `CODEX_HOME` in the temp dir and the fake API's key. Codex reads the
-//! rest from `$CODEX_HOME/config.toml` ([`CONFIG`]):
+//! scrubbed environment: `HOME` and `CODEX_HOME` in the temp dir and the fake API's key. Codex
+//! reads the rest from `$CODEX_HOME/config.toml` ([`CONFIG`]):
 //!
 //! - a model provider `fake` at the fake API (`wire_api = "responses"`, the only one Codex
 //!   speaks), no update check, no analytics, no feedback upload;
