@@ -106,10 +106,6 @@ fn stop_of(events: &[Event]) -> MessageStop {
         .unwrap_or_else(|| panic!("no message.stop in {:?}", types(events)))
 }
 
-fn final_text(events: &[Event]) -> String {
-    stop_of(events).final_text
-}
-
 /// Every `message.update` text, in order.
 fn update_texts(events: &[Event]) -> Vec<String> {
     events

@@ -5,7 +5,7 @@
 mod common;
 
 use common::media::*;
-use common::media::{final_text, turn, until_idle};
+use common::media::{turn, until_idle};
 use common::*;
 use iris_protocol::{Header, ServerFrame};
 

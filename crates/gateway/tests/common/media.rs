@@ -256,14 +256,6 @@ pub fn final_frame(events: &[Event]) -> &Event {
         .expect("a final message")
 }
 
-pub fn final_text(events: &[Event]) -> String {
-    match &final_frame(events).body {
-        ServerFrame::MessageStop(s) => s.final_text.clone(),
-        ServerFrame::Message(m) => m.text.clone(),
-        _ => unreachable!(),
-    }
-}
-
 pub fn offers(events: &[Event]) -> Vec<MediaInfo> {
     events
         .iter()
