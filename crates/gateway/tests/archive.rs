@@ -14,19 +14,10 @@ use iris_protocol::{ChatExport, Header, Role, EXPORT_FORMAT, EXPORT_VERSION};
 /// Runs the gateway binary with `args` against the data dir `dir`; returns stdout, or panics
 /// with stderr.
 fn cli(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .env_remove("IRIS_CONFIG")
-        .output()
-        .expect("the gateway binary runs");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let data = dir.to_str().expect("utf-8 path");
+    let (ok, out, err) = run_cli(&[args, &["--data-dir", data]].concat());
+    assert!(ok, "{args:?}: {err}");
+    out
 }
 
 fn demo_png() -> Vec<u8> {
@@ -59,13 +50,10 @@ async fn a_backup_taken_while_serving_restores_a_gateway_a_device_syncs_from() {
     let said = cli(&gw.dir, &["backup", archive.to_str().unwrap()]);
     assert!(said.contains("1 media files"), "{said}");
     // Nothing is ever overwritten: a second backup to the same file is refused.
-    let again = Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
-        .args(["backup", archive.to_str().unwrap(), "--data-dir"])
-        .arg(&gw.dir)
-        .output()
-        .unwrap();
-    assert!(!again.status.success());
-    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    let data = gw.dir.to_str().unwrap();
+    let (ok, _, err) = run_cli(&["backup", archive.to_str().unwrap(), "--data-dir", data]);
+    assert!(!ok);
+    assert!(err.contains("already exists"), "{err}");
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&archive).unwrap().permissions().mode();
@@ -240,15 +228,18 @@ async fn export_writes_every_chat_as_documented_json_and_readable_markdown() {
     );
 
     // An unknown chat is a clear error, and nothing is written.
-    let bad = Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
-        .args(["export", "--chat", "nope", "--out"])
-        .arg(out.path().join("none"))
-        .arg("--data-dir")
-        .arg(&gw.dir)
-        .output()
-        .unwrap();
-    assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("no chat with id nope"));
+    let none = out.path().join("none");
+    let (ok, _, err) = run_cli(&[
+        "export",
+        "--chat",
+        "nope",
+        "--out",
+        none.to_str().unwrap(),
+        "--data-dir",
+        gw.dir.to_str().unwrap(),
+    ]);
+    assert!(!ok);
+    assert!(err.contains("no chat with id nope"), "{err}");
     assert!(!out.path().join("none").exists());
     let (mut phone, _) = gw.connect("phone").await;
     let events = turn(&mut phone, default_lane(), "still here").await;

@@ -8,16 +8,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
 
 use common::*;
 use iris_client::{Client, ConnectOptions, RawConnection};
 use iris_protocol::ServerFrame;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
 const SECRET: &str = "confinement-test-token-0123456789";
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -54,42 +50,11 @@ async fn serve(data: &Path, work: &Path, confine: bool) -> (Child, String, Strin
         ),
     )
     .expect("config");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("IRIS_TOKEN", SECRET)
-        .env_remove("IRIS_AGENT")
-        .env_remove("IRIS_DATA_DIR")
-        .env_remove("IRIS_LISTEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut banner = String::new();
-    tokio::time::timeout(Duration::from_secs(15), async {
-        while let Some(line) = lines.next_line().await.expect("stdout") {
-            banner.push_str(&line);
-            banner.push('\n');
-            if line.starts_with("Pair a device") {
-                break;
-            }
-        }
-    })
-    .await
-    .expect("the banner in time");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let url = banner
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("WebSocket:")
-                .map(|u| u.trim().to_owned())
-        })
-        .unwrap_or_else(|| panic!("no URL in {banner}"));
-    (child, url, banner)
+    let mut cmd = binary::serve(&["--config", config.to_str().expect("utf-8 path")]);
+    // The configuration says the agent; the token comes from outside.
+    cmd.env_remove("IRIS_AGENT").env("IRIS_TOKEN", SECRET);
+    let gw = binary::Running::start(cmd).await;
+    (gw.child, gw.url, gw.banner.join("\n"))
 }
 
 async fn owner(url: &str) -> Client {

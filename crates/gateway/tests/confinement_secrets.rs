@@ -12,14 +12,12 @@ mod common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use common::media::{sha, upload_ok};
 use common::*;
 use iris_client::{Client, ConnectOptions};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
 const PYTHON: &str = "/usr/bin/python3";
 const SECRET: &str = "token-from-the-token-file-0123456789";
 
@@ -94,26 +92,19 @@ fn setup() -> Setup {
 
 /// The gateway binary, as `nobody` when the test is root; the child and its WebSocket URL.
 async fn serve(s: &Setup) -> (Child, String, String) {
-    let mut command = match is_root() {
-        true => {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", BIN]);
-            c
-        }
-        false => Command::new(BIN),
-    };
+    let nobody = [
+        "setpriv",
+        "--reuid=nobody",
+        "--regid=nogroup",
+        "--clear-groups",
+    ];
+    let wrapper: &[&str] = if is_root() { &nobody } else { &[] };
+    let config = s.config.to_str().expect("utf-8 path");
+    let mut command = binary::serve_through(wrapper, &["--config", config]);
+    // The configuration says the agent and the token file.
     command
-        .args(["serve", "--config"])
-        .arg(&s.config)
         .env("HOME", s.data.with_file_name("home"))
-        .env_remove("IRIS_TOKEN")
-        .env_remove("IRIS_AGENT")
-        .env_remove("IRIS_DATA_DIR")
-        .env_remove("IRIS_LISTEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .env_remove("IRIS_AGENT");
     let gw = binary::Running::start(command).await;
     if is_root() {
         let uid = std::fs::metadata(format!("/proc/{}", gw.pid))

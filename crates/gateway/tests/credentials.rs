@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::run_cli as cli;
@@ -14,7 +13,6 @@ use iris_client::{Client, ClientError, ConnectOptions, RawConnection};
 use iris_gateway::credentials;
 use iris_protocol::{ClientFrame, Empty, ErrorCode, Header, HelloAck, MessageSend, ServerFrame};
 
-const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
 const ANSWER: Duration = Duration::from_secs(10);
 
 /// `hello` with `token` as `device`: the ack, or the error code and message.
@@ -494,10 +492,8 @@ fn a_token_on_the_command_line_is_warned_about() {
         "{err}"
     );
     // Through the environment, nothing to warn about.
-    let out = Command::new(BIN)
-        .args(["pair", "--shared", "--data-dir", data])
+    let out = cli_command(&["pair", "--shared", "--data-dir", data])
         .env("IRIS_TOKEN", "env-token-123456")
-        .env_remove("IRIS_CONFIG")
         .output()
         .expect("run");
     assert!(out.status.success());

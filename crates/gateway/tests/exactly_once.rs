@@ -256,30 +256,21 @@ async fn messages_waiting_at_a_graceful_stop_run_after_the_restart_in_order_once
     gw.stop().await;
 }
 
-/// The gateway binary with a recording demo agent, on `dir`, with `env` set; returns it and its
-/// URL.
-async fn spawn_gateway(
-    dir: &Path,
-    log: &Path,
-    env: &[(&str, &str)],
-) -> (tokio::process::Child, String) {
-    let bin = env!("CARGO_BIN_EXE_iris-gateway");
-    let mut child = tokio::process::Command::new(bin)
-        .envs(env.iter().copied())
-        .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
-        .arg("--data-dir")
-        .arg(dir)
-        .arg("--agent")
-        .arg(recording_agent(log))
-        .env("IRIS_LOG", "error")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn gateway");
-    let url = banner::ws_url(&mut child).await;
-    (child, url)
+/// The gateway binary with a recording demo agent, on `dir`, with `env` set.
+async fn spawn_gateway(dir: &Path, log: &Path, env: &[(&str, &str)]) -> binary::Running {
+    let agent = recording_agent(log);
+    let data = dir.to_str().expect("utf-8 path");
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        TOKEN,
+        "--data-dir",
+        data,
+    ];
+    let mut cmd = binary::serve(&[&args[..], &["--agent", &agent]].concat());
+    cmd.envs(env.iter().copied()).env("IRIS_LOG", "error");
+    binary::Running::start(cmd).await
 }
 
 #[tokio::test]
@@ -290,7 +281,7 @@ async fn messages_waiting_at_a_kill_run_after_the_restart_in_order_once() {
     std::fs::create_dir_all(&logs).unwrap();
     let log = logs.join("prompts.log");
     let data = tmp.path().join("data");
-    let (mut child, url) = spawn_gateway(&data, &log, &[]).await;
+    let binary::Running { mut child, url, .. } = spawn_gateway(&data, &log, &[]).await;
     let opts = iris_client::ConnectOptions::new(url, TOKEN, "phone");
     let (mut phone, _) = Client::connect(opts).await.expect("connect");
     let slow = busy_lane_with_two_waiting(&mut phone).await;
@@ -332,7 +323,7 @@ async fn a_waiting_message_leaves_the_queue_before_the_agent_gets_it() {
     let log = logs.join("prompts.log");
     let data = tmp.path().join("data");
     let slow_disk = [(iris_store::COMMIT_DELAY_VAR, "100")];
-    let (mut child, url) = spawn_gateway(&data, &log, &slow_disk).await;
+    let binary::Running { mut child, url, .. } = spawn_gateway(&data, &log, &slow_disk).await;
     let opts = iris_client::ConnectOptions::new(url, TOKEN, "phone");
     let (mut phone, _) = Client::connect(opts).await.expect("connect");
     send_with_id(&mut phone, "slow", "s-1").await;

@@ -3,17 +3,14 @@
 //! (the store's fault hook, as a disk with slow fsyncs), leaves the gateway's memory bounded,
 //! and every device still gets the answer cut at the bound of a turn.
 
-#[path = "common/banner.rs"]
-mod banner;
+#[path = "common/binary.rs"]
+mod binary;
 
-use std::process::Stdio;
 use std::time::Duration;
 
+use binary::{serve, Running, BIN};
 use iris_client::{Client, ConnectOptions};
 use iris_protocol::{ClientFrame, Header, MessageSend, ServerFrame, TurnEnd, MAX_TURN_TEXT};
-use tokio::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
 const TOKEN: &str = "flood-memory-token-0123";
 /// The peak resident size the gateway must stay under.
 const MAX_RSS_KIB: u64 = 64 * 1024;
@@ -51,24 +48,29 @@ async fn fifty_mebibytes_from_a_deaf_agent_on_a_slow_store_keep_the_gateway_smal
         "[agent]\ncancel_grace_secs = 600\nturn_idle_timeout_secs = 600\n",
     )
     .expect("config");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .arg("--config")
-        .arg(&config)
-        .arg("--agent")
-        .arg(format!("'{BIN}' demo-agent"))
-        .env("IRIS_LOG", "error")
-        .env(iris_store::COMMIT_DELAY_VAR, "20")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn gateway");
-    let pid = child.id().expect("pid");
-    let url = banner::ws_url(&mut child).await;
+    let data = dir.path().join("data");
+    let agent = format!("'{BIN}' demo-agent");
+    let mut cmd = serve(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        TOKEN,
+        "--data-dir",
+        data.to_str().expect("utf-8 path"),
+        "--config",
+        config.to_str().expect("utf-8 path"),
+        "--agent",
+        &agent,
+    ]);
+    cmd.env("IRIS_LOG", "error")
+        .env(iris_store::COMMIT_DELAY_VAR, "20");
+    let Running {
+        mut child,
+        pid,
+        url,
+        ..
+    } = Running::start(cmd).await;
+    let pid = pid as u32;
 
     let connect =
         |device: &'static str| Client::connect(ConnectOptions::new(url.clone(), TOKEN, device));

@@ -7,46 +7,39 @@
 //! The randomness comes from a seed printed at the start; `IRIS_KILL_SEED` replays a run and
 //! `IRIS_KILLS` sets the number of kills (20 by default; the long run in BENCHMARKS.md uses 500).
 
-#[path = "common/banner.rs"]
-mod banner;
+#[path = "common/binary.rs"]
+mod binary;
 
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::time::Duration;
 
+use binary::{serve, Running, BIN};
 use iris_client::{Client, ConnectOptions};
 use iris_protocol::{ClientFrame, Header, MessageSend, ServerFrame};
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use tokio::process::{Child, Command};
 
-const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
 const TOKEN: &str = "kill-harness-token-0123";
 const DEVICES: [&str; 3] = ["phone", "tablet", "laptop"];
 
-struct Gateway {
-    child: Child,
-    url: String,
-}
-
-async fn start(dir: &std::path::Path) -> Gateway {
+async fn start(dir: &std::path::Path) -> Running {
     let config = dir.join("iris.toml");
     std::fs::write(&config, "[limits]\nsends_per_minute = 100000\n").unwrap();
-    let mut cmd = Command::new(BIN);
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .arg("--config")
-        .arg(&config)
-        .arg("--agent")
-        .arg(format!("'{BIN}' demo-agent"))
-        .env("IRIS_LOG", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().expect("spawn gateway");
-    let url = banner::ws_url(&mut child).await;
-    Gateway { child, url }
+    let data = dir.join("data");
+    let agent = format!("'{BIN}' demo-agent");
+    let mut cmd = serve(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        TOKEN,
+        "--data-dir",
+        data.to_str().expect("utf-8 path"),
+        "--config",
+        config.to_str().expect("utf-8 path"),
+        "--agent",
+        &agent,
+    ]);
+    cmd.env("IRIS_LOG", "error");
+    Running::start(cmd).await
 }
 
 /// What one device holds, as an app would keep it: frames by cursor.

@@ -4,14 +4,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::fake_push::*;
-use common::TOKEN;
+use common::{binary, TOKEN};
 use iris_client::{Client, ConnectOptions};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// The real binary, killed with SIGKILL while a push is pending (one device's push failing and
 /// being retried, another's frame still in its coalescing window), then started again on the same
@@ -105,42 +103,13 @@ struct Process {
 
 impl Process {
     async fn start(config: &Path, data: &Path) -> Process {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_iris-gateway"));
-        cmd.arg("serve")
-            .arg("--config")
-            .arg(config)
-            .arg("--data-dir")
-            .arg(data);
-        for var in [
-            "IRIS_LISTEN",
-            "IRIS_DATA_DIR",
-            "IRIS_TOKEN",
-            "IRIS_CONFIG",
-            "IRIS_AGENT",
-            "IRIS_LOG",
-        ] {
-            cmd.env_remove(var);
-        }
-        // The refused attempts are expected; only errors would be worth reading.
-        cmd.env("IRIS_LOG", "error");
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn iris-gateway");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let url = tokio::time::timeout(PATIENCE, async {
-            while let Some(line) = lines.next_line().await.expect("read stdout") {
-                if let Some(url) = line.trim().strip_prefix("WebSocket:") {
-                    return url.trim().to_owned();
-                }
-            }
-            panic!("the gateway exited before it was ready");
-        })
-        .await
-        .expect("the gateway starts in time");
-        // Keep reading so that the process never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let config = config.to_str().expect("utf-8 path");
+        let data = data.to_str().expect("utf-8 path");
+        let mut cmd = binary::serve(&["--config", config, "--data-dir", data]);
+        // The configuration says the agent; the refused attempts are expected, only errors would
+        // be worth reading.
+        cmd.env_remove("IRIS_AGENT").env("IRIS_LOG", "error");
+        let binary::Running { child, url, .. } = binary::Running::start(cmd).await;
         let health = url.replace("ws://", "http://").replace("/ws", "/healthz");
         Process { child, url, health }
     }

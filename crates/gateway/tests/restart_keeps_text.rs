@@ -5,35 +5,27 @@
 
 mod common;
 
-use std::process::Stdio;
-
+use common::binary::{serve, Running};
 use common::*;
 use iris_client::{Client, ConnectOptions};
 use iris_protocol::{Role, ServerFrame, TurnEnd};
-use tokio::process::{Child, Command};
-
-const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
 
 /// The demo agent's `bench` turn: this many chunks, this many microseconds apart (4 s).
 const PROMPT: &str = "bench 400 10000";
 
 /// The gateway as a process of its own, so that it can be killed with SIGKILL.
-async fn spawn(dir: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
-        .arg("--data-dir")
-        .arg(dir)
-        .arg("--agent")
-        .arg(format!("'{BIN}' demo-agent"))
-        .env("IRIS_LOG", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn gateway");
-    let url = banner::ws_url(&mut child).await;
-    (child, url)
+async fn spawn(dir: &std::path::Path) -> Running {
+    let data = dir.to_str().expect("utf-8 path");
+    let agent = demo_agent();
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        TOKEN,
+        "--data-dir",
+        data,
+    ];
+    Running::start(serve(&[&args[..], &["--agent", &agent]].concat())).await
 }
 
 /// Sends the prompt and reads until the device was shown `chunks` chunks of the answer; returns
@@ -69,18 +61,18 @@ async fn after_restart(client: &mut Client) -> (iris_protocol::Message, Vec<Stri
 #[tokio::test]
 async fn a_killed_gateway_keeps_every_text_a_device_was_shown() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut gw, url) = spawn(dir.path()).await;
-    let (mut phone, _) = Client::connect(ConnectOptions::new(url, TOKEN, "phone"))
+    let mut gw = spawn(dir.path()).await;
+    let (mut phone, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "phone"))
         .await
         .expect("connect");
     // A few chunks in, well before the first one-second checkpoint of earlier versions.
     let shown = shown_after(&mut phone, 5).await;
-    gw.start_kill().expect("kill -9");
-    gw.wait().await.expect("killed");
+    gw.child.start_kill().expect("kill -9");
+    gw.child.wait().await.expect("killed");
     drop(phone);
 
-    let (_gw, url) = spawn(dir.path()).await;
-    let (mut phone, _) = Client::connect(ConnectOptions::new(url, TOKEN, "phone"))
+    let gw = spawn(dir.path()).await;
+    let (mut phone, _) = Client::connect(ConnectOptions::new(gw.url.clone(), TOKEN, "phone"))
         .await
         .expect("reconnect");
     let (answer, notes) = after_restart(&mut phone).await;

@@ -6,23 +6,19 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::tcp::{hello_frame, server_addr, text_frame, upgrade};
 use iris_client::{Client, ConnectOptions};
 use iris_protocol::{ClientFrame, Header, HistoryRequest, MessageSend, ServerFrame};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
-use tokio::process::{Child, Command};
-
-const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
 const SECRET: &str = "slow-readers-token-0123456789";
 const MESSAGES: usize = 600;
 const MESSAGE_BYTES: usize = 60 * 1024;
 const SLOW_READERS: usize = 24;
 
-async fn serve(dir: &std::path::Path) -> (Child, String) {
+async fn serve(dir: &std::path::Path) -> common::binary::Running {
     let config = dir.join("iris.toml");
     std::fs::write(
         &config,
@@ -33,33 +29,10 @@ async fn serve(dir: &std::path::Path) -> (Child, String) {
         ),
     )
     .expect("config");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("IRIS_TOKEN", SECRET)
-        .env_remove("IRIS_AGENT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut url = None;
-    tokio::time::timeout(Duration::from_secs(15), async {
-        while let Some(line) = lines.next_line().await.expect("stdout") {
-            if let Some(u) = line.trim().strip_prefix("WebSocket:") {
-                url = Some(u.trim().to_owned());
-            }
-            if line.starts_with("Pair a device") {
-                break;
-            }
-        }
-    })
-    .await
-    .expect("the banner in time");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url.expect("a WebSocket URL"))
+    let mut cmd = common::binary::serve(&["--config", config.to_str().expect("utf-8 path")]);
+    // The configuration says the agent (none) and the limits; the token comes from outside.
+    cmd.env_remove("IRIS_AGENT").env("IRIS_TOKEN", SECRET);
+    common::binary::Running::start(cmd).await
 }
 
 /// A field of `/proc/<pid>/status` in KiB.
@@ -104,8 +77,8 @@ async fn connections(url: &str) -> u64 {
 #[tokio::test]
 async fn slow_readers_hold_at_most_a_page_each_and_are_dropped() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut gw, url) = serve(dir.path()).await;
-    let pid = gw.id().expect("pid");
+    let mut gw = serve(dir.path()).await;
+    let (pid, url) = (gw.pid as u32, gw.url.clone());
     let (mut writer, _) = Client::connect(ConnectOptions::new(url.clone(), SECRET, "writer"))
         .await
         .expect("connect");
@@ -183,5 +156,5 @@ async fn slow_readers_hold_at_most_a_page_each_and_are_dropped() {
         .filter(|e| e.frame_type() == "message")
         .count();
     assert_eq!(messages, MESSAGES);
-    let _ = gw.start_kill();
+    let _ = gw.child.start_kill();
 }

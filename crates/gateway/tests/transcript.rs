@@ -133,33 +133,30 @@ async fn steering_is_a_user_message_before_the_answer_it_changed() {
 mod killed {
     //! The real binary killed with SIGKILL while an answer streams.
 
-    use std::process::Stdio;
     use std::time::{Duration, Instant};
 
     use iris_client::{Client, ConnectOptions};
     use iris_protocol::{ClientFrame, Header, MessageSend, ServerFrame, Step, TurnEnd};
-    use tokio::process::{Child, Command};
 
-    const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
+    use super::common::binary::{serve, Running, BIN};
     const TOKEN: &str = "transcript-test-token-0123";
 
-    /// The gateway with the demo agent on `dir`; returns the process and its WebSocket URL.
-    async fn start(dir: &std::path::Path) -> (Child, String) {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
-            .arg("--data-dir")
-            .arg(dir.join("data"))
-            .arg("--agent")
-            .arg(format!("'{BIN}' demo-agent"))
-            .env_remove("IRIS_CONFIG")
-            .env("IRIS_LOG", "error")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn gateway");
-        let url = super::common::banner::ws_url(&mut child).await;
-        (child, url)
+    /// The gateway with the demo agent on `dir`.
+    async fn start(dir: &std::path::Path) -> Running {
+        let data = dir.join("data");
+        let agent = format!("'{BIN}' demo-agent");
+        let data = data.to_str().expect("utf-8 path");
+        let args = [
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            TOKEN,
+            "--data-dir",
+            data,
+        ];
+        let mut cmd = serve(&[&args[..], &["--agent", &agent]].concat());
+        cmd.env("IRIS_LOG", "error");
+        Running::start(cmd).await
     }
 
     async fn connect(url: &str) -> Client {
@@ -172,7 +169,9 @@ mod killed {
     #[tokio::test]
     async fn a_kill_9_during_a_streamed_answer_keeps_its_partial_text_marked_cut_off() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut gw, url) = start(dir.path()).await;
+        let Running {
+            child: mut gw, url, ..
+        } = start(dir.path()).await;
         let mut phone = connect(&url).await;
         // Six seconds of streaming: 600 chunks 10 ms apart.
         let send = ClientFrame::MessageSend(MessageSend {
@@ -207,7 +206,7 @@ mod killed {
         gw.wait().await.unwrap();
         drop(phone);
 
-        let (gw, url) = start(dir.path()).await;
+        let Running { child: gw, url, .. } = start(dir.path()).await;
         let mut phone = connect(&url).await;
         let answer = super::lane_history(&mut phone, Header::lane("default", None))
             .await
@@ -260,7 +259,9 @@ mod killed {
     #[tokio::test]
     async fn a_kill_9_while_an_approval_waits_keeps_the_turns_steps() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut gw, url) = start(dir.path()).await;
+        let Running {
+            child: mut gw, url, ..
+        } = start(dir.path()).await;
         let mut phone = connect(&url).await;
         let send = ClientFrame::MessageSend(MessageSend {
             text: "tool approve please".into(),
@@ -299,7 +300,7 @@ mod killed {
         gw.wait().await.unwrap();
         drop(phone);
 
-        let (gw, url) = start(dir.path()).await;
+        let Running { child: gw, url, .. } = start(dir.path()).await;
         let mut phone = connect(&url).await;
         let answer = super::lane_history(&mut phone, Header::lane("default", None))
             .await

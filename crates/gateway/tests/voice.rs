@@ -502,10 +502,7 @@ async fn oversized_non_audio_and_unwanted_notes_are_refused() {
 
 #[tokio::test]
 async fn an_agent_that_takes_audio_gets_the_recording() {
-    let agent = format!(
-        "env DEMO_AUDIO=1 '{}' demo-agent",
-        env!("CARGO_BIN_EXE_iris-gateway")
-    );
+    let agent = format!("env DEMO_AUDIO=1 {}", demo_agent());
     // Without transcription: the recording alone, and no transcript.
     let gw = TestGateway::start_with(move |c| c.agent_command = Some(agent)).await;
     let (mut phone, _) = gw.connect("phone").await;
@@ -536,10 +533,7 @@ async fn an_agent_that_takes_audio_gets_the_recording() {
     let fake = Fake::start().await;
     let tmp = tempfile::tempdir().unwrap();
     let url = fake.url();
-    let agent = format!(
-        "env DEMO_AUDIO=1 '{}' demo-agent",
-        env!("CARGO_BIN_EXE_iris-gateway")
-    );
+    let agent = format!("env DEMO_AUDIO=1 {}", demo_agent());
     let gw = TestGateway::start_in(tmp.path(), move |c| {
         c.agent_command = Some(agent);
         c.voice.transcribe_url = Some(url);

@@ -14,8 +14,6 @@ use common::{TestGateway, TOKEN};
 use iris_client::{Client, ClientError, ConnectOptions};
 use iris_protocol::ErrorCode;
 
-const BIN: &str = env!("CARGO_BIN_EXE_iris-gateway");
-
 /// A plain HTTP GET, as a browser would send it.
 async fn get(gw: &TestGateway, path: &str, extra: &[(&str, &str)]) -> HttpResponse {
     http_get_with(common::tcp::server_addr(&gw.url), path, extra).await
@@ -377,7 +375,7 @@ fn the_web_client_passes_its_browser_suite() {
     let mut child = Command::new("node")
         .args(["--test", "--test-concurrency=1", "--test-reporter=spec"])
         .current_dir(&tests)
-        .env("IRIS_GATEWAY_BIN", BIN)
+        .env("IRIS_GATEWAY_BIN", common::binary::BIN)
         .env("IRIS_CHROMIUM", &chromium)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -2,7 +2,10 @@
 //! (`process.rs`, `process_kill.rs`): spawned isolated from the caller's `IRIS_*` environment,
 //! its startup banner read, signals, refusals, a raw HTTP GET.
 //!
-//! Standalone (no `common` module), included with `#[path = "common/binary.rs"] mod binary;`.
+//! The one way the tests start the binary as a process: [`serve`] (isolated from the caller's
+//! environment) and [`Running::start`] (waits for the banner, keeps reading the output). It is
+//! `common::binary`, and standalone (no `common` module) with
+//! `#[path = "common/binary.rs"] mod binary;`.
 #![allow(dead_code)]
 
 use std::path::Path;
@@ -22,9 +25,23 @@ pub const TOKEN: &str = "process-test-token-0123";
 
 /// `iris-gateway serve` with these arguments, isolated from the caller's `IRIS_*` environment.
 /// No agent runs (`IRIS_AGENT=none`): these tests are about the process, and a `hermes` on PATH
-/// must never be started by them.
+/// must never be started by them. A test whose configuration file names the agent removes it
+/// again (`cmd.env_remove("IRIS_AGENT")`).
 pub fn serve(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    serve_through(&[], args)
+}
+
+/// [`serve`] run by `wrapper`, a program and its arguments that run the binary in turn (as
+/// `setpriv --reuid=nobody …`); empty for the binary itself.
+pub fn serve_through(wrapper: &[&str], args: &[&str]) -> Command {
+    let mut cmd = match wrapper.split_first() {
+        Some((program, rest)) => {
+            let mut c = Command::new(program);
+            c.args(rest).arg(BIN);
+            c
+        }
+        None => Command::new(BIN),
+    };
     cmd.arg("serve").args(args);
     for var in [
         "IRIS_LISTEN",

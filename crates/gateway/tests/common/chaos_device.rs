@@ -14,7 +14,7 @@ use tokio::process::Child;
 use tokio::sync::watch;
 
 use super::prompt_log::recording_agent;
-use super::{banner, TOKEN};
+use super::{binary, TOKEN};
 
 /// A small seeded random source (splitmix64): the same seed plays the same choices.
 #[derive(Clone, Debug)]
@@ -53,23 +53,22 @@ const CONFIG: &str = "[limits]\nsends_per_minute = 1000000\nrequests_per_minute 
 pub async fn spawn_gateway(data: &Path, log: &Path) -> (Child, String) {
     let config = data.with_extension("toml");
     std::fs::write(&config, CONFIG).expect("write the config");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
-        .arg("--data-dir")
-        .arg(data)
-        .arg("--agent")
-        .arg(recording_agent(log))
-        .arg("--config")
-        .arg(&config)
-        .env("IRIS_LOG", "error")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn gateway");
-    let url = banner::ws_url(&mut child).await;
-    (child, url)
+    let agent = recording_agent(log);
+    let mut cmd = binary::serve(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        TOKEN,
+        "--data-dir",
+        data.to_str().expect("utf-8 path"),
+        "--agent",
+        &agent,
+        "--config",
+        config.to_str().expect("utf-8 path"),
+    ]);
+    cmd.env("IRIS_LOG", "error");
+    let gw = binary::Running::start(cmd).await;
+    (gw.child, gw.url)
 }
 
 /// Ends the gateway with SIGKILL (`kill`) or SIGTERM, and waits until it has exited.

@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub mod bad;
-pub mod banner;
+pub mod binary;
 pub mod chaos_device;
 pub mod fake_push;
 pub mod media;
@@ -168,7 +168,7 @@ pub fn message_text(event: &Event) -> String {
 
 /// The command line of the built-in demo agent (the gateway binary's hidden subcommand).
 pub fn demo_agent() -> String {
-    format!("'{}' demo-agent", env!("CARGO_BIN_EXE_iris-gateway"))
+    format!("'{}' demo-agent", binary::BIN)
 }
 
 /// The demo agent as the only agent, named `demo`, without `sessionCapabilities.fork`: lanes
@@ -335,15 +335,19 @@ pub async fn gateway_get(gw: &TestGateway, path: &str) -> (u16, String) {
     tcp::http_get(tcp::server_addr(&gw.url), path).await
 }
 
-/// Runs the gateway binary without the caller's IRIS_TOKEN and IRIS_CONFIG: success, stdout,
-/// stderr.
-pub fn run_cli(args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iris-gateway"))
-        .args(args)
+/// The gateway binary with `args` (a subcommand other than `serve`, which is
+/// [`binary::serve`]), without the caller's IRIS_TOKEN and IRIS_CONFIG.
+pub fn cli_command(args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(binary::BIN);
+    cmd.args(args)
         .env_remove("IRIS_TOKEN")
-        .env_remove("IRIS_CONFIG")
-        .output()
-        .expect("run the binary");
+        .env_remove("IRIS_CONFIG");
+    cmd
+}
+
+/// Runs [`cli_command`]: success, stdout, stderr.
+pub fn run_cli(args: &[&str]) -> (bool, String, String) {
+    let out = cli_command(args).output().expect("run the binary");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -9,7 +9,7 @@ pub fn recording_agent(log: &Path) -> String {
     format!(
         "env DEMO_PROMPT_LOG='{}' '{}' demo-agent",
         log.display(),
-        env!("CARGO_BIN_EXE_iris-gateway")
+        super::binary::BIN
     )
 }
 
