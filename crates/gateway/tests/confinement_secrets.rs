@@ -6,8 +6,6 @@
 //! gateway runs as `nobody` when the test runs as root (dropped with `setpriv`), so that no
 //! check passes only because root bypasses file permissions.
 
-#[path = "common/binary.rs"]
-mod binary;
 mod common;
 
 use std::os::unix::fs::MetadataExt;
