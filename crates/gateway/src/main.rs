@@ -317,10 +317,22 @@ fn discover(wait: u64) -> ExitCode {
 }
 
 fn doctor(args: ConfigArgs, agent: Option<String>, trust: Option<PathBuf>) -> ExitCode {
-    let config = match args.resolve_with(agent) {
+    let listen_given = args.listen.is_some();
+    let mut config = match args.resolve_with(agent) {
         Ok(c) => c,
         Err(code) => return code,
     };
+    // A gateway running on this data dir says where and how it listens: the checks go there.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let running = rt.block_on(iris_gateway::admin::devices::running_address(
+        &config.data_dir,
+    ));
+    if let Some(note) = running.and_then(|r| r.adopt(&mut config, listen_given)) {
+        println!("warn: {note}");
+    }
     match iris_gateway::admin::doctor::report(&config, trust.as_deref()) {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(1),
@@ -419,9 +431,16 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
         };
         println!("Iris Gateway {} is running.", env!("CARGO_PKG_VERSION"));
-        println!("  WebSocket: ws://{}/ws", gateway.addr);
-        println!("  Health:    http://{}/healthz", gateway.addr);
-        println!("  Web:       http://{}/", gateway.addr);
+        let (ws, http) = match gateway.serves_tls() {
+            true => ("wss", "https"),
+            false => ("ws", "http"),
+        };
+        println!("  WebSocket: {ws}://{}/ws", gateway.addr);
+        println!("  Health:    {http}://{}/healthz", gateway.addr);
+        println!("  Web:       {http}://{}/", gateway.addr);
+        if let Some(pin) = gateway.tls_pin() {
+            println!("  TLS pin:   {pin} (self-signed; pairing links carry it)");
+        }
         println!("  Data dir:  {}", data_dir.display());
         println!("  Agent:     {}", gateway.agent_label());
         println!(
@@ -493,11 +512,8 @@ fn pair(args: PairArgs) -> ExitCode {
     if let Some(running) = rt.block_on(iris_gateway::admin::devices::running_address(
         &config.data_dir,
     )) {
-        if !listen_given {
-            config.listen = running.listen;
-        }
-        if config.public_url.is_none() {
-            config.public_url = running.public_url;
+        if let Some(note) = running.adopt(&mut config, listen_given) {
+            eprintln!("iris-gateway: {note}");
         }
     }
     let secret = if args.shared {

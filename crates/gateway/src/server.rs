@@ -272,6 +272,16 @@ impl Gateway {
         self.ctx.guard.token().expose()
     }
 
+    /// Whether it serves TLS itself (`https://` and `wss://` on its address).
+    pub fn serves_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// The SHA-256 pin of its self-signed certificate, which pairing links carry.
+    pub fn tls_pin(&self) -> Option<String> {
+        self.ctx.shared.config.tls_pin.clone()
+    }
+
     /// Whether the shared token signs devices in (`auth.shared_token`).
     pub fn shared_token_enabled(&self) -> bool {
         self.ctx.guard.shared_enabled()

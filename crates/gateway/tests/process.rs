@@ -378,15 +378,9 @@ async fn pair_names_the_port_the_running_gateway_listens_on() {
     assert_ne!(port, "8765");
 
     let pair = |extra: &[&str]| {
-        let mut cmd = std::process::Command::new(BIN);
-        cmd.args(["pair", "--data-dir", data_arg]).args(extra);
-        for var in [
-            "IRIS_LISTEN",
-            "IRIS_DATA_DIR",
-            "IRIS_TOKEN",
-            "IRIS_CONFIG",
-            "IRIS_PUBLIC_URL",
-        ] {
+        let mut cmd = cli_command(&["pair", "--data-dir", data_arg]);
+        cmd.args(extra);
+        for var in ["IRIS_LISTEN", "IRIS_DATA_DIR", "IRIS_PUBLIC_URL"] {
             cmd.env_remove(var);
         }
         let out = cmd.output().expect("run pair");
@@ -420,4 +414,51 @@ async fn pair_names_the_port_the_running_gateway_listens_on() {
         out.contains("  WebSocket:    ws://127.0.0.1:8765/ws\n"),
         "no gateway runs: the default\n{out}"
     );
+}
+
+#[tokio::test]
+async fn pair_and_doctor_learn_the_running_gateways_self_signed_tls() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let data_arg = data.to_str().expect("utf-8 path");
+    let gw = Running::start(serve(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_arg,
+        "--token",
+        TOKEN,
+        "--tls-self-signed",
+    ]))
+    .await;
+    assert!(gw.url.starts_with("wss://"), "{:?}", gw.banner);
+    assert_eq!(
+        gw.line("Web:"),
+        Some(format!("https://{}/", gw.addr)),
+        "{:?}",
+        gw.banner
+    );
+    let pin = gw
+        .line("TLS pin:")
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no pin line: {:?}", gw.banner));
+
+    // Neither command is told about TLS: they ask the gateway running on the data dir.
+    let (ok, out, err) = run_cli(&["pair", "--data-dir", data_arg]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!("  WebSocket:    wss://{}/ws\n", gw.addr)),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("https://{}/#token=", gw.addr)),
+        "{out}"
+    );
+    assert!(out.contains(&pin), "the link carries the pin {pin}:\n{out}");
+    let (_, out, err) = run_cli(&["doctor", "--data-dir", data_arg, "--agent", "none"]);
+    assert!(
+        out.contains(&format!("https://{} reaches the gateway", gw.addr)),
+        "doctor checks the running gateway's address and TLS:\n{out}\n{err}"
+    );
+    gw.stop().await;
 }

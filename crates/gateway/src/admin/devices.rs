@@ -21,6 +21,7 @@ use tokio::net::{UnixListener, UnixStream};
 
 use iris_store::{DeviceAddress, DeviceRow, Store, StoreConfig, StoreError};
 
+use crate::config::Config;
 use crate::credentials;
 pub use crate::revoke::{is_revoked, revoke_in, revoke_live, Revoked};
 use crate::state::Shared;
@@ -108,6 +109,42 @@ pub struct GatewayAddress {
     /// Its `public_url`, when set.
     #[serde(default)]
     pub public_url: Option<String>,
+    /// The TLS it serves itself: `self_signed`, `files` or `acme`; `None` for plain HTTP.
+    #[serde(default)]
+    pub tls: Option<String>,
+    /// The SHA-256 pin of its self-signed certificate.
+    #[serde(default)]
+    pub tls_pin: Option<String>,
+}
+
+impl GatewayAddress {
+    /// Takes the running gateway's word for where and how it listens into `config`, the
+    /// configuration of a command run beside it (`pair`, `doctor`): its address (unless the
+    /// command was given `--listen`), its `public_url` and its TLS. Returns a note when the
+    /// gateway serves TLS this configuration does not know (certificate files or ACME given
+    /// only on its command line).
+    pub fn adopt(self, config: &mut Config, listen_given: bool) -> Option<String> {
+        if !listen_given {
+            config.listen = self.listen;
+        }
+        if config.public_url.is_none() {
+            config.public_url = self.public_url;
+        }
+        if config.tls_pin.is_none() {
+            config.tls_pin = self.tls_pin;
+        }
+        match (self.tls.as_deref(), config.tls.is_some()) {
+            (Some("self_signed"), false) => {
+                config.tls = Some(crate::config::tls::TlsConfig::self_signed());
+                None
+            }
+            (Some(kind), false) => Some(format!(
+                "the running gateway serves TLS ({kind}) that this command's configuration does \
+                 not name; put it in the configuration file both read"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// Which open pairing codes `pair revoke` deletes.
@@ -303,6 +340,12 @@ async fn answer_admin(shared: &Shared, request: AdminRequest) -> AdminResponse {
             address: Some(GatewayAddress {
                 listen: shared.config.listen,
                 public_url: shared.config.public_url.clone(),
+                tls: shared
+                    .config
+                    .tls
+                    .as_ref()
+                    .map(|t| t.source.kind().to_owned()),
+                tls_pin: shared.config.tls_pin.clone(),
             }),
             ..AdminResponse::default()
         },

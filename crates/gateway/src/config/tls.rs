@@ -99,6 +99,17 @@ pub enum TlsSource {
     Acme(AcmeConfig),
 }
 
+impl TlsSource {
+    /// Its name, as the admin socket tells it: `files`, `self_signed` or `acme`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TlsSource::Files { .. } => "files",
+            TlsSource::SelfSigned => "self_signed",
+            TlsSource::Acme(_) => "acme",
+        }
+    }
+}
+
 /// TLS settings, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsConfig {

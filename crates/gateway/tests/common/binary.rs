@@ -61,11 +61,31 @@ pub fn serve_through(wrapper: &[&str], args: &[&str]) -> Command {
     cmd
 }
 
+/// The gateway binary with `args` (a subcommand other than `serve`, which is
+/// [`serve`]), without the caller's IRIS_TOKEN and IRIS_CONFIG.
+pub fn cli_command(args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(args)
+        .env_remove("IRIS_TOKEN")
+        .env_remove("IRIS_CONFIG");
+    cmd
+}
+
+/// Runs [`cli_command`]: success, stdout, stderr.
+pub fn run_cli(args: &[&str]) -> (bool, String, String) {
+    let out = cli_command(args).output().expect("run the binary");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A running gateway process.
 pub struct Running {
     pub child: Child,
     pub pid: i32,
-    /// `ws://…/ws`.
+    /// `ws://…/ws` (`wss://` with TLS).
     pub url: String,
     /// `host:port`.
     pub addr: String,
@@ -124,8 +144,9 @@ impl Running {
             .unwrap_or_else(|| panic!("no WebSocket line in {banner:?}"));
         let addr = url
             .strip_prefix("ws://")
+            .or_else(|| url.strip_prefix("wss://"))
             .and_then(|u| u.strip_suffix("/ws"))
-            .unwrap_or_else(|| panic!("not a ws://…/ws URL: {url}"))
+            .unwrap_or_else(|| panic!("not a ws(s)://…/ws URL: {url}"))
             .to_owned();
         Running {
             child,

@@ -18,6 +18,8 @@ use tokio::task::JoinHandle;
 
 pub mod bad;
 pub mod binary;
+#[allow(unused_imports)]
+pub use binary::{cli_command, run_cli};
 pub mod chaos_device;
 pub mod fake_push;
 pub mod media;
@@ -333,26 +335,6 @@ pub const QUIET: Duration = Duration::from_millis(200);
 /// A plain HTTP GET to the gateway: the status and the body.
 pub async fn gateway_get(gw: &TestGateway, path: &str) -> (u16, String) {
     tcp::http_get(tcp::server_addr(&gw.url), path).await
-}
-
-/// The gateway binary with `args` (a subcommand other than `serve`, which is
-/// [`binary::serve`]), without the caller's IRIS_TOKEN and IRIS_CONFIG.
-pub fn cli_command(args: &[&str]) -> std::process::Command {
-    let mut cmd = std::process::Command::new(binary::BIN);
-    cmd.args(args)
-        .env_remove("IRIS_TOKEN")
-        .env_remove("IRIS_CONFIG");
-    cmd
-}
-
-/// Runs [`cli_command`]: success, stdout, stderr.
-pub fn run_cli(args: &[&str]) -> (bool, String, String) {
-    let out = cli_command(args).output().expect("run the binary");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// A file's permission bits.
