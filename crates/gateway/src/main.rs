@@ -3,6 +3,7 @@
 //! `doctor` checks the setup;
 //! `demo-agent` is the built-in demo ACP agent.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -448,13 +449,20 @@ fn serve(args: ServeArgs) -> ExitCode {
             iris_gateway::harden::in_force().describe()
         );
         match &gateway.token_source {
-            TokenSource::Generated(path) => {
+            // On a terminal the owner reads it once; anywhere else (a service's journal, a log
+            // file) it would stay on record, so only its file is named.
+            TokenSource::Generated(path) if std::io::stdout().is_terminal() => {
                 println!("  Token:     {}", gateway.token());
                 println!(
                     "             (generated now and saved to {}; it is not printed again)",
                     path.display()
                 );
             }
+            TokenSource::Generated(path) => println!(
+                "  Token:     generated now and saved to {} (not printed off a terminal; \
+                 `iris-gateway pair` pairs a device)",
+                path.display()
+            ),
             TokenSource::Stored(path) => println!("  Token:     stored in {}", path.display()),
             TokenSource::Configured => println!("  Token:     as configured"),
         }
