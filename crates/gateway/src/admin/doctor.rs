@@ -3,7 +3,7 @@
 //! what to do. Failures make the command exit 1, so scripts can use it; warnings do not.
 //!
 //! Checked: the data dir and its secrets are private; plain HTTP is not served on a network
-//! address; the certificate the gateway serves loads and is not near expiry (with ACME: its
+//! address; devices can reach the address at all (not this machine's loopback only); the certificate the gateway serves loads and is not near expiry (with ACME: its
 //! expiry, when it is due for renewal, and the last failed order); `public_url`
 //! reaches a gateway (`/healthz`) and a WebSocket upgrade through it succeeds with the web
 //! client's `Origin` (a proxy that drops `Upgrade`, a host or origin the gateway refuses); a
@@ -108,6 +108,7 @@ pub fn report(config: &Config, trust: Option<&Path>) -> bool {
 pub async fn run(config: &Config, trust: Option<&Path>) -> Vec<Finding> {
     let mut found = private_files(&config.data_dir);
     found.extend(exposure(config));
+    found.extend(loopback_only(config));
     found.extend(certificate(config));
     found.extend(reach(config, trust).await);
     found.extend(agents(config).await);
@@ -182,6 +183,26 @@ fn exposure(config: &Config) -> Option<Finding> {
         "tokens and messages cross the network unencrypted; serve TLS (--tls-self-signed on a \
          LAN, --tls-cert/--tls-key) or put a TLS reverse proxy in front and set public_url",
     ))
+}
+
+/// Devices come to an address only this machine has: the gateway works, but no phone reaches
+/// it.
+fn loopback_only(config: &Config) -> Option<Finding> {
+    let base = config.public_url();
+    let host = url::Url::parse(&base).ok()?.host()?.to_owned();
+    let loopback = match host {
+        url::Host::Domain(name) => name == "localhost" || name.ends_with(".localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    };
+    loopback.then(|| {
+        Finding::warn(
+            format!("{base} is on this machine only: no phone or other computer can reach it"),
+            "to pair a phone, listen on the LAN (--listen 0.0.0.0:8765, with --tls-self-signed) \
+             or put a TLS reverse proxy in front and set public_url; see the README's \
+             \"Away from home\"",
+        )
+    })
 }
 
 /// The certificate of `[tls]`: it loads, and it is not about to expire.
