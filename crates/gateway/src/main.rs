@@ -45,7 +45,7 @@ enum Command {
         /// The archive to write; it must not exist yet.
         file: PathBuf,
         #[command(flatten)]
-        args: ConfigArgs,
+        args: DataArgs,
     },
     /// Export conversations as Markdown or JSON files.
     Export(ExportArgs),
@@ -77,7 +77,7 @@ enum Command {
 #[derive(Subcommand)]
 enum PairCommand {
     /// List the pairing codes waiting to be used: id, who made them, when they expire.
-    List(ConfigArgs),
+    List(DataArgs),
     /// Delete a pairing code waiting to be used (its id from `pair list`), or all of them.
     Revoke {
         /// The code's id (see `pair list`).
@@ -87,7 +87,7 @@ enum PairCommand {
         #[arg(long)]
         all: bool,
         #[command(flatten)]
-        args: ConfigArgs,
+        args: DataArgs,
     },
 }
 
@@ -148,13 +148,39 @@ fn start_log(format: LogFormat) {
     }
 }
 
-/// The settings every subcommand reads: where the data dir and token are, and the addresses.
+/// The settings of the commands that only work on the data dir (`backup`, `export`, `devices`,
+/// `pair list` and `pair revoke`): where it is, given directly or by the config file.
 #[derive(clap::Args)]
+struct DataArgs {
+    /// The gateway's data directory [default: $XDG_DATA_HOME/iris-gateway, else
+    /// ~/.local/share/iris-gateway].
+    #[arg(long, env = "IRIS_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// TOML config file (its `data_dir`); --data-dir and IRIS_DATA_DIR override it.
+    #[arg(long, env = "IRIS_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+impl DataArgs {
+    fn resolve(self) -> Result<Config, ExitCode> {
+        ConfigArgs {
+            data_dir: self.data_dir,
+            config: self.config,
+            ..ConfigArgs::default()
+        }
+        .resolve()
+    }
+}
+
+/// The settings of the commands that serve or reach the gateway (`serve`, `pair`, `doctor`):
+/// where the data dir and token are, and the addresses.
+#[derive(clap::Args, Default)]
 struct ConfigArgs {
     /// Address the gateway listens on [default: 127.0.0.1:8765].
     #[arg(long, env = "IRIS_LISTEN")]
     listen: Option<String>,
-    /// The gateway's data directory [default: ~/.local/share/iris-gateway].
+    /// The gateway's data directory [default: $XDG_DATA_HOME/iris-gateway, else
+    /// ~/.local/share/iris-gateway].
     #[arg(long, env = "IRIS_DATA_DIR")]
     data_dir: Option<PathBuf>,
     /// Token devices authenticate with [default: generated on first start, kept in the data dir].
@@ -226,7 +252,7 @@ struct ExportArgs {
     #[arg(long)]
     media: bool,
     #[command(flatten)]
-    args: ConfigArgs,
+    args: DataArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -238,13 +264,13 @@ enum FormatArg {
 #[derive(Subcommand)]
 enum DevicesCommand {
     /// List paired devices: name, last seen, push backends.
-    List(ConfigArgs),
+    List(DataArgs),
     /// Revoke a device: disconnect it, drop its push registration, refuse it from now on.
     Revoke {
         /// The device id (see `devices list`).
         device_id: String,
         #[command(flatten)]
-        args: ConfigArgs,
+        args: DataArgs,
     },
 }
 
@@ -340,7 +366,7 @@ fn doctor(args: ConfigArgs, agent: Option<String>, trust: Option<PathBuf>) -> Ex
     }
 }
 
-fn backup(file: &std::path::Path, args: ConfigArgs) -> ExitCode {
+fn backup(file: &std::path::Path, args: DataArgs) -> ExitCode {
     let config = match args.resolve() {
         Ok(c) => c,
         Err(code) => return code,
