@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use iris_gateway::config::{Config, Overrides};
+use iris_gateway::text::count;
 use iris_gateway::{Gateway, StartError, TokenSource};
 
 #[derive(Parser)]
@@ -374,15 +375,16 @@ fn backup(file: &std::path::Path, args: DataArgs) -> ExitCode {
     match iris_gateway::admin::archive::backup(&config.data_dir, file) {
         Ok(done) => {
             println!(
-                "Wrote {} ({} bytes: the store, {} media files, the keys).",
+                "Wrote {} ({} bytes: the store, {}, the keys).",
                 done.path.display(),
                 done.bytes,
-                done.media_files
+                count(done.media_files, "media file", "media files")
             );
             if done.media_missing > 0 {
                 println!(
-                    "{} media files expired while the backup ran and are not in it.",
-                    done.media_missing
+                    "{} expired while the backup ran and {} not in it.",
+                    count(done.media_missing, "media file", "media files"),
+                    if done.media_missing == 1 { "is" } else { "are" }
                 );
             }
             println!(
@@ -416,11 +418,11 @@ fn export(args: ExportArgs) -> ExitCode {
     match iris_gateway::admin::archive::export(&config.data_dir, &req, now) {
         Ok(done) => {
             println!(
-                "Exported {} messages in {} files to {} ({} media files copied).",
-                done.messages,
-                done.files.len(),
+                "Exported {} in {} to {} ({} copied).",
+                count(done.messages, "message", "messages"),
+                count(done.files.len(), "file", "files"),
                 req.out.display(),
-                done.media_files
+                count(done.media_files, "media file", "media files")
             );
             ExitCode::SUCCESS
         }

@@ -78,7 +78,10 @@ pub enum StartError {
         source: std::io::Error,
     },
     /// The listen address is taken.
-    #[error("address {0} is already in use")]
+    #[error(
+        "address {0} is already in use (by another program, or a gateway already running: \
+         `iris-gateway doctor` says; choose another with --listen)"
+    )]
     AddrInUse(SocketAddr),
     /// The listen address cannot be bound.
     #[error("cannot listen on {addr}: {source}")]

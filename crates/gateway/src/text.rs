@@ -1,7 +1,12 @@
-//! Small text helpers shared by several rooms: titles of chats and threads, and shortening text
-//! for previews.
+//! Small text helpers shared by several rooms: titles of chats and threads, shortening text
+//! for previews, and counts said in words.
 //!
 //! Ground floor: imports nothing of the gateway.
+
+/// `n` with the noun in its number: "1 device", "3 devices".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
 
 /// The instant title of an auto-thread (or of a scheduled job): the first non-empty line, at
 /// most 48 characters, cut at a word boundary.

@@ -48,7 +48,7 @@ async fn a_backup_taken_while_serving_restores_a_gateway_a_device_syncs_from() {
     let out = tempfile::tempdir().unwrap();
     let archive = out.path().join("iris.tar");
     let said = cli(&gw.dir, &["backup", archive.to_str().unwrap()]);
-    assert!(said.contains("1 media files"), "{said}");
+    assert!(said.contains("the store, 1 media file, the keys"), "{said}");
     // Nothing is ever overwritten: a second backup to the same file is refused.
     let data = gw.dir.to_str().unwrap();
     let (ok, _, err) = run_cli(&["backup", archive.to_str().unwrap(), "--data-dir", data]);

@@ -593,8 +593,8 @@ async fn credentials(config: &Config) -> Vec<Finding> {
     if config.auth.shared_token && !devices.is_empty() {
         found.push(Finding::warn(
             format!(
-                "the shared token still signs in anyone holding it ({} device(s) paired)",
-                devices.len()
+                "the shared token still signs in anyone holding it ({} paired)",
+                crate::text::count(devices.len(), "device", "devices")
             ),
             "once every device is paired with its own code (`devices list`), set \
              [auth] shared_token = false",
