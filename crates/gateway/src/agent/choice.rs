@@ -34,8 +34,9 @@ pub struct AgentChoice {
 
 /// The message shown when no agent is configured and Hermes is not installed.
 pub const DEMO_NOTICE: &str = "No agent is configured and `hermes` is not on PATH, so the built-in demo agent answers. \
-To use Hermes: `pip install 'hermes-agent[acp]'`, then restart the gateway with `--agent \"hermes acp\"` \
-(or put `hermes` on PATH).";
+To use Hermes: `python3 -m venv ~/.hermes-venv && ~/.hermes-venv/bin/pip install 'hermes-agent[acp]==0.19.0'` \
+(the release this gateway is tested with), then restart the gateway with \
+`--agent \"$HOME/.hermes-venv/bin/hermes acp\"` (or put `hermes` on PATH).";
 
 /// Chooses the agent from the configured command line: `demo`, a command line, or (when none is
 /// given) `hermes acp` if `hermes` is on PATH, else the demo agent with a notice.
