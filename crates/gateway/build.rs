@@ -1,26 +1,25 @@
 //! Looks at what this machine has for the tests that need more than Rust, and tells the tests
-//! through `cfg`s, so that a test that cannot run here is reported as ignored (with what it
-//! needs) instead of passing without having run:
+//! through `cfg`s, so that a test that cannot run here is reported as ignored, naming the one
+//! thing it lacks, instead of passing without having run. For each suite of [`SUITES`] the first
+//! missing piece sets `lacks_<suite>_<piece>`:
 //!
-//! - `has_hermes`: a Hermes venv (`$IRIS_HERMES_VENV`, else `<workspace>/.venv`, else
-//!   `/opt/iris-hermes-venv`; the places `tests/common/hermes.rs` looks) and network namespaces
-//!   (`unshare`, `ip`), in which Hermes runs against its fake model.
-//! - `has_claude_adapter`: Claude Code's ACP adapter (`$IRIS_CLAUDE_ACP`, else
-//!   `tests/claude/adapter` after `npm ci`) and network namespaces.
-//! - `has_codex_adapter`: Codex's ACP adapter (`$IRIS_CODEX_ACP`, else `tests/codex/adapter`
-//!   after `npm ci`; it carries the Codex binary) and network namespaces.
-//! - `has_browser`: Node.js, Chromium (`$IRIS_CHROMIUM`, else `/usr/bin/chromium`), the `sqlite3`
-//!   shell, `espeak-ng`, `ffmpeg` and `pocketsphinx` (the voice notes' speech and recogniser) and
-//!   the browser suite's packages (`npm ci` in `web/tests`).
-//! - `has_pebble`: Let's Encrypt's ACME test server `pebble` on `PATH` (Debian's `pebble`).
-//! - `has_proxies`: Debian's `caddy` and `nginx`, for the reverse-proxy recipes.
-//! - `has_setpriv`: util-linux's `setpriv`, with which the confinement tests run the gateway as
+//! - `hermes`: a Hermes venv (`venv`: `$IRIS_HERMES_VENV`, else `<workspace>/.venv`, else
+//!   `/opt/iris-hermes-venv`; the places `tests/common/hermes.rs` looks), then network
+//!   namespaces (`netns`: `unshare`, `ip`), in which Hermes runs against its fake model.
+//! - `claude`, `codex`: the agent's ACP adapter (`adapter`: `$IRIS_CLAUDE_ACP` or
+//!   `$IRIS_CODEX_ACP`, else `tests/<agent>/adapter` after `npm ci`), then network namespaces.
+//! - `browser`: Chromium (`$IRIS_CHROMIUM`, else `/usr/bin/chromium`), Node.js, the `sqlite3`
+//!   shell, `espeak-ng`, `ffmpeg` and `pocketsphinx` (the voice notes' speech and recogniser),
+//!   and the browser suite's packages (`npm ci` in `web/tests`).
+//! - `pebble`: Let's Encrypt's ACME test server `pebble` on `PATH` (Debian's `pebble`).
+//! - `proxies`: Debian's `caddy` and `nginx`, for the reverse-proxy recipes.
+//! - `setpriv`: util-linux's `setpriv`, with which the confinement tests run the gateway as
 //!   `nobody` when they run as root (root passes permission checks an owner's account would not).
-//! - `has_lan`: root and `ip netns`, to join two network namespaces by a veth pair (a LAN of
-//!   two machines, for the mDNS announcement).
+//! - `lan`: root and `ip netns`, to join two network namespaces by a veth pair (a LAN of two
+//!   machines, for the mDNS announcement).
 //!
-//! Under CI (`$CI` set) every `cfg` is set whatever is installed: CI never ignores a test, and one
-//! that lacks what it needs fails, saying what is missing.
+//! Under CI (`$CI` set) no `lacks_*` is set whatever is installed: CI never ignores a test, and
+//! one that lacks what it needs fails, saying what is missing.
 //!
 //! The answer is kept until something it read changes: the variables above, `PATH`, or a program
 //! or package it found. Installing something that was missing is noticed through its variable or
@@ -40,18 +39,36 @@ use std::process::{Command, Stdio};
 /// A PATH that finds `unshare` and `ip` wherever the distribution keeps them (as the tests do).
 const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// The suites of tests that need more than Rust, each with what it needs in the order it is
+/// checked, and the reason its tests give when that piece is missing (the tests' `ignore`
+/// attributes say the same).
+const SUITES: &[(&str, &[&str])] = &[
+    ("hermes", &["venv", "netns"]),
+    ("claude", &["adapter", "netns"]),
+    ("codex", &["adapter", "netns"]),
+    (
+        "browser",
+        &[
+            "chromium",
+            "node",
+            "sqlite3",
+            "espeak",
+            "ffmpeg",
+            "pocketsphinx",
+            "packages",
+        ],
+    ),
+    ("pebble", &["pebble"]),
+    ("proxies", &["caddy", "nginx"]),
+    ("lan", &["netns"]),
+    ("setpriv", &["setpriv"]),
+];
+
 fn main() {
-    for cfg in [
-        "has_hermes",
-        "has_claude_adapter",
-        "has_codex_adapter",
-        "has_browser",
-        "has_pebble",
-        "has_proxies",
-        "has_lan",
-        "has_setpriv",
-    ] {
-        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    for (suite, pieces) in SUITES {
+        for piece in *pieces {
+            println!("cargo::rustc-check-cfg=cfg(lacks_{suite}_{piece})");
+        }
     }
     for var in [
         "CI",
@@ -67,21 +84,33 @@ fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     web::build(&manifest, &out_dir);
-    let ci = std::env::var_os("CI").is_some();
+    if std::env::var_os("CI").is_some() {
+        return;
+    }
     let netns = namespaces();
-    let found = [
-        ("has_hermes", hermes(&manifest) && netns),
-        ("has_claude_adapter", claude_adapter(&manifest) && netns),
-        ("has_codex_adapter", codex_adapter(&manifest) && netns),
-        ("has_browser", browser(&manifest)),
-        ("has_pebble", on_path("pebble")),
-        ("has_proxies", on_path("caddy") && nginx()),
-        ("has_lan", lan()),
-        ("has_setpriv", on_path("setpriv")),
+    let found: Vec<(&str, Vec<(&str, bool)>)> = vec![
+        ("hermes", vec![("venv", hermes(&manifest)), ("netns", netns)]),
+        (
+            "claude",
+            vec![("adapter", claude_adapter(&manifest)), ("netns", netns)],
+        ),
+        (
+            "codex",
+            vec![("adapter", codex_adapter(&manifest)), ("netns", netns)],
+        ),
+        ("browser", browser(&manifest)),
+        ("pebble", vec![("pebble", on_path("pebble"))]),
+        (
+            "proxies",
+            vec![("caddy", on_path("caddy")), ("nginx", nginx())],
+        ),
+        ("lan", vec![("netns", lan())]),
+        ("setpriv", vec![("setpriv", on_path("setpriv"))]),
     ];
-    for (cfg, here) in found {
-        if here || ci {
-            println!("cargo::rustc-cfg={cfg}");
+    // One reason per suite: the first piece missing, so that the test names what to install.
+    for (suite, pieces) in found {
+        if let Some((piece, _)) = pieces.iter().find(|(_, here)| !here) {
+            println!("cargo::rustc-cfg=lacks_{suite}_{piece}");
         }
     }
 }
@@ -140,7 +169,7 @@ fn npm_adapter(manifest: &Path, var: &str, dir: &str, program: &str) -> bool {
     look(&adapter.join(&bin), Some(&adapter))
 }
 
-fn browser(manifest: &Path) -> bool {
+fn browser(manifest: &Path) -> Vec<(&'static str, bool)> {
     let chromium = std::env::var_os("IRIS_CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
@@ -149,17 +178,16 @@ fn browser(manifest: &Path) -> bool {
         &suite.join("node_modules/playwright-core/package.json"),
         Some(&suite),
     );
-    let found = [
-        look(&chromium, None),
-        on_path("node"),
-        on_path("sqlite3"),
+    vec![
+        ("chromium", look(&chromium, None)),
+        ("node", on_path("node")),
+        ("sqlite3", on_path("sqlite3")),
         // voice.test.mjs: a spoken sentence, and a real offline recogniser for it.
-        on_path("espeak-ng"),
-        on_path("ffmpeg"),
-        on_path("pocketsphinx_continuous"),
-        packages,
-    ];
-    found.iter().all(|f| *f)
+        ("espeak", on_path("espeak-ng")),
+        ("ffmpeg", on_path("ffmpeg")),
+        ("pocketsphinx", on_path("pocketsphinx_continuous")),
+        ("packages", packages),
+    ]
 }
 
 /// Whether nginx is installed (Debian keeps it in /usr/sbin, which a user's PATH may lack).

@@ -306,7 +306,7 @@ fn doctor(dir: &Path, acme: &AcmeConfig, directory: &str) -> String {
 }
 
 #[tokio::test]
-#[cfg_attr(not(has_pebble), ignore = "needs pebble (apt-get install pebble)")]
+#[cfg_attr(lacks_pebble_pebble, ignore = "needs pebble: apt-get install pebble")]
 async fn certificates_come_from_pebble_over_both_challenges_and_are_renewed_in_service() {
     let (alpn_port, http_port) = (free_port(), free_port());
     // 30 s certificates: renewed a third of their lifetime before expiry, 20 s in.

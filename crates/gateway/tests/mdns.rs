@@ -145,7 +145,7 @@ impl Drop for Served {
 }
 
 #[test]
-#[cfg_attr(not(has_lan), ignore = "needs root and `ip netns` (iproute2)")]
+#[cfg_attr(lacks_lan_netns, ignore = "needs root and `ip netns` (iproute2)")]
 fn a_phone_on_the_lan_finds_the_gateway_and_reaches_it_at_the_announced_address() {
     let lan = Lan::new();
     let (quiet_dir, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

@@ -271,7 +271,8 @@ async fn caddy(gw: &TestGateway, dir: &Path, port: u16) -> Proxy {
 }
 
 #[tokio::test]
-#[cfg_attr(not(has_proxies), ignore = "needs Debian's caddy and nginx")]
+#[cfg_attr(lacks_proxies_caddy, ignore = "needs caddy: apt-get install caddy")]
+#[cfg_attr(lacks_proxies_nginx, ignore = "needs nginx: apt-get install nginx")]
 async fn caddy_as_the_recipe_has_it_carries_the_page_and_a_turn() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pin = certificate(dir.path());
@@ -287,7 +288,8 @@ async fn caddy_as_the_recipe_has_it_carries_the_page_and_a_turn() {
 /// A gateway that does not name its proxy in `trusted_proxies` sees every device as the proxy:
 /// `doctor` says so, and what to do.
 #[tokio::test]
-#[cfg_attr(not(has_proxies), ignore = "needs Debian's caddy and nginx")]
+#[cfg_attr(lacks_proxies_caddy, ignore = "needs caddy: apt-get install caddy")]
+#[cfg_attr(lacks_proxies_nginx, ignore = "needs nginx: apt-get install nginx")]
 async fn doctor_names_a_proxy_missing_from_trusted_proxies() {
     let dir = tempfile::tempdir().expect("tempdir");
     certificate(dir.path());
@@ -306,7 +308,8 @@ async fn doctor_names_a_proxy_missing_from_trusted_proxies() {
 }
 
 #[tokio::test]
-#[cfg_attr(not(has_proxies), ignore = "needs Debian's caddy and nginx")]
+#[cfg_attr(lacks_proxies_caddy, ignore = "needs caddy: apt-get install caddy")]
+#[cfg_attr(lacks_proxies_nginx, ignore = "needs nginx: apt-get install nginx")]
 async fn nginx_as_the_recipe_has_it_carries_the_page_and_a_turn() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pin = certificate(dir.path());

@@ -7,7 +7,7 @@
 //! `node_modules/.bin/claude-agent-acp`), else in `tests/claude/adapter` of this crate, installed
 //! there from its lockfile with `npm ci --prefix crates/gateway/tests/claude/adapter`. The build
 //! script (`build.rs`) looks in the same places: without one, the tests that need it are ignored
-//! (cfg `has_claude_adapter`), except under CI (`$CI` set), where they run and a missing adapter
+//! (a cfg `lacks_claude_*`), except under CI (`$CI` set), where they run and a missing adapter
 //! is a failure. [`ClaudeEnv::new`] fails a test that runs without it.
 //!
 //! The launcher of `npm_agent.rs`, shared with Codex, enters a new network namespace,

@@ -7,7 +7,7 @@
 //! Hermes is found in `$IRIS_HERMES_VENV`, else `<workspace>/.venv`, else
 //! `/opt/iris-hermes-venv` (`python3 -m venv V && V/bin/pip install 'hermes-agent[acp]==0.19.0'`).
 //! The build script (`build.rs`) looks in the same places: without one, the tests that need
-//! Hermes are ignored (cfg `has_hermes`), except under CI (`$CI` set), where they run and a
+//! Hermes are ignored (a cfg `lacks_hermes_*`), except under CI (`$CI` set), where they run and a
 //! missing Hermes is a failure. [`HermesEnv::new`] fails a test that runs without it.
 //!
 //! [`HermesEnv::command`] is a self-contained command line: a launcher script that enters a new
