@@ -488,7 +488,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
             TokenSource::Generated(path) => println!(
                 "  Token:     generated now and saved to {} (not printed off a terminal; \
-                 `iris-gateway pair` pairs a device)",
+                 pair devices with a code, below)",
                 path.display()
             ),
             TokenSource::Stored(path) => println!("  Token:     stored in {}", path.display()),
@@ -497,7 +497,10 @@ fn serve(args: ServeArgs) -> ExitCode {
         if !gateway.shared_token_enabled() {
             println!("             (switched off: auth.shared_token = false)");
         }
-        println!("Pair a device: run `iris-gateway pair` (a one-time code as QR code and link).");
+        println!(
+            "Pair a device: run `{} pair` (a one-time code as QR code and link).",
+            own_command()
+        );
         match gateway.serve(shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -506,6 +509,22 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// How the owner's shell runs this binary: `iris-gateway` when that name on `PATH` is this very
+/// file (installed with `cargo install`), else its full path (`cargo run` from a checkout).
+fn own_command() -> String {
+    let me = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let on_path = std::env::split_paths(&path)
+        .map(|dir| dir.join("iris-gateway"))
+        .find(|p| p.is_file())
+        .and_then(|p| std::fs::canonicalize(p).ok());
+    match (me, on_path) {
+        (Some(me), Some(found)) if me == found => "iris-gateway".to_owned(),
+        (Some(me), _) => me.display().to_string(),
+        (None, _) => "iris-gateway".to_owned(),
+    }
 }
 
 /// Raises the soft limit on open files to the hard limit. Every connected device holds a socket,
