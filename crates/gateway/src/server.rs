@@ -619,12 +619,9 @@ async fn ws_upgrade(
     }
     let forwarded = header(header::HeaderName::from_static("x-forwarded-for"));
     let client = crate::guard::client_ip(addr.ip(), forwarded, &config.trusted_proxies);
-    let local = crate::guard::is_local(addr.ip(), &headers);
-    let addr = SocketAddr::new(client, addr.port());
-    // Binary media chunks are at most 1 MiB; larger frames are refused by the WebSocket layer,
-    // text frames above the configured limit by the connection with a `bad_request`.
+    let peer = crate::conn::Peer::at(client, crate::guard::is_local(addr.ip(), &headers));
     let limits = &routes.ctx.shared.config.limits;
-    let max = (limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
+    let max = crate::conn::max_message_bytes(limits.max_frame_bytes);
     // Until `hello` succeeds the socket may read only a little: a stranger cannot make the
     // gateway hold a large frame (the connection lifts the limit once the device is in).
     budget.limit_to(limits.pre_hello_bytes as u64);
@@ -633,7 +630,8 @@ async fn ws_upgrade(
         .read_buffer_size(WS_READ_BUFFER)
         .write_buffer_size(WS_WRITE_BUFFER)
         .on_upgrade(move |socket| {
-            let conn = crate::conn::serve(routes.ctx.clone(), socket, addr, local, budget);
+            let socket = crate::conn::Duplex::websocket(socket);
+            let conn = crate::conn::serve(routes.ctx.clone(), socket, peer, budget);
             routes.tasks.track_future(conn)
         })
         .into_response()
