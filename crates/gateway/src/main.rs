@@ -1,6 +1,7 @@
 //! The `iris-gateway` binary: `serve` runs the gateway, `pair` shows how to connect a device,
 //! `devices` lists and revokes devices; `backup` and `export` copy the owner's data out;
-//! `doctor` checks the setup;
+//! `doctor` checks the setup; `reach` shows how the gateway is reached from away and `relay`
+//! runs the relay for it;
 //! `demo-agent` is the built-in demo ACP agent.
 
 use std::path::PathBuf;
@@ -68,9 +69,36 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         wait: u64,
     },
+    /// Show how devices reach this gateway from away: its endpoint id (made now if the data dir
+    /// has none) and the relays of `[reach] relays`.
+    Reach(ConfigArgs),
+    /// Run a relay for reaching the gateway from away (iroh's relay server), e.g. on a small
+    /// server with a domain. It never sees the frames: they are end-to-end encrypted.
+    Relay(RelayArgs),
     /// Run the built-in demo ACP agent on stdin/stdout (a deterministic stand-in for a real agent).
     #[command(hide = true)]
     DemoAgent,
+}
+
+#[derive(clap::Args)]
+struct RelayArgs {
+    /// Where to listen: HTTPS with --tls-cert/--tls-key, otherwise plain HTTP (only for a relay
+    /// on loopback, for tests and development).
+    #[arg(long, default_value = "127.0.0.1:3340")]
+    listen: std::net::SocketAddr,
+    /// The certificate chain (PEM), e.g. the one the host's ACME client keeps renewed.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Where plain HTTP is served beside HTTPS (the relay answers captive-portal probes there).
+    #[arg(long, default_value = "0.0.0.0:80")]
+    http_listen: std::net::SocketAddr,
+    /// An endpoint id the relay serves (repeat for each: the gateway's, from `iris-gateway
+    /// reach`, and the devices'); none: it serves every endpoint.
+    #[arg(long = "allow")]
+    allow: Vec<iroh::EndpointId>,
 }
 
 #[derive(Subcommand)]
@@ -286,8 +314,69 @@ fn main() -> ExitCode {
             trust_cert,
         } => doctor(args, agent, trust_cert),
         Command::Discover { wait } => discover(wait),
+        Command::Reach(args) => reach(args),
+        Command::Relay(args) => relay(args),
         Command::DemoAgent => demo_agent(),
     }
+}
+
+fn reach(args: ConfigArgs) -> ExitCode {
+    let config = match args.resolve() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match iris_gateway::reach::endpoint_id(&config.data_dir) {
+        Ok(id) => println!("Endpoint id: {id}"),
+        Err(e) => {
+            eprintln!("iris-gateway: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    if config.reach.relays.is_empty() {
+        println!("Relays:      none ([reach] relays is empty): not reachable from away, nothing is contacted");
+    }
+    for url in &config.reach.relays {
+        println!("Relay:       {url}");
+    }
+    ExitCode::SUCCESS
+}
+
+fn relay(args: RelayArgs) -> ExitCode {
+    start_log(LogFormat::Text);
+    let tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(iris_gateway::relay::RelayTls {
+            cert,
+            key,
+            http_listen: args.http_listen,
+        }),
+        _ => None,
+    };
+    if tls.is_none() && !args.listen.ip().is_loopback() {
+        eprintln!("iris-gateway: a relay beyond loopback needs TLS (--tls-cert and --tls-key)");
+        return ExitCode::from(2);
+    }
+    let options = iris_gateway::relay::RelayOptions {
+        listen: args.listen,
+        tls,
+        allow: args.allow,
+    };
+    runtime().block_on(async move {
+        let relay = match iris_gateway::relay::Relay::start(options).await {
+            Ok(relay) => relay,
+            Err(e) => {
+                eprintln!("iris-gateway: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        println!("Relay: {}", relay.url());
+        match relay.run(shutdown_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("iris-gateway: {e}");
+                ExitCode::from(1)
+            }
+        }
+    })
 }
 
 fn discover(wait: u64) -> ExitCode {
@@ -441,6 +530,11 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
         if !gateway.shared_token_enabled() {
             println!("             (switched off: auth.shared_token = false)");
+        }
+        if let Some(reach) = gateway.reach() {
+            println!("  Endpoint:  {}", reach.id());
+            let relays: Vec<String> = reach.relays().iter().map(|r| r.to_string()).collect();
+            println!("  Relays:    {}", relays.join(", "));
         }
         println!("Pair a device: run `iris-gateway pair` (a one-time code as QR code and link).");
         match gateway.serve(shutdown_signal()).await {

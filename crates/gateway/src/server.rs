@@ -100,6 +100,9 @@ pub enum StartError {
     /// The TLS certificate cannot be loaded or made.
     #[error("tls: {0}")]
     Tls(#[from] crate::tls::TlsError),
+    /// The endpoint for the relays (`[reach]`) cannot start.
+    #[error("reach: {0}")]
+    Reach(#[from] crate::reach::ReachError),
 }
 
 /// A bound, ready gateway.
@@ -120,6 +123,8 @@ pub struct Gateway {
     redirect: Option<TcpListener>,
     /// The gateway's id, announced on the LAN.
     gateway_id: String,
+    /// The endpoint devices dial through the relays, when `[reach]` names any.
+    reach: Option<crate::reach::Reach>,
 }
 
 /// Where the token came from.
@@ -190,6 +195,7 @@ impl Gateway {
         // Links made by `pair.create` name the port really bound (`listen` may ask for port 0).
         config.listen = addr;
         let (tls, acme, redirect) = start_tls(&mut config, &dir).await?;
+        let reach = crate::reach::Reach::bind(&config.reach, &dir).await?;
         config.tls_pin = tls.as_ref().and_then(|t| t.pin.clone());
         // `hello.ack` offers the VAPID key that was loaded (or made) in the data dir.
         if let Some(webpush) = config.push.webpush.as_mut() {
@@ -239,7 +245,13 @@ impl Gateway {
             acme,
             redirect,
             gateway_id,
+            reach,
         })
+    }
+
+    /// The endpoint devices dial through the relays, when `[reach]` names any.
+    pub fn reach(&self) -> Option<&crate::reach::Reach> {
+        self.reach.as_ref()
     }
 
     /// The state shared by connections (tests use it to look inside).
@@ -333,6 +345,10 @@ impl Gateway {
             tokio::spawn(serve)
         });
         let tls = self.tls.map(|t| t.acceptor);
+        let reach = self.reach.map(|reach| {
+            let accept = reach.spawn(ctx.clone(), admission.clone(), tasks.clone(), stop.clone());
+            (reach, accept)
+        });
         let server =
             crate::listener::serve(self.listener, app, admission, metrics, tls, stop.clone());
         let server = tokio::spawn(server);
@@ -359,6 +375,11 @@ impl Gateway {
             .is_err()
         {
             tracing::warn!("some connections did not close in time");
+        }
+        if let Some((reach, accept)) = reach {
+            let _ = accept.await;
+            // Leaving the relays politely is worth a moment, not a hung shutdown.
+            let _ = tokio::time::timeout(Duration::from_secs(3), reach.close()).await;
         }
         let result = server
             .await
