@@ -148,7 +148,7 @@ async fn run(
                 Ok(0) => return,
                 Ok(_) => {}
                 Err(e) => {
-                    let _ = incoming.send(Incoming::Failed(WsError::Io(e.into())));
+                    let _ = incoming.send(Incoming::Failed(WsError::Io(e)));
                     return;
                 }
             },

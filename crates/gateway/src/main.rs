@@ -325,8 +325,13 @@ fn reach(args: ConfigArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    match iris_gateway::reach::endpoint_id(&config.data_dir) {
-        Ok(id) => println!("Endpoint id: {id}"),
+    // Made now, with the data dir, when there is none yet: the id the gateway will have.
+    let dir = &config.data_dir;
+    let key = iris_gateway::server::prepare_data_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))
+        .and_then(|()| iris_gateway::reach::key::load_or_create(dir).map_err(|e| e.to_string()));
+    match key {
+        Ok((key, _)) => println!("Endpoint id: {}", key.public()),
         Err(e) => {
             eprintln!("iris-gateway: {e}");
             return ExitCode::from(1);

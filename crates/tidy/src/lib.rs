@@ -58,6 +58,10 @@ pub const UNBOUNDED_CHANNELS: &[Exception] = &[
         reason: "the typed client used by tests and tools: what it queues is what its owner sent or asked for",
     },
     Exception {
+        path: "crates/client/src/relay.rs",
+        reason: "the typed client's task through a relay, as conn.rs: what it queues is what its owner sent or asked for",
+    },
+    Exception {
         path: "crates/bench/src/raw.rs",
         reason: "the load tool's raw WebSocket baseline: a measuring fixture fed by the load tool itself",
     },

@@ -52,14 +52,6 @@ pub struct Reach {
     relays: Vec<RelayUrl>,
 }
 
-/// The gateway's endpoint id, from the key in the data dir `dir` (made now, with the data dir,
-/// when there is none yet: the id is then the one the gateway will have).
-pub fn endpoint_id(dir: &Path) -> Result<EndpointId, String> {
-    crate::server::prepare_data_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let (key, _) = key::load_or_create(dir).map_err(|e| e.to_string())?;
-    Ok(key.public())
-}
-
 /// The QUIC settings of both ends: one bidirectional stream per connection (the device's), no
 /// unidirectional ones, kept alive while idle.
 pub fn transport_config() -> QuicTransportConfig {
