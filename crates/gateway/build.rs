@@ -89,7 +89,10 @@ fn main() {
     }
     let netns = namespaces();
     let found: Vec<(&str, Vec<(&str, bool)>)> = vec![
-        ("hermes", vec![("venv", hermes(&manifest)), ("netns", netns)]),
+        (
+            "hermes",
+            vec![("venv", hermes(&manifest)), ("netns", netns)],
+        ),
         (
             "claude",
             vec![("adapter", claude_adapter(&manifest)), ("netns", netns)],

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use crate::conn::{self, Command, Incoming};
+use crate::relay::{self, Dial};
 use crate::ClientError;
 
 /// How long blocking calls wait unless told otherwise.
@@ -241,6 +242,32 @@ impl Client {
             Ok(Ok((ws, _response))) => ws,
         };
         let (commands, incoming) = conn::spawn(ws);
+        Client::start(opts, commands, incoming, deadline).await
+    }
+
+    /// Dials the gateway by its endpoint id through a relay ([`Dial`]), sends `hello` (id 0)
+    /// and waits for `hello.ack`, as [`Client::connect`] does over a WebSocket (`opts.url` only
+    /// names the gateway in errors).
+    pub async fn connect_via_relay(
+        opts: ConnectOptions,
+        dial: &Dial,
+    ) -> Result<(Client, HelloAck), ClientError> {
+        let deadline = Instant::now() + DEFAULT_TIMEOUT;
+        let (commands, incoming) = match tokio::time::timeout_at(deadline, relay::open(dial)).await
+        {
+            Err(_) => return Err(ClientError::Timeout),
+            Ok(opened) => opened?,
+        };
+        Client::start(opts, commands, incoming, deadline).await
+    }
+
+    /// Says `hello` on an open connection (its task's channels) and waits for the answer.
+    async fn start(
+        opts: ConnectOptions,
+        commands: mpsc::UnboundedSender<Command>,
+        incoming: mpsc::UnboundedReceiver<Incoming>,
+        deadline: Instant,
+    ) -> Result<(Client, HelloAck), ClientError> {
         let mut client = Client {
             commands,
             incoming,

@@ -1,4 +1,5 @@
-//! A typed WebSocket client for the Iris Gateway v1 protocol.
+//! A typed client for the Iris Gateway v1 protocol, over a WebSocket or dialed by the gateway's
+//! endpoint id through a relay ([`Dial`]).
 //!
 //! It serves the gateway's integration tests (many devices at once), load tools, and app
 //! developers who want a compact reference of how a device talks to the gateway.
@@ -24,10 +25,15 @@ mod client;
 mod conn;
 mod error;
 mod raw;
+mod relay;
 
 pub use client::{Client, ConnectOptions, Event, SyncOutcome, DEFAULT_TIMEOUT};
 pub use error::ClientError;
 pub use raw::{RawConnection, RawFrame};
+pub use relay::Dial;
+
+/// The iroh crate the relay dial is made with (its endpoint ids, relay URLs and keys).
+pub use iroh;
 
 /// The protocol crate, re-exported so that users of the client need not depend on it directly.
 pub use iris_protocol as protocol;

@@ -12,7 +12,9 @@ pub mod action_route;
 pub mod announce;
 pub mod listener;
 pub mod pair;
+pub mod reach;
 pub mod redirect;
+pub mod relay;
 pub mod server;
 pub mod web;
 // Connection layer.

@@ -187,14 +187,27 @@ impl Drop for Ticket {
     }
 }
 
-/// A socket that counts what it reads against a [`ReadBudget`] and holds its [`Ticket`].
-struct Metered {
-    tcp: TcpStream,
+/// A socket (or a stream through a relay) that counts what it reads against a [`ReadBudget`]
+/// and holds its [`Ticket`].
+pub struct Metered<T = TcpStream> {
+    io: T,
     budget: ReadBudget,
     _ticket: Ticket,
 }
 
-impl AsyncRead for Metered {
+impl<T> Metered<T> {
+    /// `io`, counting its reads against the ticket's budget; the place is freed when it is
+    /// dropped.
+    pub fn new(io: T, ticket: Ticket) -> Metered<T> {
+        Metered {
+            io,
+            budget: ticket.budget(),
+            _ticket: ticket,
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Metered<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -208,7 +221,7 @@ impl AsyncRead for Metered {
             return Poll::Ready(Err(io::Error::other("closed for a newer connection")));
         }
         let before = buf.filled().len();
-        let polled = Pin::new(&mut self.tcp).poll_read(cx, buf);
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
         if polled.is_pending() {
             self.budget.park(cx.waker());
         }
@@ -218,21 +231,21 @@ impl AsyncRead for Metered {
     }
 }
 
-impl AsyncWrite for Metered {
+impl<T: AsyncWrite + Unpin> AsyncWrite for Metered<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.tcp).poll_write(cx, buf)
+        Pin::new(&mut self.io).poll_write(cx, buf)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.tcp).poll_flush(cx)
+        Pin::new(&mut self.io).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.tcp).poll_shutdown(cx)
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 
     fn poll_write_vectored(
@@ -240,11 +253,11 @@ impl AsyncWrite for Metered {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.tcp.is_write_vectored()
+        self.io.is_write_vectored()
     }
 }
 
@@ -288,11 +301,7 @@ pub async fn serve(
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
         let budget = ticket.budget();
-        let io = Metered {
-            tcp,
-            budget: budget.clone(),
-            _ticket: ticket,
-        };
+        let io = Metered::new(tcp, ticket);
         let header_timeout = admission.limits.header_timeout;
         let conn = Conn {
             peer,

@@ -1,279 +1,20 @@
 //! The `iris-gateway` binary: `serve` runs the gateway, `pair` shows how to connect a device,
 //! `devices` lists and revokes devices; `backup` and `export` copy the owner's data out;
-//! `doctor` checks the setup;
+//! `doctor` checks the setup; `reach` shows how the gateway is reached from away and `relay`
+//! runs the relay for it;
 //! `demo-agent` is the built-in demo ACP agent.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use iris_gateway::config::{Config, Overrides};
+mod cli;
+
+use clap::Parser;
+use cli::*;
+use iris_gateway::config::Config;
 use iris_gateway::text::count;
 use iris_gateway::{Gateway, StartError, TokenSource};
-
-#[derive(Parser)]
-#[command(
-    name = "iris-gateway",
-    version,
-    about = "Self-hosted gateway between the Iris app and an ACP agent"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run the gateway.
-    Serve(ServeArgs),
-    /// Create a one-time pairing code and show it as a QR code and URLs for a phone or a browser;
-    /// `pair list` and `pair revoke` show and delete codes waiting to be used.
-    #[command(args_conflicts_with_subcommands = true)]
-    Pair {
-        #[command(subcommand)]
-        command: Option<PairCommand>,
-        #[command(flatten)]
-        args: PairArgs,
-    },
-    /// List or revoke paired devices.
-    Devices {
-        #[command(subcommand)]
-        command: DevicesCommand,
-    },
-    /// Write a backup of the data dir (store, media, keys) to one tar file, while the gateway runs.
-    Backup {
-        /// The archive to write; it must not exist yet.
-        file: PathBuf,
-        #[command(flatten)]
-        args: DataArgs,
-    },
-    /// Export conversations as Markdown or JSON files.
-    Export(ExportArgs),
-    /// Check the setup the way a phone comes in: private data dir, TLS, public_url and a
-    /// WebSocket through it, the agents, credentials. Exits 1 when something is broken.
-    Doctor {
-        #[command(flatten)]
-        args: ConfigArgs,
-        /// Agent command line, as given to `serve`.
-        #[arg(long, env = "IRIS_AGENT")]
-        agent: Option<String>,
-        /// A certificate (PEM) to trust for public_url besides the public roots: the one a
-        /// proxy in front serves, when it is self-signed.
-        #[arg(long)]
-        trust_cert: Option<PathBuf>,
-    },
-    /// List the Iris gateways on this network (announced over mDNS as `_iris._tcp`). Exits 1
-    /// when none answered.
-    Discover {
-        /// How long to listen for answers, in seconds.
-        #[arg(long, default_value_t = 5)]
-        wait: u64,
-    },
-    /// Run the built-in demo ACP agent on stdin/stdout (a deterministic stand-in for a real agent).
-    #[command(hide = true)]
-    DemoAgent,
-}
-
-#[derive(Subcommand)]
-enum PairCommand {
-    /// List the pairing codes waiting to be used: id, who made them, when they expire.
-    List(DataArgs),
-    /// Delete a pairing code waiting to be used (its id from `pair list`), or all of them.
-    Revoke {
-        /// The code's id (see `pair list`).
-        #[arg(required_unless_present = "all", conflicts_with = "all")]
-        id: Option<String>,
-        /// Delete every open code.
-        #[arg(long)]
-        all: bool,
-        #[command(flatten)]
-        args: DataArgs,
-    },
-}
-
-#[derive(clap::Args)]
-struct PairArgs {
-    #[command(flatten)]
-    config: ConfigArgs,
-    /// Show the shared token instead of a one-time code (for apps that do not keep a device
-    /// token).
-    #[arg(long)]
-    shared: bool,
-    /// Minutes the code stays valid [default: auth.pairing_code_minutes, 10].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1440))]
-    minutes: Option<u64>,
-}
-
-#[derive(clap::Args)]
-struct ServeArgs {
-    #[command(flatten)]
-    config: ConfigArgs,
-    /// Agent command line (`demo` for the built-in demo agent, `none` for no agent).
-    #[arg(long, env = "IRIS_AGENT")]
-    agent: Option<String>,
-    /// How the log on stderr is written: `text` (coloured only on a terminal) or `json` (one
-    /// object per line, for log collectors).
-    #[arg(long, env = "IRIS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
-}
-
-/// The log's shape on stderr.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
-/// Starts the log on stderr: the level from `IRIS_LOG` (info by default); colours only when
-/// stderr is a terminal and `NO_COLOR` is unset, so journald and files get plain lines.
-fn start_log(format: LogFormat) {
-    use std::io::IsTerminal;
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    let mut first = false;
-    STARTED.call_once(|| first = true);
-    if !first {
-        return;
-    }
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_env("IRIS_LOG").unwrap_or_else(|_| "info".into());
-    let log = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Json => log.json().init(),
-        LogFormat::Text => {
-            let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            log.with_ansi(colour).init();
-        }
-    }
-}
-
-/// The settings of the commands that only work on the data dir (`backup`, `export`, `devices`,
-/// `pair list` and `pair revoke`): where it is, given directly or by the config file.
-#[derive(clap::Args)]
-struct DataArgs {
-    /// The gateway's data directory [default: $XDG_DATA_HOME/iris-gateway, else
-    /// ~/.local/share/iris-gateway].
-    #[arg(long, env = "IRIS_DATA_DIR")]
-    data_dir: Option<PathBuf>,
-    /// TOML config file (its `data_dir`); --data-dir and IRIS_DATA_DIR override it.
-    #[arg(long, env = "IRIS_CONFIG")]
-    config: Option<PathBuf>,
-}
-
-impl DataArgs {
-    fn resolve(self) -> Result<Config, ExitCode> {
-        ConfigArgs {
-            data_dir: self.data_dir,
-            config: self.config,
-            ..ConfigArgs::default()
-        }
-        .resolve()
-    }
-}
-
-/// The settings of the commands that serve or reach the gateway (`serve`, `pair`, `doctor`):
-/// where the data dir and token are, and the addresses.
-#[derive(clap::Args, Default)]
-struct ConfigArgs {
-    /// Address the gateway listens on [default: 127.0.0.1:8765].
-    #[arg(long, env = "IRIS_LISTEN")]
-    listen: Option<String>,
-    /// The gateway's data directory [default: $XDG_DATA_HOME/iris-gateway, else
-    /// ~/.local/share/iris-gateway].
-    #[arg(long, env = "IRIS_DATA_DIR")]
-    data_dir: Option<PathBuf>,
-    /// Token devices authenticate with [default: generated on first start, kept in the data dir].
-    /// On the command line it is visible to every user in `ps`: prefer IRIS_TOKEN, the config
-    /// file or the token file.
-    #[arg(long, env = "IRIS_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-    /// TOML config file; flags and IRIS_* variables override it.
-    #[arg(long, env = "IRIS_CONFIG")]
-    config: Option<PathBuf>,
-    /// Base URL devices reach the gateway at, e.g. https://iris.example.com [default: from --listen].
-    #[arg(long, env = "IRIS_PUBLIC_URL")]
-    public_url: Option<String>,
-    /// Serve TLS with this PEM certificate chain (reloaded when the file changes); needs
-    /// --tls-key.
-    #[arg(long, env = "IRIS_TLS_CERT", requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// The PEM private key of --tls-cert.
-    #[arg(long, env = "IRIS_TLS_KEY", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
-    /// Serve TLS with a self-signed certificate made on the first start (pairing links pin it).
-    #[arg(long, conflicts_with = "tls_cert")]
-    tls_self_signed: bool,
-    /// Also listen for plain HTTP (e.g. 0.0.0.0:80): redirects to https, refuses WebSockets.
-    #[arg(long, env = "IRIS_HTTP_LISTEN")]
-    http_listen: Option<String>,
-}
-
-impl ConfigArgs {
-    fn resolve(self) -> Result<Config, ExitCode> {
-        self.resolve_with(None)
-    }
-
-    fn resolve_with(self, agent: Option<String>) -> Result<Config, ExitCode> {
-        let over = Overrides {
-            listen: self.listen,
-            data_dir: self.data_dir,
-            token: self.token.map(Into::into),
-            config: self.config,
-            public_url: self.public_url,
-            agent,
-            tls_cert: self.tls_cert,
-            tls_key: self.tls_key,
-            tls_self_signed: self.tls_self_signed,
-            http_listen: self.http_listen,
-        };
-        Config::resolve(over).map_err(|e| {
-            eprintln!("iris-gateway: {e}");
-            ExitCode::from(2)
-        })
-    }
-}
-
-#[derive(clap::Args)]
-struct ExportArgs {
-    /// The chat to export (a channel with its threads, or one thread).
-    #[arg(long, conflicts_with = "all", required_unless_present = "all")]
-    chat: Option<String>,
-    /// Export every chat.
-    #[arg(long)]
-    all: bool,
-    /// File format.
-    #[arg(long, value_enum, default_value = "md")]
-    format: FormatArg,
-    /// Directory to write into (created if missing).
-    #[arg(long, default_value = "iris-export")]
-    out: PathBuf,
-    /// Copy attached media files next to the documents.
-    #[arg(long)]
-    media: bool,
-    #[command(flatten)]
-    args: DataArgs,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum FormatArg {
-    Md,
-    Json,
-}
-
-#[derive(Subcommand)]
-enum DevicesCommand {
-    /// List paired devices: name, last seen, push backends.
-    List(DataArgs),
-    /// Revoke a device: disconnect it, drop its push registration, refuse it from now on.
-    Revoke {
-        /// The device id (see `devices list`).
-        device_id: String,
-        #[command(flatten)]
-        args: DataArgs,
-    },
-}
 
 /// Said whenever a token was given with `--token`.
 const TOKEN_ON_COMMAND_LINE: &str = "--token on the command line is visible to every user of \
@@ -314,8 +55,74 @@ fn main() -> ExitCode {
             trust_cert,
         } => doctor(args, agent, trust_cert),
         Command::Discover { wait } => discover(wait),
+        Command::Reach(args) => reach(args),
+        Command::Relay(args) => relay(args),
         Command::DemoAgent => demo_agent(),
     }
+}
+
+fn reach(args: ConfigArgs) -> ExitCode {
+    let config = match args.resolve() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    // Made now, with the data dir, when there is none yet: the id the gateway will have.
+    let dir = &config.data_dir;
+    let key = iris_gateway::server::prepare_data_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))
+        .and_then(|()| iris_gateway::reach::key::load_or_create(dir).map_err(|e| e.to_string()));
+    match key {
+        Ok((key, _)) => println!("Endpoint id: {}", key.public()),
+        Err(e) => {
+            eprintln!("iris-gateway: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    if config.reach.relays.is_empty() {
+        println!("Relays:      none ([reach] relays is empty): not reachable from away, nothing is contacted");
+    }
+    for url in &config.reach.relays {
+        println!("Relay:       {url}");
+    }
+    ExitCode::SUCCESS
+}
+
+fn relay(args: RelayArgs) -> ExitCode {
+    start_log(LogFormat::Text);
+    let tls = match (args.tls_cert, args.tls_key) {
+        (Some(cert), Some(key)) => Some(iris_gateway::relay::RelayTls {
+            cert,
+            key,
+            http_listen: args.http_listen,
+        }),
+        _ => None,
+    };
+    if tls.is_none() && !args.listen.ip().is_loopback() {
+        eprintln!("iris-gateway: a relay beyond loopback needs TLS (--tls-cert and --tls-key)");
+        return ExitCode::from(2);
+    }
+    let options = iris_gateway::relay::RelayOptions {
+        listen: args.listen,
+        tls,
+        allow: args.allow,
+    };
+    runtime().block_on(async move {
+        let relay = match iris_gateway::relay::Relay::start(options).await {
+            Ok(relay) => relay,
+            Err(e) => {
+                eprintln!("iris-gateway: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        println!("Relay: {}", relay.url());
+        match relay.run(shutdown_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("iris-gateway: {e}");
+                ExitCode::from(1)
+            }
+        }
+    })
 }
 
 fn discover(wait: u64) -> ExitCode {
@@ -496,6 +303,11 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
         if !gateway.shared_token_enabled() {
             println!("             (switched off: auth.shared_token = false)");
+        }
+        if let Some(reach) = gateway.reach() {
+            println!("  Endpoint:  {}", reach.id());
+            let relays: Vec<String> = reach.relays().iter().map(|r| r.to_string()).collect();
+            println!("  Relays:    {}", relays.join(", "));
         }
         println!(
             "Pair a device: run `{} pair` (a one-time code as QR code and link).",

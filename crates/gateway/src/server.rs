@@ -103,6 +103,9 @@ pub enum StartError {
     /// The TLS certificate cannot be loaded or made.
     #[error("tls: {0}")]
     Tls(#[from] crate::tls::TlsError),
+    /// The endpoint for the relays (`[reach]`) cannot start.
+    #[error("reach: {0}")]
+    Reach(#[from] crate::reach::ReachError),
 }
 
 /// A bound, ready gateway.
@@ -123,6 +126,8 @@ pub struct Gateway {
     redirect: Option<TcpListener>,
     /// The gateway's id, announced on the LAN.
     gateway_id: String,
+    /// The endpoint devices dial through the relays, when `[reach]` names any.
+    reach: Option<crate::reach::Reach>,
 }
 
 /// Where the token came from.
@@ -193,6 +198,7 @@ impl Gateway {
         // Links made by `pair.create` name the port really bound (`listen` may ask for port 0).
         config.listen = addr;
         let (tls, acme, redirect) = start_tls(&mut config, &dir).await?;
+        let reach = crate::reach::Reach::bind(&config.reach, &dir).await?;
         config.tls_pin = tls.as_ref().and_then(|t| t.pin.clone());
         // `hello.ack` offers the VAPID key that was loaded (or made) in the data dir.
         if let Some(webpush) = config.push.webpush.as_mut() {
@@ -242,7 +248,13 @@ impl Gateway {
             acme,
             redirect,
             gateway_id,
+            reach,
         })
+    }
+
+    /// The endpoint devices dial through the relays, when `[reach]` names any.
+    pub fn reach(&self) -> Option<&crate::reach::Reach> {
+        self.reach.as_ref()
     }
 
     /// The state shared by connections (tests use it to look inside).
@@ -346,6 +358,10 @@ impl Gateway {
             tokio::spawn(serve)
         });
         let tls = self.tls.map(|t| t.acceptor);
+        let reach = self.reach.map(|reach| {
+            let accept = reach.spawn(ctx.clone(), admission.clone(), tasks.clone(), stop.clone());
+            (reach, accept)
+        });
         let server =
             crate::listener::serve(self.listener, app, admission, metrics, tls, stop.clone());
         let server = tokio::spawn(server);
@@ -372,6 +388,11 @@ impl Gateway {
             .is_err()
         {
             tracing::warn!("some connections did not close in time");
+        }
+        if let Some((reach, accept)) = reach {
+            let _ = accept.await;
+            // Leaving the relays politely is worth a moment, not a hung shutdown.
+            let _ = tokio::time::timeout(Duration::from_secs(3), reach.close()).await;
         }
         let result = server
             .await
@@ -632,12 +653,9 @@ async fn ws_upgrade(
     }
     let forwarded = header(header::HeaderName::from_static("x-forwarded-for"));
     let client = crate::guard::client_ip(addr.ip(), forwarded, &config.trusted_proxies);
-    let local = crate::guard::is_local(addr.ip(), &headers);
-    let addr = SocketAddr::new(client, addr.port());
-    // Binary media chunks are at most 1 MiB; larger frames are refused by the WebSocket layer,
-    // text frames above the configured limit by the connection with a `bad_request`.
+    let peer = crate::conn::Peer::at(client, crate::guard::is_local(addr.ip(), &headers));
     let limits = &routes.ctx.shared.config.limits;
-    let max = (limits.max_frame_bytes + 64 * 1024).max(2 * 1024 * 1024);
+    let max = crate::conn::max_message_bytes(limits.max_frame_bytes);
     // Until `hello` succeeds the socket may read only a little: a stranger cannot make the
     // gateway hold a large frame (the connection lifts the limit once the device is in).
     budget.limit_to(limits.pre_hello_bytes as u64);
@@ -646,7 +664,8 @@ async fn ws_upgrade(
         .read_buffer_size(WS_READ_BUFFER)
         .write_buffer_size(WS_WRITE_BUFFER)
         .on_upgrade(move |socket| {
-            let conn = crate::conn::serve(routes.ctx.clone(), socket, addr, local, budget);
+            let socket = crate::conn::Duplex::websocket(socket);
+            let conn = crate::conn::serve(routes.ctx.clone(), socket, peer, budget);
             routes.tasks.track_future(conn)
         })
         .into_response()

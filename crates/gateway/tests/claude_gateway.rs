@@ -47,8 +47,14 @@ fn catalog_names(e: &Event) -> Vec<String> {
 }
 
 #[tokio::test]
-#[cfg_attr(lacks_claude_adapter, ignore = "needs Claude Code's ACP adapter: npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP")]
-#[cfg_attr(lacks_claude_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_claude_adapter,
+    ignore = "needs Claude Code's ACP adapter: npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP"
+)]
+#[cfg_attr(
+    lacks_claude_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn claude_code_and_the_demo_answer_side_by_side_with_their_own_catalogs_and_models() {
     let env = claude::ClaudeEnv::new();
     let gw = with_claude(&env, "demo").await;
@@ -186,8 +192,14 @@ fn crate_commands() -> usize {
 /// checklist `commentary`; a Bash command is a tool card that first asks through
 /// `picker.approval`, runs once a device allows it, and shows its output; then the final text.
 #[tokio::test]
-#[cfg_attr(lacks_claude_adapter, ignore = "needs Claude Code's ACP adapter: npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP")]
-#[cfg_attr(lacks_claude_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_claude_adapter,
+    ignore = "needs Claude Code's ACP adapter: npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP"
+)]
+#[cfg_attr(
+    lacks_claude_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn claude_code_s_plans_tools_and_approvals_reach_the_phone() {
     let env = claude::ClaudeEnv::new();
     let gw = with_claude(&env, "claude").await;
@@ -320,8 +332,14 @@ fn tool_results(env: &claude::ClaudeEnv) -> Vec<String> {
 /// a typed answer; a choice, a typed answer, and two questions asked one after the other go back
 /// to Claude as the tool's result.
 #[tokio::test]
-#[cfg_attr(lacks_claude_adapter, ignore = "needs Claude Code's ACP adapter: npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP")]
-#[cfg_attr(lacks_claude_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_claude_adapter,
+    ignore = "needs Claude Code's ACP adapter: npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP"
+)]
+#[cfg_attr(
+    lacks_claude_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn claude_code_s_questions_are_answered_from_the_phone() {
     let env = claude::ClaudeEnv::new();
     let gw = with_claude(&env, "claude").await;

@@ -42,8 +42,14 @@ fn stop_of(events: &[Event]) -> iris_protocol::MessageStop {
 
 /// A chat with Codex answers from the fake API, streamed, with the configured model.
 #[tokio::test]
-#[cfg_attr(lacks_codex_adapter, ignore = "needs Codex's ACP adapter: npm ci --prefix crates/gateway/tests/codex/adapter, or IRIS_CODEX_ACP")]
-#[cfg_attr(lacks_codex_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_codex_adapter,
+    ignore = "needs Codex's ACP adapter: npm ci --prefix crates/gateway/tests/codex/adapter, or IRIS_CODEX_ACP"
+)]
+#[cfg_attr(
+    lacks_codex_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn codex_answers_a_chat_from_the_phone() {
     let env = codex::CodexEnv::new();
     let gw = with_codex(&env, "demo").await;
@@ -87,8 +93,14 @@ async fn codex_answers_a_chat_from_the_phone() {
 /// A shell command as a phone sees it: a tool card that first asks through `picker.approval`,
 /// runs once a device allows it and shows its output; then the final text.
 #[tokio::test]
-#[cfg_attr(lacks_codex_adapter, ignore = "needs Codex's ACP adapter: npm ci --prefix crates/gateway/tests/codex/adapter, or IRIS_CODEX_ACP")]
-#[cfg_attr(lacks_codex_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_codex_adapter,
+    ignore = "needs Codex's ACP adapter: npm ci --prefix crates/gateway/tests/codex/adapter, or IRIS_CODEX_ACP"
+)]
+#[cfg_attr(
+    lacks_codex_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn codex_s_commands_ask_the_phone_first() {
     let env = codex::CodexEnv::new();
     let gw = with_codex(&env, "codex").await;

@@ -126,7 +126,10 @@ async fn ask(client: &mut Client, text: &str) -> String {
 }
 
 #[tokio::test]
-#[cfg_attr(lacks_setpriv_setpriv, ignore = "needs setpriv (util-linux) to run the gateway as an ordinary user")]
+#[cfg_attr(
+    lacks_setpriv_setpriv,
+    ignore = "needs setpriv (util-linux) to run the gateway as an ordinary user"
+)]
 async fn a_confined_agent_cannot_read_or_rewrite_the_config_or_the_token_file() {
     let s = setup();
     let (mut gw, url, banner) = serve(&s).await;
@@ -166,7 +169,10 @@ async fn a_confined_agent_cannot_read_or_rewrite_the_config_or_the_token_file() 
 }
 
 #[tokio::test]
-#[cfg_attr(lacks_setpriv_setpriv, ignore = "needs setpriv (util-linux) to run the gateway as an ordinary user")]
+#[cfg_attr(
+    lacks_setpriv_setpriv,
+    ignore = "needs setpriv (util-linux) to run the gateway as an ordinary user"
+)]
 async fn a_confined_agent_reads_the_files_attached_to_its_prompts_and_no_other_upload() {
     let s = setup();
     let (mut gw, url, _) = serve(&s).await;

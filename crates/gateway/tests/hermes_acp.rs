@@ -27,8 +27,14 @@ use serde_json::json;
 /// `session/new` lists the models the fake endpoint serves, the modes, and the slash commands,
 /// without calling the LLM.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn initialize_and_new_session_report_capabilities_models_and_commands() {
     let env = hermes_env!(json!([]));
     within(async {
@@ -107,8 +113,14 @@ async fn initialize_and_new_session_report_capabilities_models_and_commands() {
 /// A scripted reply arrives as several agent_message_chunk updates that concatenate to it
 /// exactly; the next turn carries the history; unmatched prompts get the default echo.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn streamed_answer_is_the_concatenation_of_message_chunks() {
     let env = hermes_env!(json!([
         {"match": "hello", "reply": {"chunks": ["Hello ", "from the ", "fake LLM!"]}}
@@ -140,8 +152,14 @@ async fn streamed_answer_is_the_concatenation_of_message_chunks() {
 /// `delta.reasoning_content` from the model becomes agent_thought_chunk updates, all before the
 /// answer's first agent_message_chunk.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn reasoning_arrives_as_thought_chunks_before_the_answer() {
     let env = hermes_env!(json!([
         {"match": "think", "reply": {
@@ -174,8 +192,14 @@ async fn reasoning_arrives_as_thought_chunks_before_the_answer() {
 /// content, no rawInput), then tool_call_update completed with the output; the model's next
 /// request carries the tool result, and its final answer streams after the tool.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn terminal_tool_call_completes_then_the_final_answer_streams() {
     let env = hermes_env!(json!([
         {"match": "run a command", "reply": {"tool_calls": [
@@ -238,8 +262,14 @@ async fn terminal_tool_call_completes_then_the_final_answer_streams() {
 /// "Approve edit" permission carrying a diff and `rawInput {tool, arguments}`; none of the three
 /// gets a tool_call_update in Hermes 0.19.0 (the gateway must close such calls at turn end).
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn file_tools_titles_kinds_permissions_and_missing_updates() {
     let env = hermes_env!(json!([]));
     let notes = env.work.join("notes.txt");

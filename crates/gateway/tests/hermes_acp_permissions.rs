@@ -80,8 +80,14 @@ fn check_dangerous_request(request: &RequestPermissionRequest, command: &str, li
 /// A dangerous command asks `session/request_permission` after its tool_call; allowing it runs
 /// the command for real and the turn completes normally.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn dangerous_command_runs_after_permission_is_allowed() {
     let env = hermes_env!(json!([]));
     let command = dangerous_setup(&env, "Cleaned up.");
@@ -125,8 +131,14 @@ async fn dangerous_command_runs_after_permission_is_allowed() {
 /// Denying the permission blocks the command: the tool call fails with Hermes' "BLOCKED" text,
 /// the model is told so, and the turn still ends normally. An answer of `cancelled` does the same.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn dangerous_command_is_blocked_when_permission_is_denied() {
     let env = hermes_env!(json!([]));
     let command = dangerous_setup(&env, "Understood, not deleting.");
@@ -184,8 +196,14 @@ async fn dangerous_command_is_blocked_when_permission_is_denied() {
 /// `session/cancel` while text streams ends the prompt with stopReason cancelled within a
 /// moment, no more text of that reply arrives, and the session keeps working.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn cancel_mid_stream_ends_the_turn_as_cancelled() {
     let env = hermes_env!(json!([
         {"match": "count slowly", "reply": {"chunks": ticks(20), "delay": 0.25}}
@@ -248,8 +266,14 @@ async fn cancel_mid_stream_ends_the_turn_as_cancelled() {
 /// running. Killing the process group, respawning and `session/load`ing the same session id
 /// brings the session back: history replays and a new prompt runs.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn cancel_during_permission_wedges_until_respawn_and_load() {
     let env = hermes_env!(json!([]));
     dangerous_setup(&env, "Cleaned up.");

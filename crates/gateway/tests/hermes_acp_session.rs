@@ -21,8 +21,14 @@ use serde_json::{json, Value};
 /// After the first turn Hermes asks the LLM for a title in a non-streamed side call and sends
 /// it as session_info_update.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn title_arrives_as_session_info_update_after_the_first_turn() {
     let env = hermes_env!(json!([
         {"kind": "title", "reply": {"content": "Trip To Lisbon"}}
@@ -61,8 +67,14 @@ async fn title_arrives_as_session_info_update_after_the_first_turn() {
 /// tokens in use (`used`); the prompt result's `usage` is what the LLM reported, summed over the
 /// agent process's lifetime.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn usage_update_and_prompt_usage() {
     let env = hermes_env!(json!([]));
     within(async {
@@ -113,8 +125,14 @@ async fn usage_update_and_prompt_usage() {
 
 /// `session/set_model` with a "provider:model" id switches the model the next request names.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn set_model_switches_the_model_sent_to_the_llm() {
     let env = hermes_env!(json!([]));
     within(async {
@@ -201,8 +219,14 @@ fn mentions_steer(request: &Value) -> bool {
 /// turn's own output is unchanged, and the steering text never reaches the LLM, neither in this
 /// turn nor in the next one: it is lost.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn steer_during_a_text_only_turn_is_acknowledged_but_never_reaches_the_llm() {
     let env = hermes_env!(json!([
         {"match": "count slowly", "reply": {"chunks": ticks(10), "delay": 0.3}}
@@ -260,8 +284,14 @@ async fn steer_during_a_text_only_turn_is_acknowledged_but_never_reaches_the_llm
 /// steering text reaches the LLM appended to the tool result of the next request, wrapped in
 /// Hermes' "[OUT-OF-BAND USER MESSAGE …]" marker. The turn's own output is unchanged.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn steer_during_a_tool_turn_reaches_the_llm_inside_the_tool_result() {
     let env = hermes_env!(json!([
         {"match": "slow tool", "reply": {

@@ -189,8 +189,14 @@ async fn approval(client: &mut Client) -> (iris_protocol::PickerApproval, Vec<Ev
 /// A streamed answer, a terminal tool call with commentary, and a dangerous command allowed
 /// and then denied through the approval picker, each as a device sees it.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn answers_tool_calls_and_approvals_reach_the_device() {
     let env = hermes_env!(json!([]));
     let allowed = doomed_dir(&env, "junk");
@@ -348,8 +354,14 @@ async fn answers_tool_calls_and_approvals_reach_the_device() {
 /// pending (which wedges Hermes 0.19.0) restarts Hermes, and the next message is answered with
 /// the conversation's history.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn stop_steer_and_the_cancel_wedge() {
     let env = hermes_env!(json!([]));
     let command = doomed_dir(&env, "junk");
@@ -442,8 +454,14 @@ async fn stop_steer_and_the_cancel_wedge() {
 /// endpoint's models and switching changes the model the LLM is asked for; an image attachment
 /// reaches the LLM as an image part.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn titles_models_and_images() {
     let env = hermes_env!(json!([
         {"kind": "title", "reply": {"content": "Trip To Lisbon"}}
@@ -643,8 +661,14 @@ async fn system_reply(client: &mut Client) -> Vec<String> {
 /// picker answered with `provider/model` (the picker's group and the model, as in the seed)
 /// switch the model Hermes asks the LLM for.
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn in_turn_steering_and_models_named_provider_slash_model() {
     let env = hermes_env!(json!([
         {"match": "build it", "reply": {

@@ -68,8 +68,14 @@ async fn request(client: &mut Client, frame: ClientFrame) {
 }
 
 #[tokio::test]
-#[cfg_attr(lacks_hermes_venv, ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)")]
-#[cfg_attr(lacks_hermes_netns, ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)")]
+#[cfg_attr(
+    lacks_hermes_venv,
+    ignore = "needs a Hermes venv: IRIS_HERMES_VENV, or .venv in the checkout (README, Connecting Hermes)"
+)]
+#[cfg_attr(
+    lacks_hermes_netns,
+    ignore = "needs network namespaces: unshare (util-linux) and ip (iproute2)"
+)]
 async fn hermes_regenerates_and_edits_from_before_the_message() {
     let env = HermesEnv::new(&json!([]));
     let (command, cwd) = (env.command_line(), env.work.clone());

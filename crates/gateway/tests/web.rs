@@ -333,13 +333,31 @@ fn have(program: &str) -> bool {
 /// voice tests' speech programs or the suite's npm packages are missing — except under CI, where
 /// that is a failure.
 #[test]
-#[cfg_attr(lacks_browser_chromium, ignore = "needs Chromium: apt-get install chromium, or IRIS_CHROMIUM")]
-#[cfg_attr(lacks_browser_node, ignore = "needs Node.js: apt-get install nodejs npm")]
-#[cfg_attr(lacks_browser_sqlite3, ignore = "needs the sqlite3 shell: apt-get install sqlite3")]
-#[cfg_attr(lacks_browser_espeak, ignore = "needs espeak-ng: apt-get install espeak-ng")]
+#[cfg_attr(
+    lacks_browser_chromium,
+    ignore = "needs Chromium: apt-get install chromium, or IRIS_CHROMIUM"
+)]
+#[cfg_attr(
+    lacks_browser_node,
+    ignore = "needs Node.js: apt-get install nodejs npm"
+)]
+#[cfg_attr(
+    lacks_browser_sqlite3,
+    ignore = "needs the sqlite3 shell: apt-get install sqlite3"
+)]
+#[cfg_attr(
+    lacks_browser_espeak,
+    ignore = "needs espeak-ng: apt-get install espeak-ng"
+)]
 #[cfg_attr(lacks_browser_ffmpeg, ignore = "needs ffmpeg: apt-get install ffmpeg")]
-#[cfg_attr(lacks_browser_pocketsphinx, ignore = "needs pocketsphinx: apt-get install pocketsphinx pocketsphinx-en-us")]
-#[cfg_attr(lacks_browser_packages, ignore = "needs the browser suite's packages: npm ci in crates/gateway/web/tests")]
+#[cfg_attr(
+    lacks_browser_pocketsphinx,
+    ignore = "needs pocketsphinx: apt-get install pocketsphinx pocketsphinx-en-us"
+)]
+#[cfg_attr(
+    lacks_browser_packages,
+    ignore = "needs the browser suite's packages: npm ci in crates/gateway/web/tests"
+)]
 fn the_web_client_passes_its_browser_suite() {
     let tests = web_dir().join("tests");
     let chromium = std::env::var("IRIS_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());

@@ -11,6 +11,7 @@
 //! for a response).
 #![deny(missing_docs)]
 
+pub mod binding;
 mod caps;
 mod client;
 mod codec;

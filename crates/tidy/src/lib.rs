@@ -76,6 +76,10 @@ pub const UNBOUNDED_CHANNELS: &[Exception] = &[
         reason: "the load tool's one-message signal that the gateway it started is ready",
     },
     Exception {
+        path: "crates/client/src/relay.rs",
+        reason: "the typed client's task through a relay, as conn.rs: what it queues is what its owner sent or asked for",
+    },
+    Exception {
         path: "crates/bench/src/raw.rs",
         reason: "the load tool's raw WebSocket baseline: a measuring fixture fed by the load tool itself",
     },

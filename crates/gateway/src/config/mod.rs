@@ -14,6 +14,7 @@ mod error;
 pub mod files;
 mod parse;
 pub mod push;
+pub mod reach;
 mod secret;
 pub mod secrets;
 pub mod tls;
@@ -97,6 +98,9 @@ pub struct FileConfig {
     /// `[voice]` section.
     #[serde(default)]
     pub voice: voice::VoiceFileConfig,
+    /// `[reach]` section.
+    #[serde(default)]
+    pub reach: reach::ReachFileConfig,
 }
 
 /// `[cron]`: scheduled prompts.
@@ -273,6 +277,8 @@ pub struct Config {
     pub files: files::FilesConfig,
     /// Voice notes.
     pub voice: voice::VoiceConfig,
+    /// Relays the gateway is reached through from away.
+    pub reach: reach::ReachConfig,
     /// The base URL devices reach the gateway at, when configured (no trailing slash).
     pub public_url: Option<String>,
     /// Scheduled prompts.
@@ -447,6 +453,7 @@ impl Config {
             media: media_config(file.media),
             files,
             voice: voice::VoiceConfig::resolve(file.voice)?,
+            reach: reach::ReachConfig::resolve(file.reach)?,
             public_url,
             cron,
             push: push::PushConfig::resolve(file.push)?,
@@ -531,6 +538,7 @@ impl Config {
             media: MediaConfig::default(),
             files: files::FilesConfig::default(),
             voice: voice::VoiceConfig::default(),
+            reach: reach::ReachConfig::default(),
             public_url: None,
             cron: cron::CronConfig::default(),
             push: push::PushConfig::default(),

@@ -13,6 +13,8 @@ pub mod close_code {
     pub const TOO_SLOW: u16 = 4429;
     /// The gateway is shutting down or restarting.
     pub const GOING_AWAY: u16 = 1001;
+    /// Bytes that are not a frame of the transport binding (an unknown kind).
+    pub const PROTOCOL: u16 = 1002;
     /// A text frame that is not UTF-8.
     pub const INVALID_DATA: u16 = 1007;
     /// A message above the hard size limit, or more than the limit before `hello`.

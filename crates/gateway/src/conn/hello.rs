@@ -1,10 +1,9 @@
 //! The start of a connection: waiting for a valid `hello` (anything else is answered with an
 //! error and a close), then registering the device and answering `hello.ack` and `status`.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use iris_protocol::{
     decode, encode, ClientFrame, DecodeError, ErrorCode, ErrorPayload, GatewayState, Header, Hello,
     HelloAck, RequestId, ServerCaps, ServerFrame, Status,
@@ -12,7 +11,8 @@ use iris_protocol::{
 use tokio::time::{timeout_at, Instant as TokioInstant};
 
 use super::budget::ReadBudget;
-use super::close::{close_code, ws_error_close};
+use super::close::close_code;
+use super::duplex::{Duplex, Frame, RecvError};
 use super::live::Conn;
 use crate::guard::{AuthFailure, Credential};
 use crate::handlers::{self, Context};
@@ -60,19 +60,34 @@ impl Refusal {
     }
 }
 
-/// Serves one upgraded socket until it closes.
-///
-/// `local`: the connection comes from the gateway's own machine, not through a proxy (see
-/// [`crate::guard::is_local`]): the shared token is compared even while the address is
-/// throttled, and still signs in after a device was paired.
-pub async fn serve(
-    ctx: Arc<Context>,
-    mut socket: WebSocket,
-    addr: SocketAddr,
-    local: bool,
-    budget: ReadBudget,
-) {
-    let Some(admitted) = await_hello(&ctx, &mut socket, addr, local, &budget).await else {
+/// Who is at the other end of a connection, as the guard counts and the owner sees it.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// The address failures and connections are counted under (the client's, behind a trusted
+    /// proxy; for a connection through a relay, one made from the device's endpoint id).
+    pub ip: IpAddr,
+    /// The connection comes from the gateway's own machine, not through a proxy (see
+    /// [`crate::guard::is_local`]): the shared token is compared even while the address is
+    /// throttled, and still signs in after a device was paired.
+    pub local: bool,
+    /// Where the device connected from, as `devices list` shows it.
+    pub shown: String,
+}
+
+impl Peer {
+    /// A peer known by its IP address.
+    pub fn at(ip: IpAddr, local: bool) -> Peer {
+        Peer {
+            ip,
+            local,
+            shown: ip.to_string(),
+        }
+    }
+}
+
+/// Serves one connection until it closes.
+pub async fn serve(ctx: Arc<Context>, mut socket: Duplex, peer: Peer, budget: ReadBudget) {
+    let Some(admitted) = await_hello(&ctx, &mut socket, &peer, &budget).await else {
         return;
     };
     // The device is in: frames up to the hard limit may come now.
@@ -82,17 +97,15 @@ pub async fn serve(
             state: GatewayState::Restarting,
         });
         let _ = socket
-            .send(Message::Text(encode(&Header::default(), &status).into()))
+            .send(Frame::Text(encode(&Header::default(), &status).into()))
             .await;
-        let frame = CloseFrame {
-            code: close_code::GOING_AWAY,
-            reason: Utf8Bytes::from("gateway restarting"),
-        };
-        let _ = socket.send(Message::Close(Some(frame))).await;
+        socket
+            .close(close_code::GOING_AWAY, "gateway restarting")
+            .await;
         return;
     }
     let conn_id = ctx.shared.hub.next_conn_id();
-    let mut conn = match attach(&ctx, socket, conn_id, admitted, addr.ip()).await {
+    let mut conn = match attach(&ctx, socket, conn_id, admitted, &peer).await {
         Ok(Some(conn)) => conn,
         Ok(None) => return,
         Err(e) => {
@@ -117,9 +130,8 @@ pub async fn serve(
 /// Waits for a valid `hello`. Anything else is answered with an error and a close.
 async fn await_hello(
     ctx: &Context,
-    socket: &mut WebSocket,
-    addr: SocketAddr,
-    local: bool,
+    socket: &mut Duplex,
+    peer: &Peer,
     budget: &ReadBudget,
 ) -> Option<Admitted> {
     let limits = &ctx.shared.config.limits;
@@ -140,7 +152,7 @@ async fn await_hello(
                     let limit = limits.pre_hello_bytes / 1024;
                     let msg = format!("more than {limit} KiB before hello");
                     Refusal::new(None, ErrorCode::BadRequest, msg, close_code::TOO_BIG)
-                } else if let Some((close, msg)) = ws_error_close(&e) {
+                } else if let RecvError::Refused(close, msg) = e {
                     Refusal::new(None, ErrorCode::BadRequest, msg, close)
                 } else {
                     return None;
@@ -151,16 +163,16 @@ async fn await_hello(
             Ok(Some(Ok(msg))) => msg,
         };
         match msg {
-            Message::Text(t) => break t,
-            Message::Ping(_) | Message::Pong(_) => continue,
-            Message::Close(_) => return None,
-            Message::Binary(_) => {
+            Frame::Text(t) => break t,
+            Frame::Ping(_) | Frame::Pong(_) => continue,
+            Frame::Close(_) => return None,
+            Frame::Binary(_) => {
                 reject(socket, Refusal::hello_first(None)).await;
                 return None;
             }
         }
     };
-    match check_hello(ctx, &text, addr, local).await {
+    match check_hello(ctx, &text, peer.ip, peer.local).await {
         Ok(hello) => Some(hello),
         Err(refusal) => {
             reject(socket, refusal).await;
@@ -180,11 +192,10 @@ gateway's own machine; pair this device with a pairing code";
 async fn check_hello(
     ctx: &Context,
     text: &str,
-    addr: SocketAddr,
+    ip: IpAddr,
     local: bool,
 ) -> Result<Admitted, Refusal> {
     let guard = &ctx.guard;
-    let ip = addr.ip();
     // From the gateway's own machine the throttle never withholds the shared token: whoever
     // fails there (the local agent, say) cannot lock the owner out. Failures still count.
     let blocked = || !local && guard.auth_blocked(ip);
@@ -374,22 +385,17 @@ fn valid_device_id(id: &str) -> bool {
             .all(|c| !c.is_control() && !c.is_whitespace() && !crate::text::is_format(c))
 }
 
-async fn reject(socket: &mut WebSocket, refusal: Refusal) {
+async fn reject(socket: &mut Duplex, refusal: Refusal) {
     let frame = ServerFrame::Error(ErrorPayload {
         code: refusal.code,
         message: refusal.message.clone(),
     });
     let _ = socket
-        .send(Message::Text(
+        .send(Frame::Text(
             encode(&Header::default().with_id(refusal.id), &frame).into(),
         ))
         .await;
-    let _ = socket
-        .send(Message::Close(Some(CloseFrame {
-            code: refusal.close,
-            reason: Utf8Bytes::from(refusal.message),
-        })))
-        .await;
+    socket.close(refusal.close, &refusal.message).await;
 }
 
 /// Refuses a device that was revoked. When the store cannot say, the device stays out: a
@@ -413,10 +419,10 @@ async fn not_revoked(
 /// when the device was revoked meanwhile (refused like a `hello` of a revoked device).
 async fn attach(
     ctx: &Arc<Context>,
-    mut socket: WebSocket,
+    mut socket: Duplex,
     conn_id: u64,
     admitted: Admitted,
-    ip: IpAddr,
+    peer: &Peer,
 ) -> Result<Option<Conn>, iris_store::StoreError> {
     let Admitted {
         id: hello_id,
@@ -424,24 +430,10 @@ async fn attach(
         device_token,
     } = admitted;
     let shared = &ctx.shared;
-    // A watermark the device proved but the writer task has not stored yet counts. Asked before
-    // the store: what is no longer unstored by then is stored, and the store read sees it.
-    let unstored = shared.hub.unstored_watermark(&hello.device_id);
-    let Some(mut device) = handlers::register_device(shared, &hello).await? else {
+    let Some(confirmed) = register(shared, &hello, peer).await? else {
         reject(&mut socket, Refusal::revoked(hello_id)).await;
         return Ok(None);
     };
-    device.confirmed_cursor = device.confirmed_cursor.max(unstored.unwrap_or(0));
-    // `devices list` shows where a device last connected from.
-    let (id, addr, now) = (
-        hello.device_id.clone(),
-        ip.to_string(),
-        crate::ids::now_ms(),
-    );
-    shared
-        .store
-        .write(move |tx| tx.set_device_address(&id, &addr, now))
-        .await?;
     let queue = ConnQueue::new(
         conn_id,
         hello.device_id.clone(),
@@ -477,23 +469,10 @@ async fn attach(
         .as_ref()
         .and_then(|c| c.append_updates)
         .unwrap_or(false);
-    tracing::info!(device_id = %hello.device_id, conn_id, sync_cursor = device.confirmed_cursor, head, appends, "device connected");
+    tracing::info!(device_id = %hello.device_id, conn_id, sync_cursor = confirmed.0, head, appends, "device connected");
     let ack = HelloAck {
-        server_caps: ServerCaps {
-            streaming: true,
-            reasoning: true,
-            tools: true,
-            media: true,
-            search: true,
-            push: shared.config.push.caps(),
-            pickers: true,
-            webpush_key: shared.config.push.webpush_key(),
-            agents: ctx.agents.names(),
-            voice: ctx.agents.voice_on(),
-            speech: ctx.media.speaks(),
-        },
-        sync_cursor: device.confirmed_cursor,
-        last_pushed_cursor: device.last_pushed_cursor,
+        sync_cursor: confirmed.0,
+        last_pushed_cursor: confirmed.1,
         channels,
         head_cursor: head,
         device_id: Some(hello.device_id.clone()),
@@ -503,19 +482,20 @@ async fn attach(
             .await
             .unwrap_or_default(),
         open_pickers: attached.open_pickers,
+        server_caps: server_caps(ctx),
     };
-    let mut frames = vec![encode(
-        &Header::default().with_id(hello_id),
-        &ServerFrame::HelloAck(ack),
-    )];
-    frames.push(encode(
-        &Header::default(),
-        &ServerFrame::Status(Status {
-            state: GatewayState::Online,
-        }),
-    ));
+    let status = ServerFrame::Status(Status {
+        state: GatewayState::Online,
+    });
+    let frames = [
+        encode(
+            &Header::default().with_id(hello_id),
+            &ServerFrame::HelloAck(ack),
+        ),
+        encode(&Header::default(), &status),
+    ];
     for f in frames {
-        if socket.send(Message::Text(f.into())).await.is_err() {
+        if socket.send(Frame::Text(f.into())).await.is_err() {
             shared.hub.detach(&queue);
             return Err(iris_store::StoreError::Closed);
         }
@@ -526,7 +506,52 @@ async fn attach(
         hello.device_id,
         socket,
         queue,
-        (head, device.confirmed_cursor),
+        (head, confirmed.0),
         appends,
     )))
+}
+
+/// Registers the device and records where it connected from: the cursor it proved it holds
+/// and its last pushed cursor, or `None` when it was revoked.
+async fn register(
+    shared: &crate::state::Shared,
+    hello: &Hello,
+    peer: &Peer,
+) -> Result<Option<(u64, u64)>, iris_store::StoreError> {
+    // A watermark the device proved but the writer task has not stored yet counts. Asked before
+    // the store: what is no longer unstored by then is stored, and the store read sees it.
+    let unstored = shared.hub.unstored_watermark(&hello.device_id);
+    let Some(device) = handlers::register_device(shared, hello).await? else {
+        return Ok(None);
+    };
+    let confirmed = device.confirmed_cursor.max(unstored.unwrap_or(0));
+    // `devices list` shows where a device last connected from.
+    let (id, addr, now) = (
+        hello.device_id.clone(),
+        peer.shown.clone(),
+        crate::ids::now_ms(),
+    );
+    shared
+        .store
+        .write(move |tx| tx.set_device_address(&id, &addr, now))
+        .await?;
+    Ok(Some((confirmed, device.last_pushed_cursor)))
+}
+
+/// What this gateway offers, in `hello.ack`.
+fn server_caps(ctx: &Context) -> ServerCaps {
+    let shared = &ctx.shared;
+    ServerCaps {
+        streaming: true,
+        reasoning: true,
+        tools: true,
+        media: true,
+        search: true,
+        push: shared.config.push.caps(),
+        pickers: true,
+        webpush_key: shared.config.push.webpush_key(),
+        agents: ctx.agents.names(),
+        voice: ctx.agents.voice_on(),
+        speech: ctx.media.speaks(),
+    }
 }

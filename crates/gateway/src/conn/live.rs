@@ -1,12 +1,13 @@
 //! A connection after `hello`: a single loop that writes the queue, reads requests, replays
-//! `sync`, and confirms delivery with WebSocket pings.
+//! `sync`, and confirms delivery with pings (WebSocket pings, or their kind in the transport
+//! binding: the same frames either way, see [`super::duplex`]).
 //!
 //! Delivery bookkeeping on a connection:
 //! - `live_base`: durable frames above it arrive live, each exactly once, in cursor order (the
 //!   head when the connection attached, then the `sync.done` cursor after each sync);
 //! - `live_last`: the last durable frame written live;
 //! - `written`: the highest cursor C such that every durable frame up to C has been written to
-//!   this socket (or confirmed on an earlier one). A WebSocket Ping sent after writing carries
+//!   this socket (or confirmed on an earlier one). A Ping sent after writing carries
 //!   `written`; its Pong proves receipt, and only then is the device's watermark raised (in
 //!   memory at once, in the store by the hub's writer task: `Hub::spawn_watermark_writer`).
 
@@ -14,8 +15,6 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use futures_util::SinkExt;
 use iris_protocol::{
     decode, encode, splice_cursor, ClientFrame, ErrorCode, ErrorPayload, Header, RequestId,
     ResponseFrame, ServerFrame, SyncDone,
@@ -27,7 +26,8 @@ use crate::hub::{CloseReason, ConnQueue, Outgoing};
 use crate::outbox::Origin;
 use crate::wire::{Reply, WireError};
 
-use super::close::{close_code, ws_error_close};
+use super::close::close_code;
+use super::duplex::{Duplex, Frame, RecvError};
 use super::stream;
 
 /// Replay page size for `sync`, in frames and in bytes: a device that does not read holds at
@@ -40,7 +40,7 @@ pub struct Conn {
     pub(crate) ctx: Arc<Context>,
     pub(crate) conn_id: u64,
     pub(crate) device_id: String,
-    socket: WebSocket,
+    socket: Duplex,
     queue: Arc<ConnQueue>,
     live_base: u64,
     live_last: u64,
@@ -56,7 +56,7 @@ pub struct Conn {
     /// append-form `message.update` (`hello.caps.append_updates`).
     appends: Option<stream::Appends>,
     /// What the device sent while a search ran, handled next.
-    waiting: VecDeque<Option<Result<Message, axum::Error>>>,
+    waiting: VecDeque<Option<Result<Frame, RecvError>>>,
 }
 
 /// Most messages kept while a search runs; beyond that the socket is not read until it ends.
@@ -67,8 +67,8 @@ const MAX_WAITING: usize = 16;
 /// returned. A failed read is kept for later, and `work` finishes first.
 async fn watch_socket<T>(
     work: impl std::future::Future<Output = T>,
-    socket: &mut WebSocket,
-    waiting: &mut VecDeque<Option<Result<Message, axum::Error>>>,
+    socket: &mut Duplex,
+    waiting: &mut VecDeque<Option<Result<Frame, RecvError>>>,
 ) -> Option<T> {
     tokio::pin!(work);
     loop {
@@ -83,7 +83,7 @@ async fn watch_socket<T>(
             biased;
             out = &mut work => return Some(out),
             msg = socket.recv() => match msg {
-                None | Some(Ok(Message::Close(_))) => return None,
+                None | Some(Ok(Frame::Close(_))) => return None,
                 other => waiting.push_back(other),
             },
         }
@@ -108,7 +108,7 @@ impl Conn {
         ctx: Arc<Context>,
         conn_id: u64,
         device_id: String,
-        socket: WebSocket,
+        socket: Duplex,
         queue: Arc<ConnQueue>,
         (head, confirmed): (u64, u64),
         appends: bool,
@@ -231,7 +231,7 @@ impl Conn {
                     },
                 },
             };
-            match self.write_or_abort(Some(Message::Text(text.into()))).await {
+            match self.write_or_abort(Some(Frame::Text(text.into()))).await {
                 Ok(()) => wrote = true,
                 Err(ended) => return Some(ended),
             }
@@ -259,7 +259,7 @@ impl Conn {
     /// Feeds one message (or flushes, with `None`), giving up when the queue overflows meanwhile
     /// or the write blocks beyond `limits.write_timeout`: a device that does not read blocks the
     /// write, and must not hold its frames in memory (it resumes by `sync`).
-    async fn write_or_abort(&mut self, msg: Option<Message>) -> Result<(), Ended> {
+    async fn write_or_abort(&mut self, msg: Option<Frame>) -> Result<(), Ended> {
         let queue = self.queue.clone();
         let deadline = self.ctx.shared.config.limits.write_timeout;
         let write = async {
@@ -306,7 +306,7 @@ impl Conn {
             .push_back((self.ping_seq, self.written, Instant::now()));
         let payload = bytes::Bytes::copy_from_slice(&self.ping_seq.to_be_bytes());
         self.socket
-            .send(Message::Ping(payload))
+            .send(Frame::Ping(payload))
             .await
             .map_err(|_| Ended::Disconnected)
     }
@@ -347,45 +347,36 @@ impl Conn {
     }
 
     async fn close(&mut self, code: u16, reason: &str) {
-        let frame = CloseFrame {
-            code,
-            reason: Utf8Bytes::from(reason.to_owned()),
-        };
-        let _ = self.socket.send(Message::Close(Some(frame))).await;
+        self.socket.close(code, reason).await;
     }
 
-    /// What the socket gave: a message, an error of the WebSocket layer (closed with its code
-    /// when the device caused it), or the end.
-    async fn on_received(
-        &mut self,
-        msg: Option<Result<Message, axum::Error>>,
-    ) -> Result<(), Ended> {
+    /// What the transport gave: a frame, a fault of the device's (closed with its code), or
+    /// the end.
+    async fn on_received(&mut self, msg: Option<Result<Frame, RecvError>>) -> Result<(), Ended> {
         match msg {
             Some(Ok(msg)) => self.on_message(msg).await,
-            Some(Err(e)) => {
-                if let Some((code, reason)) = ws_error_close(&e) {
-                    tracing::warn!(device_id = %self.device_id, code, reason, "closing a connection");
-                    self.close(code, reason).await;
-                }
+            Some(Err(RecvError::Refused(code, reason))) => {
+                tracing::warn!(device_id = %self.device_id, code, reason, "closing a connection");
+                self.close(code, reason).await;
                 Err(Ended::Disconnected)
             }
-            None => Err(Ended::Disconnected),
+            Some(Err(RecvError::Broken)) | None => Err(Ended::Disconnected),
         }
     }
 
-    async fn on_message(&mut self, msg: Message) -> Result<(), Ended> {
+    async fn on_message(&mut self, msg: Frame) -> Result<(), Ended> {
         match msg {
-            Message::Text(text) => self.on_text(&text).await,
-            Message::Binary(bytes) => match self.media.on_binary(bytes).await {
+            Frame::Text(text) => self.on_text(&text).await,
+            Frame::Binary(bytes) => match self.media.on_binary(bytes).await {
                 Some((id, err)) => self.send_error(id, err).await,
                 None => Ok(()),
             },
-            Message::Pong(payload) => {
+            Frame::Pong(payload) => {
                 self.on_pong(&payload);
                 Ok(())
             }
-            Message::Ping(_) => Ok(()),
-            Message::Close(_) => Err(Ended::Disconnected),
+            Frame::Ping(_) => Ok(()),
+            Frame::Close(_) => Err(Ended::Disconnected),
         }
     }
 
@@ -469,8 +460,8 @@ impl Conn {
     /// feeds at most two items ahead) stops reading the file meanwhile.
     async fn write_pull_item(&mut self, item: crate::media::pull::PullItem) -> Result<(), Ended> {
         let msg = match item {
-            crate::media::pull::PullItem::Text(text) => Message::Text(text.into()),
-            crate::media::pull::PullItem::Binary(bytes) => Message::Binary(bytes),
+            crate::media::pull::PullItem::Text(text) => Frame::Text(text.into()),
+            crate::media::pull::PullItem::Binary(bytes) => Frame::Binary(bytes),
         };
         self.write_or_abort(Some(msg)).await?;
         self.write_or_abort(None).await
@@ -478,8 +469,7 @@ impl Conn {
 
     async fn send_direct(&mut self, header: &Header, frame: &ServerFrame) -> Result<(), Ended> {
         let text = encode(header, frame);
-        self.write_or_abort(Some(Message::Text(text.into())))
-            .await?;
+        self.write_or_abort(Some(Frame::Text(text.into()))).await?;
         self.write_or_abort(None).await
     }
 
@@ -534,8 +524,7 @@ impl Conn {
                 }
                 written += 1;
                 let text = splice_cursor(&json, c);
-                self.write_or_abort(Some(Message::Text(text.into())))
-                    .await?;
+                self.write_or_abort(Some(Frame::Text(text.into()))).await?;
             }
             self.write_or_abort(None).await?;
             self.ctx

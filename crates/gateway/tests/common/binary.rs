@@ -95,6 +95,8 @@ pub struct Running {
     pub stderr: Arc<Mutex<String>>,
     /// Copies stderr until the process closes it.
     pub stderr_task: tokio::task::JoinHandle<()>,
+    /// Woken at every line written to stderr.
+    pub stderr_line: Arc<tokio::sync::Notify>,
 }
 
 impl Running {
@@ -105,11 +107,14 @@ impl Running {
         let stderr = Arc::new(Mutex::new(String::new()));
         let mut err_lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
         let sink = stderr.clone();
+        let stderr_line = Arc::new(tokio::sync::Notify::new());
+        let line_written = stderr_line.clone();
         let stderr_task = tokio::spawn(async move {
             while let Ok(Some(line)) = err_lines.next_line().await {
                 let mut all = sink.lock().expect("stderr lock");
                 all.push_str(&line);
                 all.push('\n');
+                line_written.notify_waiters();
             }
         });
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
@@ -156,6 +161,24 @@ impl Running {
             banner,
             stderr,
             stderr_task,
+            stderr_line,
+        }
+    }
+
+    /// Waits (at most `patience`) until stderr holds `needle`; false when it did not come.
+    pub async fn stderr_until(&self, needle: &str, patience: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            let line = self.stderr_line.notified();
+            tokio::pin!(line);
+            // Registered before looking, so a line written in between still wakes it.
+            line.as_mut().enable();
+            if self.stderr.lock().expect("lock").contains(needle) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, line).await.is_err() {
+                return false;
+            }
         }
     }
 

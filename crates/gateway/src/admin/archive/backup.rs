@@ -6,8 +6,9 @@
 //! - `media/<aa>/<sha256>`: every media file the copied store refers to (media are content-addressed
 //!   and never change, so copying them after the database is consistent; a file expired in
 //!   between is skipped and counted);
-//! - `token` and `vapid.pem` when present: the credential devices hold and the Web Push key
-//!   their subscriptions are bound to, so a restored gateway is the same gateway to them.
+//! - `token`, `vapid.pem` and `endpoint.key` when present: the credential devices hold, the Web
+//!   Push key their subscriptions are bound to and the key of the endpoint id they dial through
+//!   a relay, so a restored gateway is the same gateway to them.
 //!
 //! Restoring is unpacking it into an empty data dir (`tar -xf FILE -C DIR`) and starting the
 //! gateway there. The archive and the database copy it is made from are written into a fresh
@@ -19,6 +20,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::access::{create_private, open_snapshot, ArchiveError};
+use crate::config::reach::ENDPOINT_KEY_FILE;
 use crate::config::{DB_FILE, TOKEN_FILE};
 use crate::media::files::is_sha256;
 use crate::media::MediaFiles;
@@ -106,7 +108,7 @@ fn write_archive(
     let mut tar = tar::Builder::new(file);
     tar.mode(tar::HeaderMode::Deterministic);
     append_file(&mut tar, db_copy, DB_FILE, partial)?;
-    for name in [TOKEN_FILE, VAPID_FILE] {
+    for name in [TOKEN_FILE, VAPID_FILE, ENDPOINT_KEY_FILE] {
         let path = data_dir.join(name);
         if path.is_file() {
             append_file(&mut tar, &path, name, partial)?;
