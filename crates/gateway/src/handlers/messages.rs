@@ -10,7 +10,7 @@ use iris_store::{ChannelRow, ClientRequest, MediaRow, StoreError, StoredMessage,
 use super::channels::create_channel_tx;
 use super::client_ids;
 use super::context::{resolve_lane, Context};
-use crate::agent::{recovery, BusyMarker, Submission, Work};
+use crate::agent::{lane_open, BusyMarker, Submission, Work};
 use crate::command::Command;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::{self, from_stored, to_stored, Lane, Origin};
@@ -216,7 +216,7 @@ fn store_send(
         create_channel_tx(tx, t, true, &Origin::none())?;
     }
     // A prompt for an idle lane runs at once: its receipt says so from the echo on.
-    if message.state.is_some() && busy.wanted() && !recovery::lane_open(tx, &lane)? {
+    if message.state.is_some() && busy.wanted() && !lane_open(tx, &lane)? {
         message.state = Some(MessageState::Running);
         stored.state = Some(MessageState::Running.as_str().to_owned());
     }
