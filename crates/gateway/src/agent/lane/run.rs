@@ -69,6 +69,16 @@ pub(super) struct Driven {
     pub steered: Option<(String, usize)>,
 }
 
+/// How the prompt's loop ended.
+enum Prompted {
+    /// The agent answered the prompt, or failed it.
+    Answered(Result<PromptResponse, AcpError>),
+    /// The agent process died before it answered.
+    Died,
+    /// The lane ends and the turn is left open for the next start (see [`TurnRun::close_run`]).
+    LeftOpen,
+}
+
 /// A running turn's cancellation state.
 #[derive(Default)]
 struct Stopping {
@@ -176,10 +186,10 @@ impl<'a> TurnRun<'a> {
 
     /// Runs `blocks` as the prompt until it ends. A live turn gives the lane's events back.
     pub(super) async fn drive(mut self, blocks: Vec<ContentBlock>) -> Driven {
-        let result = self.prompt(blocks).await;
-        let ended = match result {
-            Some(result) => self.finish_prompt(result).await,
-            None => Ended::ShutDown,
+        let ended = match self.prompt(blocks).await {
+            Prompted::Answered(result) => self.finish_prompt(Some(result)).await,
+            Prompted::Died => self.finish_prompt(None).await,
+            Prompted::LeftOpen => Ended::ShutDown,
         };
         if self.live_mode() {
             std::mem::swap(&mut self.parts.events, &mut self.rx);
@@ -194,12 +204,9 @@ impl<'a> TurnRun<'a> {
         }
     }
 
-    /// The loop of the running prompt. Returns its answer (none when the agent process died),
-    /// or none at all when the turn is left open at shutdown.
-    async fn prompt(
-        &mut self,
-        blocks: Vec<ContentBlock>,
-    ) -> Option<Option<Result<PromptResponse, AcpError>>> {
+    /// The loop of the running prompt, until the agent answers or dies, or the turn is left
+    /// open at shutdown.
+    async fn prompt(&mut self, blocks: Vec<ContentBlock>) -> Prompted {
         self.parts.checkpoints.start(Instant::now());
         self.parts.agent_titles_left = AGENT_TITLES_PER_TURN;
         let client = self.instance.client.clone();
@@ -241,23 +248,23 @@ impl<'a> TurnRun<'a> {
             let closing = self.inbox.closing;
             let live = self.live_mode();
             tokio::select! {
-                res = &mut prompt => return Some(Some(res)),
+                res = &mut prompt => return Prompted::Answered(res),
                 Some(ev) = self.rx.recv() => {
                     if self.on_event(ev).await {
-                        return Some(None);
+                        return Prompted::Died;
                     }
                 }
                 // A scheduled run has a session of its own; the lane's session may still speak.
                 Some(ev) = self.parts.events.recv(), if !live => self.parts.idle_event(ev).await,
                 _ = close.cancelled(), if !closing => {
                     if self.close_run() {
-                        return None;
+                        return Prompted::LeftOpen;
                     }
                 }
                 cmd = self.inbox.rx.recv(), if !closing => match cmd {
                     None => {
                         if self.close_run() {
-                            return None;
+                            return Prompted::LeftOpen;
                         }
                     }
                     Some(cmd) => self.on_cmd(cmd).await,
