@@ -220,7 +220,7 @@ impl Gateway {
         );
         agents.take_due_runs(due);
         // Messages that waited when the previous run went down run now, before any device sends.
-        let requeued = crate::agent::requeue::resume(&agents, &media, &shared.store).await?;
+        let requeued = crate::agent::requeue(&agents, &media, &shared.store).await?;
         if requeued > 0 {
             tracing::info!(
                 messages = requeued,
@@ -747,8 +747,8 @@ async fn recover_previous_run(
     store: &Store,
     roster: &crate::agent::Roster,
 ) -> Result<(), StartError> {
-    let cut_off = crate::agent::recovery::recover(store).await?;
-    crate::agent::requeue::restarted(store).await?;
+    let cut_off = crate::agent::recover(store).await?;
+    crate::agent::interrupt_running(store).await?;
     if !roster.agents.is_empty() {
         let known: Vec<String> = roster.agents.iter().map(|a| a.name.clone()).collect();
         let default = roster.default.clone();

@@ -159,8 +159,6 @@ pub struct AgentHost {
     pub label: String,
     /// The agent's working directory.
     pub cwd: PathBuf,
-    /// Whether this is the built-in demo agent.
-    pub is_demo: bool,
     state: tokio::sync::Mutex<State>,
     routes: Mutex<HashMap<String, Route>>,
     commands: Mutex<Vec<AvailableCommand>>,
@@ -204,7 +202,6 @@ impl AgentHost {
                 .unwrap_or_else(|| PathBuf::from(".")),
             spec: choice.spec,
             label: choice.label,
-            is_demo: choice.is_demo,
             state: tokio::sync::Mutex::default(),
             routes: Mutex::default(),
             commands: Mutex::default(),

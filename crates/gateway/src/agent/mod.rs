@@ -5,23 +5,24 @@
 //! turn's own meters. Lanes see the gateway only through their environment ([`env`]).
 //!
 //! Layer: agent. Imports the ground floor and the services (media, cron); never the request
-//! handlers or connections above it.
+//! handlers or connections above it. Its modules are private: what the layers above use is
+//! re-exported here, and nothing else of the room is theirs to reach.
 
-pub mod bridge;
+mod bridge;
 mod catalog;
-pub mod choice;
+mod choice;
 mod env;
 mod error;
-pub mod host;
+mod host;
 mod lane;
-pub mod receipts;
-pub mod recovery;
-pub mod requeue;
+mod receipts;
+mod recovery;
+mod requeue;
 mod spare;
 mod switch;
-pub mod tools;
-pub mod turn;
-pub mod usage;
+mod tools;
+mod turn;
+mod usage;
 mod verbs;
 
 pub use bridge::{Agents, LANE_QUEUE};
@@ -32,4 +33,12 @@ pub use choice::{
 };
 pub use env::{AgentReport, BridgeConfig};
 pub use error::AgentError;
+pub use receipts::set as set_receipt;
+pub use recovery::{lane_open, recover, running as running_turns};
+pub use requeue::{restarted as interrupt_running, resume as requeue};
+pub(crate) use turn::update_key;
 pub use verbs::{BusyMarker, Submission, Ticket, Work};
+
+/// The turn mapper, for the tests of the connection's stream that feed it updates.
+#[cfg(test)]
+pub(crate) use turn::{Ending, Out, TurnConfig, TurnMapper};

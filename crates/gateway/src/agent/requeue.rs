@@ -16,9 +16,9 @@ use std::collections::BTreeMap;
 use iris_protocol::MessageState;
 use iris_store::{Store, StoreError, StoredMessage, WriteTx};
 
+use super::bridge::Agents;
 use super::receipts;
 use super::verbs::{Submission, Work};
-use super::Agents;
 use crate::media::Media;
 use crate::outbox::{self, from_stored, Lane, Origin};
 

@@ -42,7 +42,7 @@ pub(super) async fn set(
 /// have had. A live update queued meanwhile is newer or equal (the store is written first), and
 /// one queued later replaces this one in place.
 async fn catch_up(ctx: &Context, queue: &ConnQueue, lanes: &[LaneRef]) {
-    match crate::agent::recovery::running(&ctx.shared.store).await {
+    match crate::agent::running_turns(&ctx.shared.store).await {
         Ok(running) => queue_text_so_far(queue, running, lanes),
         // The next update of the answer brings its whole text anyway.
         Err(e) => tracing::warn!(error = %e, "focus: reading the running answers failed"),
@@ -62,7 +62,7 @@ fn queue_text_so_far(queue: &ConnQueue, running: Vec<RunningTurn>, lanes: &[Lane
         if turn.text.is_empty() || !lanes.contains(&lane) {
             continue;
         }
-        let key: Arc<str> = crate::agent::turn::update_key(&message_id).into();
+        let key: Arc<str> = crate::agent::update_key(&message_id).into();
         let header = Header::lane(lane.chat_id, lane.thread_id);
         let update = StreamUpdate::new(header, message_id, turn.text.into());
         queue.push_live(Some(key), Outgoing::Update(Arc::new(update)));
@@ -141,7 +141,7 @@ mod tests {
                             text: stored[lane].clone(),
                             offset: None,
                         });
-                        let key = crate::agent::turn::update_key(&format!("m{lane}"));
+                        let key = crate::agent::update_key(&format!("m{lane}"));
                         hub.broadcast(&header(lane), update, Some(key.into()));
                     }
                     Op::Focus(lane) => {

@@ -478,7 +478,7 @@ async fn attach(
         device_id: Some(hello.device_id.clone()),
         device_token,
         // Read after the connection was attached: what follows reaches it live.
-        running: crate::agent::recovery::running(&shared.store)
+        running: crate::agent::running_turns(&shared.store)
             .await
             .unwrap_or_default(),
         open_pickers: attached.open_pickers,

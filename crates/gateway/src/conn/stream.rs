@@ -76,7 +76,7 @@ pub(crate) fn stop_message_id(json: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::turn::{Ending, Out, TurnConfig, TurnMapper};
+    use crate::agent::{Ending, Out, TurnConfig, TurnMapper};
     use crate::hub::{ConnQueue, Outgoing};
     use iris_acp::SessionUpdate;
     use iris_protocol::{

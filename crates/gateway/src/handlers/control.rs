@@ -6,7 +6,7 @@ use iris_protocol::{
 
 use super::client_ids;
 use super::context::{resolve_lane, Context};
-use crate::agent::receipts;
+use crate::agent::set_receipt;
 use crate::command::Command;
 use crate::outbox::{from_stored, Origin};
 use crate::wire::{Reply, Result, WireError};
@@ -113,7 +113,7 @@ pub(super) async fn retry(
         client_id,
         digest,
         Some(id.clone()),
-        move |tx| receipts::set(tx, &queued, &id, MessageState::Queued).map(|_| ()),
+        move |tx| set_receipt(tx, &queued, &id, MessageState::Queued).map(|_| ()),
     )
     .await?;
     let blocks = ctx.media.prompt_links(&attachments);
@@ -139,7 +139,7 @@ pub(super) async fn retry(
         ctx.shared
             .store
             .write(move |tx| match was {
-                Some(state) => receipts::set(tx, &back, &id, state).map(|_| ()),
+                Some(state) => set_receipt(tx, &back, &id, state).map(|_| ()),
                 None => Ok(()),
             })
             .await?;

@@ -10,7 +10,7 @@ use iris_store::{ChannelRow, ClientRequest, MediaRow, StoreError, StoredMessage,
 use super::channels::create_channel_tx;
 use super::client_ids;
 use super::context::{resolve_lane, Context};
-use crate::agent::{recovery, BusyMarker, Submission, Work};
+use crate::agent::{lane_open, BusyMarker, Submission, Work};
 use crate::command::Command;
 use crate::ids::{new_id, now_ms};
 use crate::outbox::{self, from_stored, to_stored, Lane, Origin};
@@ -27,14 +27,7 @@ pub(super) async fn send(
     send: MessageSend,
     origin: &Origin,
 ) -> Result<Reply> {
-    if send.text.trim().is_empty() && send.media_refs.is_empty() {
-        return Err(WireError::bad_request("text is empty"));
-    }
-    if send.text.len() > MAX_TEXT {
-        return Err(WireError::bad_request(format!(
-            "text longer than {MAX_TEXT} bytes"
-        )));
-    }
+    check_text(&send)?;
     let client_id = client_ids::check(send.client_id.as_deref())?.map(str::to_owned);
     let mut lane = resolve_lane(ctx, header).await?;
     let digest = send_digest(&lane, &send);
@@ -75,21 +68,10 @@ pub(super) async fn send(
     let ticket = ctx
         .agents
         .reserve(&lane, command.is_none() && !transcribe)?;
-    let message = Message {
-        message_id: new_id("m_"),
-        role: Role::User,
-        text: send.text.clone(),
-        reply_to: send.reply_to,
-        ts: now_ms(),
-        media: attachments.iter().map(crate::media::info).collect(),
-        client_id: client_id.clone(),
-        // A prompt waits for its turn (it runs at once in an idle lane: `agent.busy` below).
-        // Without an agent (`--agent none`) no turn runs at all.
-        state: (command.is_none() && !ctx.agents.names().is_empty())
-            .then_some(MessageState::Queued),
-        transcript: transcribe.then(VoiceTranscript::pending),
-        ..Message::default()
-    };
+    // A prompt waits for its turn (it runs at once in an idle lane: `agent.busy` below).
+    // Without an agent (`--agent none`) no turn runs at all.
+    let queued = command.is_none() && !ctx.agents.names().is_empty();
+    let message = user_message(&send, &attachments, client_id.clone(), queued, transcribe);
     let message_id = message.message_id.clone();
     let media_ids: Vec<String> = attachments.iter().map(|m| m.media_id.clone()).collect();
     let stored = to_stored(&lane.chat_id, lane.thread_id.as_deref(), &message);
@@ -129,6 +111,42 @@ pub(super) async fn send(
     };
     ctx.agents.submit(ticket, submission).await?;
     Ok(Reply::ViaOutbox)
+}
+
+/// A message needs text or attachments, and its text fits [`MAX_TEXT`].
+fn check_text(send: &MessageSend) -> Result<()> {
+    if send.text.trim().is_empty() && send.media_refs.is_empty() {
+        return Err(WireError::bad_request("text is empty"));
+    }
+    if send.text.len() > MAX_TEXT {
+        return Err(WireError::bad_request(format!(
+            "text longer than {MAX_TEXT} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// The user's message as it is stored: `queued` when a turn is to answer it, with a pending
+/// transcript when the gateway transcribes its voice note.
+fn user_message(
+    send: &MessageSend,
+    attachments: &[MediaRow],
+    client_id: Option<String>,
+    queued: bool,
+    transcribe: bool,
+) -> Message {
+    Message {
+        message_id: new_id("m_"),
+        role: Role::User,
+        text: send.text.clone(),
+        reply_to: send.reply_to.clone(),
+        ts: now_ms(),
+        media: attachments.iter().map(crate::media::info).collect(),
+        client_id,
+        state: queued.then_some(MessageState::Queued),
+        transcript: transcribe.then(VoiceTranscript::pending),
+        ..Message::default()
+    }
 }
 
 /// A voice note: no text, and one attachment recorded as a voice note.
@@ -198,7 +216,7 @@ fn store_send(
         create_channel_tx(tx, t, true, &Origin::none())?;
     }
     // A prompt for an idle lane runs at once: its receipt says so from the echo on.
-    if message.state.is_some() && busy.wanted() && !recovery::lane_open(tx, &lane)? {
+    if message.state.is_some() && busy.wanted() && !lane_open(tx, &lane)? {
         message.state = Some(MessageState::Running);
         stored.state = Some(MessageState::Running.as_str().to_owned());
     }

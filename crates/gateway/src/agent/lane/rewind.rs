@@ -20,130 +20,135 @@
 use iris_protocol::MessageState;
 
 use super::branch::Checkpoint;
-use super::LaneActor;
+use super::parts::LaneParts;
 use crate::agent::error::AgentError;
 use crate::agent::receipts;
 
-impl LaneActor {
-    /// A turn for `message_id` starts in the lane's session (`fresh`: an empty one). The
-    /// checkpoint made after the last turn becomes this turn's; returns whether the turn can be
-    /// taken back.
-    pub(super) async fn rewind_begin(&mut self, message_id: &str, fresh: bool) -> bool {
-        self.rewind.due = false;
-        self.env.set_rewind(self.lane(), None);
-        let next = self.rewind.next.take();
-        let session = match (fresh, next) {
-            (true, stale) => {
-                self.close_checkpoints(stale, None).await;
-                None
+/// A turn for `message_id` starts in the lane's session (`fresh`: an empty one). The
+/// checkpoint made after the last turn becomes this turn's; returns whether the turn can be
+/// taken back.
+pub(super) async fn begin(parts: &mut LaneParts, message_id: &str, fresh: bool) -> bool {
+    parts.rewind.due = false;
+    parts.env.set_rewind(parts.lane(), None);
+    let next = parts.rewind.next.take();
+    let session = match (fresh, next) {
+        (true, stale) => {
+            close_checkpoints(parts, stale, None).await;
+            None
+        }
+        (false, Some(id)) => Some(id),
+        (false, None) => {
+            drop_checkpoints(parts).await;
+            return false;
+        }
+    };
+    let old = parts.rewind.prev.take().and_then(|c| c.session);
+    close_checkpoints(parts, old, None).await;
+    parts.rewind.prev = Some(Checkpoint {
+        session,
+        before: message_id.to_owned(),
+        answers: Vec::new(),
+    });
+    true
+}
+
+/// The turn for `message_id` ended with `answer` (none when it said nothing). The next
+/// checkpoint is made once the lane is idle ([`take_checkpoint`]).
+pub(super) fn ended(parts: &mut LaneParts, message_id: &str, answer: Option<&str>) {
+    if let Some(prev) = parts
+        .rewind
+        .prev
+        .as_mut()
+        .filter(|c| c.before == message_id)
+    {
+        prev.answers.extend(answer.map(str::to_owned));
+        parts.rewind.due = true;
+        // Devices learn of the turn's end next; the turn can be taken back from then on.
+        parts.env.set_rewind(parts.out.lane(), Some(message_id));
+    }
+}
+
+/// Makes the checkpoint of the next turn, when the newest one ended since the last: a fork
+/// of the session as it stands. Called while the lane is idle, before its next job.
+pub(super) async fn take_checkpoint(parts: &mut LaneParts, rewinds_next: bool) {
+    if !std::mem::take(&mut parts.rewind.due) || rewinds_next {
+        return;
+    }
+    let forked = parts.session.fork_current(&mut parts.events).await;
+    let stale = std::mem::replace(&mut parts.rewind.next, forked);
+    close_checkpoints(parts, stale, None).await;
+}
+
+/// Whether a regenerate or an edit of the turn of `before` can run now.
+pub(super) fn can_rewind(parts: &LaneParts, before: &str) -> bool {
+    parts
+        .rewind
+        .prev
+        .as_ref()
+        .is_some_and(|c| c.before == before)
+}
+
+/// Moves the lane back to the checkpoint before `before`, for the turn of `message_id`
+/// (the same message for a regenerate, its edit otherwise): the session becomes a fork of
+/// the checkpoint, and the answers it replaces (and an edited message) are marked
+/// `replaced`.
+pub(super) async fn rewind_to(
+    parts: &mut LaneParts,
+    before: &str,
+    message_id: &str,
+) -> Result<(), AgentError> {
+    if !can_rewind(parts, before) {
+        return Err(AgentError::NoCheckpoint);
+    }
+    parts.env.set_rewind(parts.lane(), None);
+    parts.rewind.due = false;
+    let stale = parts.rewind.next.take();
+    close_checkpoints(parts, stale, None).await;
+    let from = parts.rewind.prev.as_ref().and_then(|c| c.session.clone());
+    parts
+        .session
+        .rewind_to(from.as_deref(), &mut parts.events)
+        .await?;
+    let Some(prev) = parts.rewind.prev.as_mut() else {
+        return Err(AgentError::NoCheckpoint);
+    };
+    let mut replaced = std::mem::take(&mut prev.answers);
+    if before != message_id {
+        replaced.push(before.to_owned());
+    }
+    prev.before = message_id.to_owned();
+    if let Some(s) = parts.session.current_mut() {
+        s.fresh = false;
+    }
+    let lane = parts.lane().clone();
+    let marked = parts
+        .env
+        .shared
+        .store
+        .write(move |tx| {
+            for id in &replaced {
+                receipts::set(tx, &lane, id, MessageState::Replaced)?;
             }
-            (false, Some(id)) => Some(id),
-            (false, None) => {
-                self.drop_checkpoints().await;
-                return false;
-            }
-        };
-        let old = self.rewind.prev.take().and_then(|c| c.session);
-        self.close_checkpoints(old, None).await;
-        self.rewind.prev = Some(Checkpoint {
-            session,
-            before: message_id.to_owned(),
-            answers: Vec::new(),
-        });
-        true
+            Ok(())
+        })
+        .await;
+    if let Err(e) = marked {
+        tracing::warn!(error = %e, "could not mark the replaced answers");
     }
+    Ok(())
+}
 
-    /// The turn for `message_id` ended with `answer` (none when it said nothing). The next
-    /// checkpoint is made once the lane is idle ([`Self::take_checkpoint`]).
-    pub(super) fn rewind_ended(&mut self, message_id: &str, answer: Option<&str>) {
-        if let Some(prev) = self.rewind.prev.as_mut().filter(|c| c.before == message_id) {
-            prev.answers.extend(answer.map(str::to_owned));
-            self.rewind.due = true;
-            // Devices learn of the turn's end next; the turn can be taken back from then on.
-            self.env.set_rewind(self.out.lane(), Some(message_id));
-        }
-    }
+/// Forgets every checkpoint (`/new`, another agent, a turn that cannot be taken back).
+pub(super) async fn drop_checkpoints(parts: &mut LaneParts) {
+    parts.env.set_rewind(parts.lane(), None);
+    parts.rewind.due = false;
+    let next = parts.rewind.next.take();
+    let prev = parts.rewind.prev.take().and_then(|c| c.session);
+    close_checkpoints(parts, next, prev).await;
+}
 
-    /// Makes the checkpoint of the next turn, when the newest one ended since the last: a fork
-    /// of the session as it stands. Called while the lane is idle, before its next job.
-    pub(super) async fn take_checkpoint(&mut self) {
-        if !std::mem::take(&mut self.rewind.due) || self.queue.rewinds_next() {
-            return;
-        }
-        let forked = self.session.fork_current(&mut self.events).await;
-        let stale = std::mem::replace(&mut self.rewind.next, forked);
-        self.close_checkpoints(stale, None).await;
-    }
-
-    /// Whether a regenerate or an edit of the turn of `before` can run now.
-    pub(super) fn can_rewind(&self, before: &str) -> bool {
-        self.rewind
-            .prev
-            .as_ref()
-            .is_some_and(|c| c.before == before)
-    }
-
-    /// Moves the lane back to the checkpoint before `before`, for the turn of `message_id`
-    /// (the same message for a regenerate, its edit otherwise): the session becomes a fork of
-    /// the checkpoint, and the answers it replaces (and an edited message) are marked
-    /// `replaced`.
-    pub(super) async fn rewind_to(
-        &mut self,
-        before: &str,
-        message_id: &str,
-    ) -> Result<(), AgentError> {
-        if !self.can_rewind(before) {
-            return Err(AgentError::NoCheckpoint);
-        }
-        self.env.set_rewind(self.lane(), None);
-        self.rewind.due = false;
-        let stale = self.rewind.next.take();
-        self.close_checkpoints(stale, None).await;
-        let from = self.rewind.prev.as_ref().and_then(|c| c.session.clone());
-        self.session
-            .rewind_to(from.as_deref(), &mut self.events)
-            .await?;
-        let Some(prev) = self.rewind.prev.as_mut() else {
-            return Err(AgentError::NoCheckpoint);
-        };
-        let mut replaced = std::mem::take(&mut prev.answers);
-        if before != message_id {
-            replaced.push(before.to_owned());
-        }
-        prev.before = message_id.to_owned();
-        if let Some(s) = self.session.current_mut() {
-            s.fresh = false;
-        }
-        let lane = self.lane().clone();
-        let marked = self
-            .env
-            .shared
-            .store
-            .write(move |tx| {
-                for id in &replaced {
-                    receipts::set(tx, &lane, id, MessageState::Replaced)?;
-                }
-                Ok(())
-            })
-            .await;
-        if let Err(e) = marked {
-            tracing::warn!(error = %e, "could not mark the replaced answers");
-        }
-        Ok(())
-    }
-
-    /// Forgets every checkpoint (`/new`, another agent, a turn that cannot be taken back).
-    pub(super) async fn drop_checkpoints(&mut self) {
-        self.env.set_rewind(self.lane(), None);
-        self.rewind.due = false;
-        let next = self.rewind.next.take();
-        let prev = self.rewind.prev.take().and_then(|c| c.session);
-        self.close_checkpoints(next, prev).await;
-    }
-
-    async fn close_checkpoints(&self, a: Option<String>, b: Option<String>) {
-        for id in a.iter().chain(b.iter()) {
-            self.session.close_checkpoint(id).await;
-        }
+async fn close_checkpoints(parts: &LaneParts, a: Option<String>, b: Option<String>) {
+    for id in a.iter().chain(b.iter()) {
+        parts.session.close_checkpoint(id).await;
     }
 }

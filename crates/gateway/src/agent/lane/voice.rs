@@ -6,9 +6,10 @@
 //! `message.retry` transcribes it again.
 
 use iris_protocol::{TranscriptState, VoiceTranscript};
+use tokio_util::sync::CancellationToken;
 
+use super::parts::LaneParts;
 use super::queue::{PromptJob, Slot};
-use super::LaneActor;
 use crate::outbox::from_stored;
 
 /// What became of a job's voice note.
@@ -25,80 +26,84 @@ pub(super) enum Voice {
     Closed,
 }
 
-impl LaneActor {
-    /// The turn of a note whose transcription failed ends here: its place in the queue is freed
-    /// and a busy state stored with it ends.
-    pub(super) async fn voice_failed(&mut self, job: &PromptJob, slot: Option<Slot>) {
-        self.out.read_receipt(job.origin_conn, &job.message_id);
-        drop(slot);
-        if job.busy_stored {
-            self.out.idle().await;
-        }
+/// The turn of a note whose transcription failed ends here: its place in the queue is freed
+/// and a busy state stored with it ends.
+pub(super) async fn failed(parts: &LaneParts, job: &PromptJob, slot: Option<Slot>) {
+    parts.out.read_receipt(job.origin_conn, &job.message_id);
+    drop(slot);
+    if job.busy_stored {
+        parts.out.idle().await;
     }
+}
 
-    /// Transcribes the job's voice note when it has one without a transcript, and makes the
-    /// transcript the job's text.
-    pub(super) async fn voice_note(&mut self, job: &mut PromptJob) -> Voice {
-        if !job.text.is_empty() || job.blocks.is_empty() || job.message_id.is_empty() {
+/// Transcribes the job's voice note when it has one without a transcript, and makes the
+/// transcript the job's text. `close` ends the lane: the note then stays queued.
+pub(super) async fn note(
+    parts: &LaneParts,
+    close: &CancellationToken,
+    job: &mut PromptJob,
+) -> Voice {
+    if !job.text.is_empty() || job.blocks.is_empty() || job.message_id.is_empty() {
+        return Voice::Ready;
+    }
+    let row = match parts.env.shared.store.get_message(&job.message_id).await {
+        Ok(Some(row)) => row,
+        Ok(None) => return Voice::Ready,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read a message before its turn");
             return Voice::Ready;
         }
-        let row = match self.env.shared.store.get_message(&job.message_id).await {
-            Ok(Some(row)) => row,
-            Ok(None) => return Voice::Ready,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read a message before its turn");
-                return Voice::Ready;
+    };
+    let message = from_stored(&row);
+    let Some(transcript) = message.transcript else {
+        return Voice::Ready;
+    };
+    if transcript.state == TranscriptState::Done {
+        job.text = transcript.text.unwrap_or_default();
+        return Voice::Transcribed;
+    }
+    let id = job.message_id.clone();
+    if transcript.state == TranscriptState::Failed {
+        // A retry: devices show the note being transcribed again.
+        parts
+            .out
+            .transcript(&id, VoiceTranscript::pending(), None)
+            .await;
+    }
+    let note = match message.media.iter().find(|m| m.voice) {
+        Some(info) => parts.env.media.get(&info.media_id).await.ok().flatten(),
+        None => None,
+    };
+    let result = match note {
+        None => Err(crate::media::TranscribeError(
+            "the recording is no longer stored".into(),
+        )),
+        Some(row) => {
+            tokio::select! {
+                r = parts.env.media.transcribe(&row) => r,
+                _ = close.cancelled() => return Voice::Closed,
             }
-        };
-        let message = from_stored(&row);
-        let Some(transcript) = message.transcript else {
-            return Voice::Ready;
-        };
-        if transcript.state == TranscriptState::Done {
-            job.text = transcript.text.unwrap_or_default();
-            return Voice::Transcribed;
         }
-        let id = job.message_id.clone();
-        if transcript.state == TranscriptState::Failed {
-            // A retry: devices show the note being transcribed again.
-            self.out
-                .transcript(&id, VoiceTranscript::pending(), None)
+    };
+    match result {
+        Ok(text) => {
+            parts
+                .out
+                .transcript(&id, VoiceTranscript::done(text.clone()), None)
                 .await;
+            job.text = text;
+            Voice::Transcribed
         }
-        let note = match message.media.iter().find(|m| m.voice) {
-            Some(info) => self.env.media.get(&info.media_id).await.ok().flatten(),
-            None => None,
-        };
-        let result = match note {
-            None => Err(crate::media::TranscribeError(
-                "the recording is no longer stored".into(),
-            )),
-            Some(row) => {
-                let close = self.inbox.close.clone();
-                tokio::select! {
-                    r = self.env.media.transcribe(&row) => r,
-                    _ = close.cancelled() => return Voice::Closed,
-                }
-            }
-        };
-        match result {
-            Ok(text) => {
-                self.out
-                    .transcript(&id, VoiceTranscript::done(text.clone()), None)
-                    .await;
-                job.text = text;
-                Voice::Transcribed
-            }
-            Err(e) => {
-                tracing::warn!(lane = ?self.lane(), agent = %self.host().name, cause = %e, "a voice note could not be transcribed; its turn did not run");
-                let notice = format!(
-                    "The voice note could not be transcribed: {e}. It was not sent to the agent; Retry transcribes it again."
-                );
-                self.out
-                    .transcript(&id, VoiceTranscript::failed(e.0), Some(notice))
-                    .await;
-                Voice::Failed
-            }
+        Err(e) => {
+            tracing::warn!(lane = ?parts.lane(), agent = %parts.host().name, cause = %e, "a voice note could not be transcribed; its turn did not run");
+            let notice = format!(
+                "The voice note could not be transcribed: {e}. It was not sent to the agent; Retry transcribes it again."
+            );
+            parts
+                .out
+                .transcript(&id, VoiceTranscript::failed(e.0), Some(notice))
+                .await;
+            Voice::Failed
         }
     }
 }

@@ -1,6 +1,9 @@
 //! Unit tests of the turn mapper.
+use super::calls::{unfenced, MAX_TOOL_NAME};
 use super::*;
 use crate::media::agent::Answer;
+use crate::text::tail;
+use iris_protocol::MAX_STEP_TEXT;
 use serde_json::json;
 
 fn update(v: serde_json::Value) -> SessionUpdate {
