@@ -220,7 +220,7 @@ impl Gateway {
         );
         agents.take_due_runs(due);
         // Messages that waited when the previous run went down run now, before any device sends.
-        let requeued = crate::agent::requeue(&agents, &media, &shared.store).await?;
+        let requeued = crate::agent::requeue_waiting(&agents, &media, &shared.store).await?;
         if requeued > 0 {
             tracing::info!(
                 messages = requeued,

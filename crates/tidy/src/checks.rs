@@ -217,6 +217,39 @@ pub fn unused_unbounded(files_using: &[String], allowed: &[Exception]) -> Vec<Vi
         .collect()
 }
 
+/// Rule 1's narrow faces: no file outside `room` (a top-level module with a folder of its own)
+/// names anything inside it but what its `mod.rs` offers: `crate::room::Item`, never
+/// `crate::room::child::Item`.
+pub fn narrow_face(
+    dir: &str,
+    room: &str,
+    files: &[SourceFile],
+    resolver: &Resolver,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for file in files.iter().filter(|f| !f.test_only && f.top != room) {
+        for r in resolver
+            .references(file)
+            .into_iter()
+            .filter(|r| !r.through_use && r.target.first().is_some_and(|t| t == room))
+        {
+            let inner = resolver
+                .file_of(&r.target)
+                .is_some_and(|i| files[i].module.len() > 1);
+            if inner {
+                out.push(violation(
+                    Rule::Layers,
+                    &format!("{dir}/{}", file.rel),
+                    r.line,
+                    format!("`{}` reaches inside `{room}`", r.written),
+                    &format!("use what {room}/mod.rs re-exports (`crate::{room}::…`), or re-export it there"),
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// The top-level modules of a directory's files, each with the file that defines it.
 fn top_modules(files: &[SourceFile]) -> BTreeMap<String, &SourceFile> {
     let mut tops: BTreeMap<String, &SourceFile> = BTreeMap::new();
@@ -522,6 +555,23 @@ mod tests {
             "",
         );
         assert!(got.is_empty(), "{got:?}");
+    }
+
+    #[test]
+    fn a_narrow_room_is_entered_through_its_mod_rs_only() {
+        let files = fixture(&[
+            ("lib.rs", "mod agent; mod conn;"),
+            ("agent/mod.rs", "mod turn; pub use turn::Turn;"),
+            ("agent/turn.rs", "pub struct Turn; pub fn inner() {}"),
+            (
+                "conn.rs",
+                "use crate::agent::Turn;\nuse crate::agent::turn::inner;\n",
+            ),
+        ]);
+        let got = narrow_face("src", "agent", &files, &Resolver::new(&files, None));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].path.as_str(), got[0].line), ("src/conn.rs", 2));
+        assert!(got[0].message.contains("crate::agent::turn::inner"));
     }
 
     #[test]

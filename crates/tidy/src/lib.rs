@@ -5,7 +5,7 @@
 //!
 //! 1. **Layers.** A directory with a layer table in ARCHITECTURE.md (`<!-- tidy:layers DIR -->`)
 //!    places each of its top-level modules in one layer; a module uses only modules of its own
-//!    layer or below.
+//!    layer or below, and enters a room of [`NARROW_ROOMS`] only through its `mod.rs`.
 //! 2. **Circles.** In a layered directory, in the folders of [`CIRCLE_FREE_DIRS`] and among the
 //!    web client's modules, no files import each other in a circle (the largest strongly
 //!    connected set of files is [`checks::MAX_CIRCLE`], 1).
@@ -92,6 +92,10 @@ pub const UNBOUNDED_CHANNELS: &[Exception] = &[
 /// Folders inside a crate's source directory without a layer table whose files may not import
 /// each other in a circle either.
 pub const CIRCLE_FREE_DIRS: &[&str] = &["crates/acp/src/demo"];
+
+/// Rooms (a layered directory and one of its top-level modules with a folder) that other rooms
+/// enter only through their `mod.rs`: what the room offers is what it re-exports there.
+pub const NARROW_ROOMS: &[(&str, &str)] = &[("crates/gateway/src", "agent")];
 
 /// Directories that must have a layer table in ARCHITECTURE.md.
 pub const LAYERED_DIRS: &[&str] = &["crates/gateway/src"];
@@ -328,6 +332,9 @@ fn check_layered(
         let resolver = modules::Resolver::new(files, modules::lib_name(&path).as_deref());
         if let Some(table) = tables.iter().find(|t| t.dir == dir) {
             out.extend(checks::layers(table, ARCHITECTURE, dir, files, &resolver));
+        }
+        for (_, room) in NARROW_ROOMS.iter().filter(|(d, _)| *d == dir) {
+            out.extend(checks::narrow_face(dir, room, files, &resolver));
         }
         out.extend(checks::circles(dir, files, &resolver, ""));
     }

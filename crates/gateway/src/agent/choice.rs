@@ -32,6 +32,31 @@ pub struct AgentChoice {
     pub notice: Option<String>,
 }
 
+impl AgentChoice {
+    /// An agent that `spec` runs: default timeouts, a spare session kept ready, no notice.
+    pub fn running(name: impl Into<String>, label: impl Into<String>, spec: AgentSpec) -> Self {
+        AgentChoice {
+            name: name.into(),
+            timeouts: AgentTimeouts::default(),
+            spec,
+            label: label.into(),
+            is_demo: false,
+            disabled: false,
+            spare_session: true,
+            notice: None,
+        }
+    }
+
+    /// No agent at all, under this name: messages are stored and synced, nobody answers.
+    pub fn nobody(name: impl Into<String>) -> Self {
+        AgentChoice {
+            disabled: true,
+            spare_session: false,
+            ..AgentChoice::running(name, "no agent", AgentSpec::new("none"))
+        }
+    }
+}
+
 /// The message shown when no agent is configured and Hermes is not installed.
 pub const DEMO_NOTICE: &str = "No agent is configured and `hermes` is not on PATH, so the built-in demo agent answers. \
 To use Hermes: `python3 -m venv ~/.hermes-venv && ~/.hermes-venv/bin/pip install 'hermes-agent[acp]==0.19.0'` \
@@ -44,31 +69,18 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
     let demo = |notice: Option<String>| -> Result<AgentChoice, String> {
         let exe = crate::config::gateway_program()
             .map_err(|e| format!("cannot find this program to run the demo agent: {e}"))?;
+        let spec = AgentSpec::new(exe.to_string_lossy())
+            .arg("demo-agent")
+            .cwd(cwd);
         Ok(AgentChoice {
-            name: DEMO_NAME.into(),
-            timeouts: AgentTimeouts::default(),
-            spec: AgentSpec::new(exe.to_string_lossy())
-                .arg("demo-agent")
-                .cwd(cwd),
-            label: "demo agent".into(),
             is_demo: true,
-            disabled: false,
-            spare_session: true,
             notice,
+            ..AgentChoice::running(DEMO_NAME, "demo agent", spec)
         })
     };
     match command.map(str::trim) {
         Some("demo") => demo(None),
-        Some("none") => Ok(AgentChoice {
-            name: "none".into(),
-            timeouts: AgentTimeouts::default(),
-            spec: AgentSpec::new("none"),
-            label: "no agent".into(),
-            is_demo: false,
-            disabled: true,
-            spare_session: false,
-            notice: None,
-        }),
+        Some("none") => Ok(AgentChoice::nobody("none")),
         Some(line) if !line.is_empty() => {
             let words = split_command(line)?;
             let program = words[0].clone();
@@ -94,27 +106,16 @@ pub fn choose_agent(command: Option<&str>, cwd: &Path) -> Result<AgentChoice, St
                 base
             };
             Ok(AgentChoice {
-                name,
-                timeouts: AgentTimeouts::default(),
-                spec,
-                label,
                 is_demo,
-                disabled: false,
-                spare_session: true,
-                notice: None,
+                ..AgentChoice::running(name, label, spec)
             })
         }
         _ => match find_on_path("hermes") {
-            Some(hermes) => Ok(AgentChoice {
-                name: "hermes".into(),
-                timeouts: AgentTimeouts::default(),
-                spec: AgentSpec::new(hermes.to_string_lossy()).arg("acp").cwd(cwd),
-                label: "Hermes".into(),
-                is_demo: false,
-                disabled: false,
-                spare_session: true,
-                notice: None,
-            }),
+            Some(hermes) => Ok(AgentChoice::running(
+                "hermes",
+                "Hermes",
+                AgentSpec::new(hermes.to_string_lossy()).arg("acp").cwd(cwd),
+            )),
             None => demo(Some(DEMO_NOTICE.into())),
         },
     }

@@ -58,16 +58,7 @@ impl Hosts {
         let disabled = roster.agents.iter().all(|a| a.disabled);
         let mut list: Vec<Arc<AgentHost>> = roster.agents.into_iter().map(AgentHost::new).collect();
         if list.is_empty() {
-            list.push(AgentHost::new(AgentChoice {
-                name: roster.default.clone(),
-                timeouts: Default::default(),
-                spec: iris_acp::AgentSpec::new("none"),
-                label: "no agent".into(),
-                is_demo: false,
-                disabled: true,
-                spare_session: false,
-                notice: None,
-            }));
+            list.push(AgentHost::new(AgentChoice::nobody(roster.default.clone())));
         }
         let hosts = Hosts {
             list,

@@ -35,7 +35,7 @@ pub use env::{AgentReport, BridgeConfig};
 pub use error::AgentError;
 pub use receipts::set as set_receipt;
 pub use recovery::{lane_open, recover, running as running_turns};
-pub use requeue::{restarted as interrupt_running, resume as requeue};
+pub use requeue::{restarted as interrupt_running, resume as requeue_waiting};
 pub(crate) use turn::update_key;
 pub use verbs::{BusyMarker, Submission, Ticket, Work};
 
