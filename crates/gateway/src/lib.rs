@@ -41,6 +41,7 @@ pub mod guard;
 pub mod harden;
 pub mod hub;
 pub mod ids;
+pub mod keyfile;
 pub mod metrics;
 pub mod outbox;
 pub mod revoke;

@@ -7,8 +7,7 @@
 //! does so when `hello.ack` offers a different key). The file is never overwritten.
 
 use std::fmt;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -31,6 +30,7 @@ use super::outcome::Outcome;
 use super::outcome::{classify_response, transport_error, ErrorBody, Rules};
 use super::policy::{excerpt, PushContent};
 use crate::config::push::WebPushConfig;
+use crate::keyfile::{warn_if_readable_by_others, write_private};
 
 /// The key file's name in the data dir.
 pub const VAPID_FILE: &str = "vapid.pem";
@@ -81,7 +81,7 @@ impl VapidKey {
         };
         match std::fs::read_to_string(&path) {
             Ok(pem) => {
-                warn_if_readable_by_others(&path);
+                warn_if_readable_by_others(&path, "the VAPID private key");
                 return Ok((VapidKey::from_pem(&pem).map_err(fail)?, false));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -169,27 +169,6 @@ fn new_secret() -> Result<p256::SecretKey, String> {
         // Fails only for the (astronomically rare) values that are not a valid scalar.
         if let Ok(secret) = p256::SecretKey::from_slice(bytes.as_ref()) {
             return Ok(secret);
-        }
-    }
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
-fn warn_if_readable_by_others(path: &PathBuf) {
-    use std::os::unix::fs::PermissionsExt;
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(path = %path.display(), "the VAPID private key is readable by other users; chmod 600 it");
         }
     }
 }

@@ -1,12 +1,12 @@
 //! The gateway's endpoint key: made once, kept private in the data dir, so that the endpoint id
 //! devices dial stays the same across restarts, upgrades and restores from a backup.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use iroh::SecretKey;
 
 use crate::config::reach::ENDPOINT_KEY_FILE;
+use crate::keyfile::{warn_if_readable_by_others, write_private};
 
 /// Why the key cannot be had.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +28,7 @@ pub fn load_or_create(dir: &Path) -> Result<(SecretKey, bool), KeyError> {
     };
     match std::fs::read_to_string(&path) {
         Ok(text) => {
-            warn_if_readable_by_others(&path);
+            warn_if_readable_by_others(&path, "the endpoint key");
             return parse(&text).map(|key| (key, false)).map_err(fail);
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -73,27 +73,6 @@ fn parse(text: &str) -> Result<SecretKey, String> {
         .try_into()
         .map_err(|_| "not 64 hex digits".to_owned())?;
     Ok(SecretKey::from_bytes(&bytes))
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
-fn warn_if_readable_by_others(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(path = %path.display(), "the endpoint key is readable by other users; chmod 600 it");
-        }
-    }
 }
 
 #[cfg(test)]
