@@ -49,7 +49,7 @@ fn catalog_names(e: &Event) -> Vec<String> {
 #[tokio::test]
 #[cfg_attr(
     lacks_claude_adapter,
-    ignore = "needs Claude Code's ACP adapter: npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP"
+    ignore = "needs Claude Code's ACP adapter: (cd crates/gateway/tests/claude/adapter && npm ci), or IRIS_CLAUDE_ACP"
 )]
 #[cfg_attr(
     lacks_claude_netns,
@@ -194,7 +194,7 @@ fn crate_commands() -> usize {
 #[tokio::test]
 #[cfg_attr(
     lacks_claude_adapter,
-    ignore = "needs Claude Code's ACP adapter: npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP"
+    ignore = "needs Claude Code's ACP adapter: (cd crates/gateway/tests/claude/adapter && npm ci), or IRIS_CLAUDE_ACP"
 )]
 #[cfg_attr(
     lacks_claude_netns,
@@ -334,7 +334,7 @@ fn tool_results(env: &claude::ClaudeEnv) -> Vec<String> {
 #[tokio::test]
 #[cfg_attr(
     lacks_claude_adapter,
-    ignore = "needs Claude Code's ACP adapter: npm ci --prefix crates/gateway/tests/claude/adapter, or IRIS_CLAUDE_ACP"
+    ignore = "needs Claude Code's ACP adapter: (cd crates/gateway/tests/claude/adapter && npm ci), or IRIS_CLAUDE_ACP"
 )]
 #[cfg_attr(
     lacks_claude_netns,

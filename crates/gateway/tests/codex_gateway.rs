@@ -44,7 +44,7 @@ fn stop_of(events: &[Event]) -> iris_protocol::MessageStop {
 #[tokio::test]
 #[cfg_attr(
     lacks_codex_adapter,
-    ignore = "needs Codex's ACP adapter: npm ci --prefix crates/gateway/tests/codex/adapter, or IRIS_CODEX_ACP"
+    ignore = "needs Codex's ACP adapter: (cd crates/gateway/tests/codex/adapter && npm ci), or IRIS_CODEX_ACP"
 )]
 #[cfg_attr(
     lacks_codex_netns,
@@ -95,7 +95,7 @@ async fn codex_answers_a_chat_from_the_phone() {
 #[tokio::test]
 #[cfg_attr(
     lacks_codex_adapter,
-    ignore = "needs Codex's ACP adapter: npm ci --prefix crates/gateway/tests/codex/adapter, or IRIS_CODEX_ACP"
+    ignore = "needs Codex's ACP adapter: (cd crates/gateway/tests/codex/adapter && npm ci), or IRIS_CODEX_ACP"
 )]
 #[cfg_attr(
     lacks_codex_netns,

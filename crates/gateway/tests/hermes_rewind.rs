@@ -1,7 +1,9 @@
-//! Regenerate and edit against the real Hermes agent (hermes-agent 0.19.0 over ACP, which offers
-//! `session/fork`; its LLM a scripted fake in a loopback-only network namespace): the model is
-//! asked again with the conversation as it stood before the message, never with the try taken
-//! back, and the answers replaced stay in the transcript, marked, for every device.
+//! Regenerate and edit against the real Hermes agent (hermes-agent 0.19.0 over ACP; its LLM a
+//! scripted fake in a loopback-only network namespace). Hermes cannot close sessions, so the
+//! gateway never forks it for a checkpoint: a take-back opens a new session whose first prompt
+//! carries the conversation before the message as text. The model is asked again with that
+//! conversation, never with the try taken back, and the answers replaced stay in the
+//! transcript, marked, for every device.
 //!
 //! Ignored where no Hermes venv or network namespaces exist (the build script looks); never
 //! under CI.
@@ -97,7 +99,7 @@ async fn hermes_regenerates_and_edits_from_before_the_message() {
         let asked = message_id(&echo);
         let (first, text, rewind) = answer(&until_idle(&mut phone).await);
         assert_eq!(text, "OK: what is the door code?");
-        assert!(rewind, "Hermes forks: the answer can be taken back");
+        assert!(rewind, "the answer can be taken back");
 
         // Regenerate: the model sees the first turn and the question once, not the first try.
         let retry = MessageRetry {
@@ -108,13 +110,16 @@ async fn hermes_regenerates_and_edits_from_before_the_message() {
         request(&mut phone, ClientFrame::MessageRetry(retry)).await;
         let events = until_idle(&mut phone).await;
         let (second, text, _) = answer(&events);
-        assert_eq!(text, "OK: what is the door code?");
+        assert!(text.ends_with("what is the door code?"), "{text}");
         assert_eq!(replaced(&events), [first.as_str()]);
-        assert_eq!(
-            last_turn_users(&env),
-            ["remember: the door code is 4711", "what is the door code?"],
-            "the regenerated turn starts from before the question"
+        let users = last_turn_users(&env);
+        assert_eq!(users.len(), 1, "a new session: {users:?}");
+        assert!(
+            users[0].contains("User: remember: the door code is 4711\n\nAssistant: OK: remember")
+                && users[0].ends_with("\n\nwhat is the door code?"),
+            "the regenerated turn starts from before the question: {users:?}"
         );
+        assert!(!users[0].contains("Assistant: OK: what is"), "{users:?}");
 
         // Edit: the model sees the edit in place of the question, and nothing of it.
         let edit = MessageSend {
@@ -125,30 +130,27 @@ async fn hermes_regenerates_and_edits_from_before_the_message() {
         request(&mut phone, ClientFrame::MessageSend(edit)).await;
         let events = until_idle(&mut phone).await;
         let (_, text, _) = answer(&events);
-        assert_eq!(text, "OK: what was the code again?");
+        assert!(text.ends_with("what was the code again?"), "{text}");
         let mut marked = replaced(&events);
         marked.sort();
         let mut expected = vec![second.clone(), asked.clone()];
         expected.sort();
         assert_eq!(marked, expected);
-        assert_eq!(
-            last_turn_users(&env),
-            [
-                "remember: the door code is 4711",
-                "what was the code again?"
-            ]
+        let users = last_turn_users(&env);
+        assert_eq!(users.len(), 1, "{users:?}");
+        assert!(
+            users[0].contains("User: remember: the door code is 4711")
+                && users[0].ends_with("\n\nwhat was the code again?")
+                && !users[0].contains("what is the door code?"),
+            "{users:?}"
         );
 
         // The next turn continues the branch that stands.
         turn(&mut phone, default_lane(), "thanks").await;
-        assert_eq!(
-            last_turn_users(&env),
-            [
-                "remember: the door code is 4711",
-                "what was the code again?",
-                "thanks"
-            ]
-        );
+        let users = last_turn_users(&env);
+        assert_eq!(users.len(), 2, "{users:?}");
+        assert!(users[0].ends_with("what was the code again?"));
+        assert_eq!(users[1], "thanks");
 
         // Another device's history keeps the replaced messages, marked.
         let history = lane_history(&mut laptop, default_lane()).await;

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::prompt_log::{prompts_run, recording_agent};
 use common::*;
 use iris_client::{Client, ClientError, Event};
 use iris_protocol::{
@@ -240,16 +241,52 @@ async fn only_the_newest_turn_can_be_taken_back_and_bad_requests_change_nothing(
 }
 
 #[tokio::test]
-async fn an_agent_that_cannot_fork_offers_nothing_to_take_back() {
-    let gw = TestGateway::start_with(demo_without_fork).await;
+async fn an_agent_that_cannot_fork_regenerates_with_the_conversation_carried_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("prompts.log");
+    let agent = recording_agent(&log).replacen("env ", "env DEMO_FORK=0 ", 1);
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let gw = TestGateway::start_in(&data, |c| {
+        c.agent_command = Some(agent.clone());
+        c.spare_session = false;
+    })
+    .await;
     let (mut phone, _) = gw.connect("phone").await;
-    let echo = send(&mut phone, default_lane(), "hello", false).await;
-    let events = until_idle(&mut phone).await;
-    assert!(!rewindable(&events));
+    turn(&mut phone, default_lane(), "alpha").await;
+    let echo = send(&mut phone, default_lane(), "recall beta", false).await;
+    let second = until_idle(&mut phone).await;
+    assert_eq!(final_text(&second), "Recall: 1 earlier turns: alpha");
+    assert!(rewindable(&second), "offered without a fork");
+    let old = answer_id(&second);
+
+    regenerate(&mut phone, &message_id(&echo))
+        .await
+        .expect("regenerate ack");
+    let again = until_idle(&mut phone).await;
     assert_eq!(
-        refused_with(regenerate(&mut phone, &message_id(&echo)).await),
-        ErrorCode::BadRequest
+        final_text(&again),
+        "Recall: 0 earlier turns",
+        "a new session, without the try taken back"
     );
+    assert_eq!(replaced(&again), [old.as_str()]);
+    // It was given the conversation before the message as text, then the message.
+    let prompts = prompts_run(&log);
+    assert_eq!(prompts.len(), 3, "{prompts:?}");
+    let replayed = &prompts[2];
+    assert!(
+        replayed.contains("User: alpha\n\nAssistant: Echo: alpha"),
+        "{replayed}"
+    );
+    assert!(replayed.ends_with("recall beta"), "{replayed}");
+    assert!(
+        !replayed.contains("Recall: 1"),
+        "the replaced answer is left out"
+    );
+
+    // A later turn continues in that session.
+    let later = turn(&mut phone, default_lane(), "recall gamma").await;
+    assert!(final_text(&later).starts_with("Recall: 1 earlier turns: "));
     gw.stop().await;
 }
 

@@ -169,6 +169,9 @@ pub(crate) struct LaneEnv {
     /// Per idle lane that can take its newest turn back, the user message of that turn (see
     /// `lane::rewind`); read by the handlers to refuse a regenerate or an edit before storing.
     pub(crate) rewinds: Mutex<HashMap<Lane, String>>,
+    /// Checkpoint forks are made one at a time across the gateway (see `lane::rewind`): a lane
+    /// that finds another fork running makes none.
+    pub(crate) forks: tokio::sync::Semaphore,
     notice: Mutex<Option<String>>,
     /// Raised whenever a channel changes its agent: a lane that sees it move re-reads its
     /// channel's agent (an idle lane at once, a busy one before its next job).
@@ -195,6 +198,7 @@ impl LaneEnv {
             settings,
             pickers: Arc::default(),
             rewinds: Mutex::default(),
+            forks: tokio::sync::Semaphore::new(1),
             notice: Mutex::new(notice),
             epoch: watch::channel(0).0,
         }

@@ -5,7 +5,7 @@
 //!
 //! The adapter is found in `$IRIS_CLAUDE_ACP` (a directory holding
 //! `node_modules/.bin/claude-agent-acp`), else in `tests/claude/adapter` of this crate, installed
-//! there from its lockfile with `npm ci --prefix crates/gateway/tests/claude/adapter`. The build
+//! there from its lockfile with `(cd crates/gateway/tests/claude/adapter && npm ci)`. The build
 //! script (`build.rs`) looks in the same places: without one, the tests that need it are ignored
 //! (a cfg `lacks_claude_*`), except under CI (`$CI` set), where they run and a missing adapter
 //! is a failure. [`ClaudeEnv::new`] fails a test that runs without it.

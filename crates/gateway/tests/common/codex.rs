@@ -5,7 +5,7 @@
 //!
 //! The adapter is found in `$IRIS_CODEX_ACP` (a directory holding `node_modules/.bin/codex-acp`),
 //! else in `tests/codex/adapter` of this crate, installed there from its lockfile with
-//! `npm ci --prefix crates/gateway/tests/codex/adapter`. The build script (`build.rs`) looks in
+//! `(cd crates/gateway/tests/codex/adapter && npm ci)`. The build script (`build.rs`) looks in
 //! the same places: without one, the tests that need it are ignored (a cfg `lacks_codex_*`),
 //! except under CI (`$CI` set), where they run and a missing adapter is a failure.
 //! [`CodexEnv::new`] fails a test that runs without it.

@@ -33,6 +33,7 @@ mod output;
 mod parts;
 mod pickers;
 mod queue;
+mod replay;
 mod rewind;
 mod run;
 mod scheduled;
@@ -76,8 +77,10 @@ impl LaneActor {
             if self.inbox.ending() {
                 break;
             }
-            // The checkpoint of the next turn, made before that turn can start.
-            rewind::take_checkpoint(&mut self.parts, self.queue.rewinds_next()).await;
+            // The checkpoint of the next turn, made before that turn can start, unless a
+            // message waits already.
+            let waiting = !self.queue.is_empty() || !self.inbox.rx.is_empty();
+            rewind::take_checkpoint(&mut self.parts, waiting).await;
             if let Some(job) = self.queue.pop() {
                 self.follow_agent().await;
                 self.run_job(job).await;

@@ -205,13 +205,12 @@ impl LaneQueue {
         self.jobs.pop_front()
     }
 
-    /// How many jobs wait.
-    /// Whether the next job takes the newest turn back (then no checkpoint after that turn is
-    /// needed).
-    pub(crate) fn rewinds_next(&self) -> bool {
-        matches!(self.jobs.front(), Some(Job::Prompt(p)) if p.rewind.is_some())
+    /// Whether no job waits.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
     }
 
+    /// How many jobs wait.
     pub(crate) fn len(&self) -> usize {
         self.jobs.len()
     }

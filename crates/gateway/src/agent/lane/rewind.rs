@@ -1,55 +1,62 @@
 //! Taking a turn back: regenerate the newest answer, or edit the message it answers and send it
-//! again. ACP has no way to cut a session's history, so the lane keeps checkpoints instead: once
-//! a turn has ended and the lane is idle, it forks its session (`session/fork`, where the agent
-//! advertises `sessionCapabilities.fork`) and keeps the copy aside. When the next turn starts,
-//! that copy becomes the checkpoint *before* the turn's user message. Regenerating or editing that
-//! turn moves the lane to a fork of the checkpoint (a fork again, so the checkpoint serves any
-//! number of tries) and runs the message, or its edit, there; the answers it replaces, and an
-//! edited message, are marked `replaced` and stay in the transcript.
+//! again. ACP has no way to cut a session's history, so each turn has a checkpoint, the place
+//! a take-back starts again from ([`Base`]):
 //!
-//! Before a session's first turn the checkpoint is an empty session: taking the first turn back
-//! opens a new one. Only the lane's newest turn can be taken back: a checkpoint is dropped (and
-//! closed on the agent, where it can close sessions) as soon as a later turn starts. `/new` and a
-//! move to another agent drop them too. Checkpoints live in the lane's memory: after a restart
-//! of the gateway the newest turn can no longer be taken back.
+//! - **A fork** (`session/fork`), where the agent forks sessions *and closes them*
+//!   (`sessionCapabilities.fork` and `close`): once a turn has ended and the lane is idle, with
+//!   no message waiting, the lane forks its session and keeps the copy aside; when the next turn
+//!   starts, that copy becomes its checkpoint. Forks are made one at a time across the gateway
+//!   (a lane that finds another fork running makes none), at most two per chat (the newest
+//!   turn's and the next one's), and closed as soon as they are stale.
+//! - **A replay** everywhere else: an agent that cannot close sessions (Hermes 0.19 keeps every
+//!   session in its memory until it restarts, so it is never forked for this), an agent that
+//!   cannot fork, a turn after which the lane made no fork. Taking the turn back opens a new
+//!   session whose first prompt carries the conversation before the message as text
+//!   (`super::replay`). Nothing is paid per turn; the take-back costs a session and a longer
+//!   first prompt, and the agent sees what was said, not what its tools returned then.
+//! - **An empty session** before a session's first turn.
 //!
-//! Cost: one fork per turn, made while the lane is idle (a message queued behind the turn waits
-//! for it; with Hermes about as long as opening a session). An agent that cannot close sessions
-//! (Hermes 0.19) keeps every checkpoint until it restarts.
+//! Regenerating or editing a turn moves the lane to a new session from its checkpoint (a fork
+//! of the fork, so the checkpoint serves any number of tries) and runs the message, or its edit,
+//! there; the answers it replaces, and an edited message, are marked `replaced` and stay in the
+//! transcript. Only the lane's newest turn can be taken back: a checkpoint is dropped as soon
+//! as a later turn starts. `/new` and a move to another agent drop them too. Checkpoints live
+//! in the lane's memory: after a restart of the gateway the newest turn can no longer be taken
+//! back.
 
 use iris_protocol::MessageState;
 
-use super::branch::Checkpoint;
+use super::branch::{Base, Checkpoint};
 use super::parts::LaneParts;
+use super::replay;
 use crate::agent::error::AgentError;
 use crate::agent::receipts;
 
-/// A turn for `message_id` starts in the lane's session (`fresh`: an empty one). The
-/// checkpoint made after the last turn becomes this turn's; returns whether the turn can be
-/// taken back.
-pub(super) async fn begin(parts: &mut LaneParts, message_id: &str, fresh: bool) -> bool {
+/// A turn for `message_id` starts in the lane's session (`fresh`: an empty one). The fork
+/// made after the last turn, if any, becomes this turn's checkpoint.
+pub(super) async fn begin(parts: &mut LaneParts, message_id: &str, fresh: bool) {
     parts.rewind.due = false;
     parts.env.set_rewind(parts.lane(), None);
     let next = parts.rewind.next.take();
-    let session = match (fresh, next) {
+    let base = match (fresh, next) {
         (true, stale) => {
             close_checkpoints(parts, stale, None).await;
-            None
+            Base::Empty
         }
-        (false, Some(id)) => Some(id),
-        (false, None) => {
-            drop_checkpoints(parts).await;
-            return false;
-        }
+        (false, Some(id)) => Base::Fork(id),
+        (false, None) => Base::Replay,
     };
-    let old = parts.rewind.prev.take().and_then(|c| c.session);
+    let old = parts
+        .rewind
+        .prev
+        .take()
+        .and_then(|c| c.base.session().map(str::to_owned));
     close_checkpoints(parts, old, None).await;
     parts.rewind.prev = Some(Checkpoint {
-        session,
+        base,
         before: message_id.to_owned(),
         answers: Vec::new(),
     });
-    true
 }
 
 /// The turn for `message_id` ended with `answer` (none when it said nothing). The next
@@ -69,14 +76,26 @@ pub(super) fn ended(parts: &mut LaneParts, message_id: &str, answer: Option<&str
 }
 
 /// Makes the checkpoint of the next turn, when the newest one ended since the last: a fork
-/// of the session as it stands. Called while the lane is idle, before its next job.
-pub(super) async fn take_checkpoint(parts: &mut LaneParts, rewinds_next: bool) {
-    if !std::mem::take(&mut parts.rewind.due) || rewinds_next {
+/// of the session as it stands, where the agent can fork and close sessions. Called while the
+/// lane is idle, before its next job; none while a message waits (`waiting`) or another lane's
+/// fork runs (that turn is then taken back by a replay).
+pub(super) async fn take_checkpoint(parts: &mut LaneParts, waiting: bool) {
+    if !std::mem::take(&mut parts.rewind.due) || waiting {
         return;
     }
-    let forked = parts.session.fork_current(&mut parts.events).await;
+    if !parts.session.can_checkpoint().await {
+        return;
+    }
+    let Ok(permit) = parts.env.forks.try_acquire() else {
+        return;
+    };
+    let (forked, late) = parts.session.fork_current(&mut parts.events).await;
+    drop(permit);
     let stale = std::mem::replace(&mut parts.rewind.next, forked);
     close_checkpoints(parts, stale, None).await;
+    for ev in late.into_events() {
+        parts.idle_event(ev).await;
+    }
 }
 
 /// Whether a regenerate or an edit of the turn of `before` can run now.
@@ -104,11 +123,14 @@ pub(super) async fn rewind_to(
     parts.rewind.due = false;
     let stale = parts.rewind.next.take();
     close_checkpoints(parts, stale, None).await;
-    let from = parts.rewind.prev.as_ref().and_then(|c| c.session.clone());
-    parts
-        .session
-        .rewind_to(from.as_deref(), &mut parts.events)
-        .await?;
+    let base = parts.rewind.prev.as_ref().map(|c| c.base.clone());
+    let prelude = match base {
+        Some(Base::Replay) => replay::prelude(parts, before).await,
+        _ => None,
+    };
+    let from = base.as_ref().and_then(Base::session);
+    parts.session.rewind_to(from, &mut parts.events).await?;
+    parts.rewind.prelude = prelude;
     let Some(prev) = parts.rewind.prev.as_mut() else {
         return Err(AgentError::NoCheckpoint);
     };
@@ -143,7 +165,12 @@ pub(super) async fn drop_checkpoints(parts: &mut LaneParts) {
     parts.env.set_rewind(parts.lane(), None);
     parts.rewind.due = false;
     let next = parts.rewind.next.take();
-    let prev = parts.rewind.prev.take().and_then(|c| c.session);
+    parts.rewind.prelude = None;
+    let prev = parts
+        .rewind
+        .prev
+        .take()
+        .and_then(|c| c.base.session().map(str::to_owned));
     close_checkpoints(parts, next, prev).await;
 }
 

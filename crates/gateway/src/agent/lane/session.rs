@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use iris_acp::SessionModelState;
+use iris_acp::{SessionModelState, SessionUpdate};
 use iris_store::Store;
 
 use super::super::env::Hosts;
 use super::super::error::AgentError;
-use super::super::host::{AgentHost, EventRx, EventTx, Instance};
+use super::super::host::{AgentHost, EventRx, EventTx, Instance, LaneEvent};
 use super::super::usage::{UsageKind, UsageMeter};
 use crate::outbox::Lane;
 
@@ -175,28 +175,35 @@ impl SessionSlot {
         Ok((instance, had_one))
     }
 
-    /// Whether the running agent can fork a session (`sessionCapabilities.fork`).
-    pub(crate) async fn can_fork(&self) -> bool {
-        self.host
-            .running()
-            .await
-            .is_some_and(|i| i.caps.session_capability("fork"))
+    /// Whether the running agent can keep checkpoints: it forks sessions and closes the ones no
+    /// longer needed (`sessionCapabilities.fork` and `close`). An agent that cannot close
+    /// (Hermes 0.19) would keep every fork in its memory until it restarts.
+    pub(crate) async fn can_checkpoint(&self) -> bool {
+        self.host.running().await.is_some_and(|i| {
+            i.caps.session_capability("fork") && i.caps.session_capability("close")
+        })
     }
 
     /// A copy of the open session as it stands (`session/fork`), kept aside as a checkpoint;
-    /// none where the agent cannot fork, no session is open, or the fork failed.
-    pub(crate) async fn fork_current(&self, rx: &mut EventRx) -> Option<String> {
-        let session = self.current.as_ref()?;
-        let instance = self.host.running().await?;
-        if instance.generation != session.generation || !instance.caps.session_capability("fork") {
-            return None;
+    /// none where no session is open or the fork failed. What arrives for the lane's session
+    /// meanwhile (a title sent after the answer, an exit) is returned for the lane to take.
+    pub(crate) async fn fork_current(&self, rx: &mut EventRx) -> (Option<String>, Late) {
+        let mut late = Late::default();
+        let Some(session) = self.current.as_ref() else {
+            return (None, late);
+        };
+        let Some(instance) = self.host.running().await else {
+            return (None, late);
+        };
+        if instance.generation != session.generation {
+            return (None, late);
         }
         let cwd = self.host.cwd.clone();
         let forking = tokio::time::timeout(
             FORK_TIMEOUT,
             instance.client.fork_session(&session.id, &cwd),
         );
-        match drain_while(rx, forking).await {
+        let forked = match keep_while(rx, forking, &mut late).await {
             Ok(Ok(resp)) => Some(resp.session_id),
             Ok(Err(e)) => {
                 tracing::info!(error = %e, "session/fork failed; no checkpoint for this turn");
@@ -206,7 +213,8 @@ impl SessionSlot {
                 tracing::info!("session/fork was not answered in time; no checkpoint");
                 None
             }
-        }
+        };
+        (forked, late)
     }
 
     /// Ends a checkpoint session no longer needed, where the agent can (`session/close`).
@@ -444,6 +452,51 @@ async fn drain_while<T>(rx: &mut EventRx, fut: impl std::future::Future<Output =
         tokio::select! {
             out = &mut fut => return out,
             Some(_) = rx.recv() => {}
+        }
+    }
+}
+
+/// Events of the lane's own session that came while it waited on the agent and still matter
+/// when it is idle: the newest title and an exit. Other updates are dropped and questions
+/// cancelled, as while the lane is idle.
+#[derive(Default)]
+pub(crate) struct Late {
+    title: Option<LaneEvent>,
+    exited: Option<LaneEvent>,
+}
+
+impl Late {
+    fn keep(&mut self, ev: LaneEvent) {
+        match ev {
+            LaneEvent::Update(SessionUpdate::SessionInfoUpdate(ref info))
+                if info.title.is_some() =>
+            {
+                self.title = Some(ev);
+            }
+            LaneEvent::Exited { .. } => self.exited = Some(ev),
+            LaneEvent::Permission(_, responder) => responder.cancel(),
+            LaneEvent::Elicitation(_, responder) => responder.cancel(),
+            LaneEvent::Update(_) => {}
+        }
+    }
+
+    /// The kept events, in the order the lane takes them.
+    pub(crate) fn into_events(self) -> impl Iterator<Item = LaneEvent> {
+        self.title.into_iter().chain(self.exited)
+    }
+}
+
+/// Waits for `fut` while keeping what [`Late`] keeps of what arrives on `rx` meanwhile.
+async fn keep_while<T>(
+    rx: &mut EventRx,
+    fut: impl std::future::Future<Output = T>,
+    late: &mut Late,
+) -> T {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            out = &mut fut => return out,
+            Some(ev) = rx.recv() => late.keep(ev),
         }
     }
 }

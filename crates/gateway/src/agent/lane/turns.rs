@@ -62,24 +62,33 @@ pub(super) async fn run(
         parts.out.busy(BusyReason::Processing).await;
     }
     let mapper = answer_mapper(parts, &job.message_id, rewind);
-    let blocks = prompt_blocks(parts, &instance, &mut job, transcribed).await;
+    let prelude = parts.rewind.prelude.take();
+    let blocks = prompt_blocks(parts, &instance, &mut job, transcribed, prelude).await;
     let driven = TurnRun::live(parts, inbox, queue, instance, session_id, mapper)
         .drive(blocks)
         .await;
     finish(parts, queue, &job, slot, driven, turn_started).await;
 }
 
-/// The prompt of a job: its text, and its attachments as the agent takes them.
+/// The prompt of a job: its text (after the conversation a replayed take-back carries over),
+/// and its attachments as the agent takes them.
 async fn prompt_blocks(
     parts: &LaneParts,
     instance: &Arc<Instance>,
     job: &mut PromptJob,
     transcribed: bool,
+    prelude: Option<String>,
 ) -> Vec<ContentBlock> {
-    // A message of attachments only has no text block.
-    let mut blocks = match job.text.is_empty() && !job.blocks.is_empty() {
-        true => Vec::new(),
-        false => vec![ContentBlock::text(job.text.clone())],
+    // A message of attachments only has no text block of its own.
+    let text = match job.text.is_empty() && !job.blocks.is_empty() {
+        true => None,
+        false => Some(job.text.as_str()),
+    };
+    let mut blocks = match (prelude, text) {
+        (Some(p), Some(t)) => vec![ContentBlock::text(p + t)],
+        (Some(p), None) => vec![ContentBlock::text(p)],
+        (None, Some(t)) => vec![ContentBlock::text(t.to_owned())],
+        (None, None) => Vec::new(),
     };
     let takes = &instance.caps.prompt_capabilities;
     let audio = takes.audio && parts.env.media.voice().send_audio;
@@ -235,11 +244,12 @@ async fn checkpoint_for(parts: &mut LaneParts, message_id: &str) -> bool {
         .session
         .current_mut()
         .map(|s| std::mem::take(&mut s.fresh));
-    if message_id.is_empty() || !parts.session.can_fork().await {
+    if message_id.is_empty() {
         rewind::drop_checkpoints(parts).await;
         return false;
     }
-    rewind::begin(parts, message_id, fresh == Some(true)).await
+    rewind::begin(parts, message_id, fresh == Some(true)).await;
+    true
 }
 
 /// Steering text run as a turn of its own: its steering message comes first (unless the agent
