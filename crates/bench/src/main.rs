@@ -113,6 +113,12 @@ enum Command {
         /// The venv Hermes runs from [default: $IRIS_HERMES_VENV, else <workspace>/.venv].
         #[arg(long)]
         venv: Option<std::path::PathBuf>,
+        /// Chats answering at once, each way, after the single-chat turns (0: skipped).
+        #[arg(long, default_value_t = 50)]
+        chats: usize,
+        /// Measured rounds of the chats at once (after one round that warms up).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
     },
     /// The raw WebSocket server as a process of its own (used by `idle`).
     #[command(hide = true)]
@@ -210,12 +216,16 @@ fn main() -> ExitCode {
                 chunks,
                 gap_us,
                 venv,
+                chats,
+                rounds,
             } => {
                 let opts = hermes::Options {
                     turns,
                     chunks,
                     gap: Duration::from_micros(gap_us),
                     venv,
+                    chats,
+                    rounds,
                 };
                 hermes::run(&mut report, &opts, runs).await
             }

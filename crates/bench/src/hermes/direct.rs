@@ -12,8 +12,8 @@ use iris_acp::{AgentClient, AgentEvent, AgentSpec, ContentBlock, SessionUpdate};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::procs::HermesHome;
-use super::sides::Turn;
+use super::procs::{cpu_ms, descendants, rss_mib, HermesHome};
+use super::sides::{Turn, Usage};
 use super::wire::Screen;
 use crate::unix_nanos;
 
@@ -29,6 +29,8 @@ pub struct AcpDirect {
     /// `(arrival in unix nanoseconds, text)` of every message chunk.
     chunks: mpsc::UnboundedReceiver<(u64, String)>,
     reader: JoinHandle<()>,
+    /// The agent's process id.
+    pid: Option<u32>,
 }
 
 impl AcpDirect {
@@ -68,13 +70,29 @@ impl AcpDirect {
             .await
             .context("hermes acp: session/new")?
             .session_id;
+        let pid = client.process().map(|p| p.pid());
         Ok(AcpDirect {
             client,
             session,
             work: home.work,
             chunks,
             reader,
+            pid,
         })
+    }
+
+    /// The agent's CPU time and memory (its helper processes included).
+    pub fn usage(&self) -> Usage {
+        let Some(pid) = self.pid else {
+            return Usage::default();
+        };
+        let mut pids = descendants(pid);
+        pids.push(pid);
+        Usage {
+            agent_cpu_ms: cpu_ms(&pids),
+            agent_rss_mib: rss_mib(&pids),
+            ..Usage::default()
+        }
     }
 
     /// Opens another session, which the next turns go to (as a new channel's do through the
@@ -134,6 +152,7 @@ impl AcpDirect {
         screen.finish(answer.trim_end(), last, chunks)?;
         Ok(Turn {
             first_text: first_text.unwrap_or_else(|| sent.elapsed()),
+            complete: sent.elapsed(),
             screen,
         })
     }

@@ -13,6 +13,7 @@
 //! `hermes acp` over ACP from this program ([`direct`]): what Hermes' ACP adapter delivers by
 //! itself, so that the gateway's own share of a token's time to the screen can be told apart.
 
+mod chats;
 mod direct;
 mod procs;
 mod sides;
@@ -40,12 +41,22 @@ pub struct Options {
     pub gap: Duration,
     /// The venv Hermes runs from (default: `$IRIS_HERMES_VENV`, else `<workspace>/.venv`).
     pub venv: Option<PathBuf>,
+    /// Chats answering at once in the [`chats`] part (none: skipped).
+    pub chats: usize,
+    /// Measured rounds of the [`chats`] part.
+    pub rounds: usize,
 }
 
 /// Chunks of the first turn's answer.
 const FIRST_CHUNKS: usize = 20;
 /// The first turn in a new channel may take this many times a warm turn (to its first text).
 const NEW_CHAT_TARGET: f64 = 1.3;
+/// The gateway's process tree may spend this many times the CPU of `hermes serve` per turn.
+const TREE_CPU_TARGET: f64 = 1.1;
+/// A burst answer may complete this many times later than through `hermes serve`.
+const BURST_COMPLETE_TARGET: f64 = 1.3;
+/// The slowest of N chats answering at once may complete this many times later.
+const CHATS_MAX_TARGET: f64 = 1.0;
 
 /// Outside the namespace, runs this command again inside one and returns its exit code.
 pub fn outside_namespace() -> Option<ExitCode> {
@@ -87,6 +98,8 @@ struct Figures {
     new_chat_text_ms: Option<f64>,
     paced: Vec<u64>,
     burst: Vec<u64>,
+    /// Each burst answer's send → complete, in milliseconds.
+    burst_complete: Vec<f64>,
     burst_chunks: usize,
     burst_in_final: usize,
     server_cpu_ms: f64,
@@ -115,8 +128,7 @@ impl Side {
         match self {
             Side::Hermes(s) => s.usage(),
             Side::Gateway(s) => s.usage(),
-            // Its figures are only the reference latencies.
-            Side::Direct(_) => Usage::default(),
+            Side::Direct(s) => s.usage(),
         }
     }
 
@@ -132,7 +144,7 @@ impl Side {
     /// The agent's own start (see [`record`]).
     fn agent_start(&self) -> Option<Duration> {
         match self {
-            Side::Hermes(s) => s.agent_built,
+            Side::Hermes(s) => s.agent_built(),
             Side::Gateway(s) => s.agent_start(),
             Side::Direct(_) => None,
         }
@@ -164,6 +176,7 @@ async fn measure(side: &mut Side, opts: &Options) -> anyhow::Result<Figures> {
         let turn = side.turn(&format!("burst turn {i}"), opts.chunks).await?;
         f.burst_chunks += turn.screen.latencies.len();
         f.burst_in_final += turn.screen.in_final;
+        f.burst_complete.push(ms(turn.complete));
         f.burst.extend(turn.screen.latencies);
     }
     let after = side.usage();
@@ -229,6 +242,8 @@ fn record(report: &mut Report, side: &str, f: &mut Figures) {
             report.add(&ratio, "×", new_session / f.warm_text_ms);
         }
         latencies(report, side, f);
+        report.add(&row("CPU per turn, agent"), "ms", f.agent_cpu_ms);
+        report.add(&row("resident memory, agent"), "MiB", f.agent_rss_mib);
         return;
     }
     report.add(
@@ -259,6 +274,11 @@ fn record(report: &mut Report, side: &str, f: &mut Figures) {
     };
     report.add(&row(agent), "ms", f.agent_start_ms);
     latencies(report, side, f);
+    report.add(
+        &row("burst turn, send → complete (median)"),
+        "ms",
+        median(&f.burst_complete),
+    );
     let in_final = 100.0 * f.burst_in_final as f64 / f.burst_chunks.max(1) as f64;
     report.add(
         &row("burst chunks first shown by the final frame"),
@@ -294,6 +314,44 @@ fn latencies(report: &mut Report, side: &str, f: &mut Figures) {
             report.add(&row, "ms", v);
         }
     }
+}
+
+/// The ratios of one run: the gateway's process tree against `hermes serve`.
+fn ratios(report: &mut Report, hermes: &Figures, gateway: &Figures) {
+    let cpu = "gateway + hermes acp / Hermes' own WebSocket: CPU per turn, whole process tree";
+    let tree = gateway.server_cpu_ms + gateway.agent_cpu_ms;
+    report.add(cpu, "×", tree / hermes.server_cpu_ms);
+    report.target(cpu, "×", crate::report::Target::AtMost(TREE_CPU_TARGET));
+    let burst = "gateway + hermes acp / Hermes' own WebSocket: burst turn, send → complete";
+    let ratio = median(&gateway.burst_complete) / median(&hermes.burst_complete);
+    report.add(burst, "×", ratio);
+    report.target(
+        burst,
+        "×",
+        crate::report::Target::AtMost(BURST_COMPLETE_TARGET),
+    );
+}
+
+/// The figures of N chats answering at once, both sides, and their ratios.
+fn record_chats(report: &mut Report, n: usize, own: &chats::Chats, ours: &chats::Chats) {
+    for (side, c) in [(HERMES, own), (GATEWAY, ours)] {
+        let row = |what: &str| format!("{side}: {n} chats at once, {what}");
+        report.add(&row("completion max (median of rounds)"), "ms", c.max_ms);
+        report.add(&row("completion p50"), "ms", c.p50_ms);
+        report.add(&row("CPU per round, whole process tree"), "ms", c.cpu_ms);
+        report.add(
+            &row("resident memory, whole process tree"),
+            "MiB",
+            c.rss_mib,
+        );
+    }
+    let max =
+        format!("gateway + hermes acp / Hermes' own WebSocket: {n} chats at once, completion max");
+    report.add(&max, "×", ours.max_ms / own.max_ms);
+    report.target(&max, "×", crate::report::Target::AtMost(CHATS_MAX_TARGET));
+    let cpu =
+        format!("gateway + hermes acp / Hermes' own WebSocket: {n} chats at once, CPU per round");
+    report.add(&cpu, "×", ours.cpu_ms / own.cpu_ms);
 }
 
 /// What the gateway adds to what `hermes acp` delivers by itself: the difference of the two
@@ -332,19 +390,32 @@ pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Re
 
         let root = dir.path().join(format!("serve-{run}"));
         let side = Side::Hermes(HermesServe::start(&venv, &root, model.port).await?);
-        let mut f = run_side(side, opts).await?;
-        record(report, HERMES, &mut f);
+        let mut hermes_figures = run_side(side, opts).await?;
+        record(report, HERMES, &mut hermes_figures);
 
         let root = dir.path().join(format!("gateway-{run}"));
         let side = Side::Gateway(GatewayHermes::start(&venv, &root, model.port).await?);
         let mut through_gateway = run_side(side, opts).await?;
         record(report, GATEWAY, &mut through_gateway);
 
+        ratios(report, &hermes_figures, &through_gateway);
+
         let root = dir.path().join(format!("direct-{run}"));
         let side = Side::Direct(AcpDirect::start(&venv, &root, model.port).await?);
         let mut f = run_side(side, opts).await?;
         record(report, DIRECT, &mut f);
         added(report, &mut through_gateway, &mut f);
+        if opts.chats > 0 {
+            let root = dir.path().join(format!("serve-chats-{run}"));
+            let serve = HermesServe::start(&venv, &root, model.port).await?;
+            let own = chats::through_hermes(&serve, opts).await?;
+            serve.stop().await;
+            let root = dir.path().join(format!("gateway-chats-{run}"));
+            let gateway = GatewayHermes::start(&venv, &root, model.port).await?;
+            let ours = chats::through_gateway(&gateway, opts).await?;
+            gateway.stop().await;
+            record_chats(report, opts.chats, &own, &ours);
+        }
         report.add("machine load (1-minute average) after the run", "", load());
     }
     for what in [

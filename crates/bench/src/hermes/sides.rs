@@ -29,6 +29,8 @@ const FRAME_TIMEOUT: Duration = Duration::from_secs(120);
 pub struct Turn {
     /// From sending the prompt to the first text on screen.
     pub first_text: Duration,
+    /// From sending the prompt to the answer's end on screen.
+    pub complete: Duration,
     /// Every chunk's time to the screen.
     pub screen: Screen,
 }
@@ -47,13 +49,10 @@ pub struct Usage {
 /// `hermes serve` and one WebSocket client with one session.
 pub struct HermesServe {
     server: Server,
-    ws: RawConnection,
-    session: String,
-    next_id: u64,
+    client: HermesClient,
+    url: String,
     /// From spawning the server to its ready line (it accepts connections).
     pub listening: Duration,
-    /// From spawning the server to the session's agent being built (its first `session.info`).
-    pub agent_built: Option<Duration>,
 }
 
 impl HermesServe {
@@ -76,13 +75,72 @@ impl HermesServe {
             .and_then(|p| p.trim().parse().ok())
             .ok_or_else(|| anyhow!("no port in {ready:?}"))?;
         let url = format!("ws://127.0.0.1:{port}/api/ws?token={TOKEN}");
-        let ws = RawConnection::connect(&url).await?;
-        let mut side = HermesServe {
+        let client = HermesClient::connect(&url, server.spawned).await?;
+        Ok(HermesServe {
             server,
+            client,
+            url,
+            listening,
+        })
+    }
+
+    /// From spawning the server to the first session's agent being built (its first
+    /// `session.info`).
+    pub fn agent_built(&self) -> Option<Duration> {
+        self.client.agent_built
+    }
+
+    /// Another client, with a session of its own, as a second app would be; returns once the
+    /// session's agent is built (Hermes times out building many at once).
+    pub async fn client(&self) -> anyhow::Result<HermesClient> {
+        let mut client = HermesClient::connect(&self.url, self.server.spawned).await?;
+        if client.agent_built.is_none() {
+            client.until(|f| f.kind() == "session.info").await?;
+        }
+        Ok(client)
+    }
+
+    /// One turn of the first client.
+    pub async fn turn(&mut self, text: &str, chunks: usize) -> anyhow::Result<Turn> {
+        self.client.turn(text, chunks).await
+    }
+
+    /// The server's CPU time and memory, its helper processes included.
+    pub fn usage(&self) -> Usage {
+        let mut pids = descendants(self.server.pid);
+        pids.push(self.server.pid);
+        Usage {
+            server_cpu_ms: cpu_ms(&pids),
+            agent_cpu_ms: 0.0,
+            server_rss_mib: rss_mib(&pids),
+            agent_rss_mib: 0.0,
+        }
+    }
+
+    pub async fn stop(self) {
+        drop(self.client);
+        self.server.stop().await;
+    }
+}
+
+/// A WebSocket client of `hermes serve` with one session.
+pub struct HermesClient {
+    ws: RawConnection,
+    session: String,
+    next_id: u64,
+    spawned: Instant,
+    agent_built: Option<Duration>,
+}
+
+impl HermesClient {
+    /// Connects and opens a session.
+    async fn connect(url: &str, spawned: Instant) -> anyhow::Result<HermesClient> {
+        let ws = RawConnection::connect(url).await?;
+        let mut side = HermesClient {
             ws,
             session: String::new(),
             next_id: 1,
-            listening,
+            spawned,
             agent_built: None,
         };
         side.until(|f| f.kind() == "gateway.ready").await?;
@@ -110,7 +168,7 @@ impl HermesServe {
                 RawFrame::Text(t) => {
                     let frame = wire::parse(&t)?;
                     if frame.kind() == "session.info" && self.agent_built.is_none() {
-                        self.agent_built = Some(self.server.spawned.elapsed());
+                        self.agent_built = Some(self.spawned.elapsed());
                     }
                     return Ok(frame);
                 }
@@ -178,34 +236,18 @@ impl HermesServe {
         }
         Ok(Turn {
             first_text: first_text.unwrap_or_else(|| sent.elapsed()),
+            complete: sent.elapsed(),
             screen,
         })
-    }
-
-    /// The server's CPU time and memory, its helper processes included.
-    pub fn usage(&self) -> Usage {
-        let mut pids = descendants(self.server.pid);
-        pids.push(self.server.pid);
-        Usage {
-            server_cpu_ms: cpu_ms(&pids),
-            agent_cpu_ms: 0.0,
-            server_rss_mib: rss_mib(&pids),
-            agent_rss_mib: 0.0,
-        }
-    }
-
-    pub async fn stop(self) {
-        drop(self.ws);
-        self.server.stop().await;
     }
 }
 
 /// The gateway binary with `hermes acp` as its agent, and one device.
 pub struct GatewayHermes {
     server: Server,
-    device: Client,
+    device: Device,
+    url: String,
     log: std::path::PathBuf,
-    next_id: u64,
     /// From spawning the gateway to it accepting connections.
     pub listening: Duration,
 }
@@ -244,14 +286,19 @@ impl GatewayHermes {
             .trim_start_matches("WebSocket: ")
             .trim()
             .to_owned();
-        let device = connect(ConnectOptions::new(url, TOKEN, "hermes-bench")).await?;
+        let device = Device::connect(&url, "hermes-bench").await?;
         Ok(GatewayHermes {
             server,
             device,
+            url,
             log,
-            next_id: 1,
             listening,
         })
+    }
+
+    /// Another device, paired as the first.
+    pub async fn device(&self, name: &str) -> anyhow::Result<Device> {
+        Device::connect(&self.url, name).await
     }
 
     /// The agent's own start as the gateway logged it (spawn to `initialize` answered).
@@ -264,76 +311,17 @@ impl GatewayHermes {
 
     /// A new channel (its first turn takes the agent's spare session, where there is one).
     pub async fn new_channel(&mut self, name: &str) -> anyhow::Result<String> {
-        let frame = ClientFrame::ChannelCreate(ChannelCreate {
-            name: name.to_owned(),
-            ..ChannelCreate::default()
-        });
-        let created = self.device.request(Header::default(), frame).await?;
-        let chat = created.json()["payload"]["chat_id"]
-            .as_str()
-            .context("channel.create gave no chat_id")?
-            .to_owned();
-        Ok(chat)
+        self.device.new_channel(name).await
     }
 
     /// One turn in the default channel.
     pub async fn turn(&mut self, text: &str, chunks: usize) -> anyhow::Result<Turn> {
-        self.turn_in("default", text, chunks).await
+        self.device.turn_in("default", text, chunks).await
     }
 
-    /// One turn: `message.send` up to the answer's `message.stop` (then its `agent.idle`).
+    /// One turn in `chat`.
     pub async fn turn_in(&mut self, chat: &str, text: &str, chunks: usize) -> anyhow::Result<Turn> {
-        let header = Header {
-            id: Some(RequestId::from(self.next_id)),
-            ..Header::lane(chat, None)
-        };
-        self.next_id += 1;
-        let frame = ClientFrame::MessageSend(MessageSend {
-            text: text.to_owned(),
-            ..Default::default()
-        });
-        let sent = Instant::now();
-        self.device.send(header, frame).await?;
-        let mut bubbles: HashMap<String, StreamText> = HashMap::new();
-        let mut answer: Option<String> = None;
-        let mut screen = Screen::default();
-        let mut first_text = None;
-        loop {
-            let event = self.device.next_event_timeout(FRAME_TIMEOUT).await?;
-            let now = unix_nanos();
-            match &event.body {
-                ServerFrame::MessageUpdate(u) => {
-                    let bubble = bubbles.entry(u.message_id.clone()).or_default();
-                    bubble.apply(u).map_err(|e| anyhow!("update: {e:?}"))?;
-                    let id = answer.get_or_insert_with(|| u.message_id.clone());
-                    if *id == u.message_id {
-                        screen.set(bubble.as_str(), now);
-                    }
-                }
-                ServerFrame::MessageStop(s) => {
-                    screen.finish(&s.final_text, now, chunks).with_context(|| {
-                        format!("the gateway answered {:?}", short(&s.final_text))
-                    })?;
-                }
-                ServerFrame::Error(e) => bail!("the gateway answered with an error: {e:?}"),
-                _ => continue,
-            }
-            if first_text.is_none() && screen.has_text() {
-                first_text = Some(sent.elapsed());
-            }
-            if event.frame_type() == "message.stop" {
-                break;
-            }
-        }
-        self.device
-            .wait_for_timeout(|e| e.frame_type() == "agent.idle", FRAME_TIMEOUT)
-            .await
-            .context("no agent.idle after the answer")?;
-        self.device.take_seen();
-        Ok(Turn {
-            first_text: first_text.unwrap_or_else(|| sent.elapsed()),
-            screen,
-        })
+        self.device.turn_in(chat, text, chunks).await
     }
 
     /// The gateway's CPU time and memory, and its agent's (every descendant).
@@ -350,6 +338,107 @@ impl GatewayHermes {
     pub async fn stop(self) {
         drop(self.device);
         self.server.stop().await;
+    }
+}
+
+/// A device of the gateway.
+pub struct Device {
+    client: Client,
+    next_id: u64,
+}
+
+impl Device {
+    async fn connect(url: &str, name: &str) -> anyhow::Result<Device> {
+        let client = connect(ConnectOptions::new(url.to_owned(), TOKEN, name)).await?;
+        Ok(Device { client, next_id: 1 })
+    }
+
+    /// Shows only `chat` (`focus.set`): streaming updates of other chats are not sent to it.
+    pub async fn focus(&mut self, chat: &str) -> anyhow::Result<()> {
+        let lane = iris_protocol::LaneRef {
+            chat_id: chat.to_owned(),
+            thread_id: None,
+        };
+        self.client.focus(vec![lane]).await?;
+        Ok(())
+    }
+
+    /// A new channel (its first turn takes the agent's spare session, where there is one).
+    pub async fn new_channel(&mut self, name: &str) -> anyhow::Result<String> {
+        let frame = ClientFrame::ChannelCreate(ChannelCreate {
+            name: name.to_owned(),
+            ..ChannelCreate::default()
+        });
+        let created = self.client.request(Header::default(), frame).await?;
+        let chat = created.json()["payload"]["chat_id"]
+            .as_str()
+            .context("channel.create gave no chat_id")?
+            .to_owned();
+        Ok(chat)
+    }
+
+    /// One turn: `message.send` up to the answer's `message.stop` (then its `agent.idle`).
+    pub async fn turn_in(&mut self, chat: &str, text: &str, chunks: usize) -> anyhow::Result<Turn> {
+        let header = Header {
+            id: Some(RequestId::from(self.next_id)),
+            ..Header::lane(chat, None)
+        };
+        self.next_id += 1;
+        let frame = ClientFrame::MessageSend(MessageSend {
+            text: text.to_owned(),
+            ..Default::default()
+        });
+        let sent = Instant::now();
+        self.client.send(header, frame).await?;
+        let mut bubbles: HashMap<String, StreamText> = HashMap::new();
+        let mut answer: Option<String> = None;
+        let mut screen = Screen::default();
+        let mut first_text = None;
+        let mut complete = None;
+        loop {
+            let event = self.client.next_event_timeout(FRAME_TIMEOUT).await?;
+            let now = unix_nanos();
+            if event.header.chat_id.as_deref() != Some(chat) {
+                continue;
+            }
+            match &event.body {
+                ServerFrame::MessageUpdate(u) => {
+                    let bubble = bubbles.entry(u.message_id.clone()).or_default();
+                    bubble.apply(u).map_err(|e| anyhow!("update: {e:?}"))?;
+                    let id = answer.get_or_insert_with(|| u.message_id.clone());
+                    if *id == u.message_id {
+                        screen.set(bubble.as_str(), now);
+                    }
+                }
+                ServerFrame::MessageStop(s) => {
+                    complete = Some(sent.elapsed());
+                    screen.finish(&s.final_text, now, chunks).with_context(|| {
+                        format!("the gateway answered {:?}", short(&s.final_text))
+                    })?;
+                }
+                ServerFrame::Error(e) => bail!("the gateway answered with an error: {e:?}"),
+                _ => continue,
+            }
+            if first_text.is_none() && screen.has_text() {
+                first_text = Some(sent.elapsed());
+            }
+            if event.frame_type() == "message.stop" {
+                break;
+            }
+        }
+        self.client
+            .wait_for_timeout(
+                |e| e.frame_type() == "agent.idle" && e.header.chat_id.as_deref() == Some(chat),
+                FRAME_TIMEOUT,
+            )
+            .await
+            .context("no agent.idle after the answer")?;
+        self.client.take_seen();
+        Ok(Turn {
+            first_text: first_text.unwrap_or_else(|| sent.elapsed()),
+            complete: complete.unwrap_or_else(|| sent.elapsed()),
+            screen,
+        })
     }
 }
 
