@@ -227,7 +227,7 @@ function fillMessage(el, lane, m, opts = {}) {
   if (state === 'replaced') meta.append(REPLACED());
   if (m.role === 'user') {
     meta.append(receiptEl(state));
-    meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered' }, el.dataset.read ? '✓✓' : '✓'));
+    meta.append(h('span', { class: 'ticks', 'aria-label': el.dataset.read ? 'Read' : 'Delivered', hidden: hasGlyph(state) }, el.dataset.read ? '✓✓' : '✓'));
   }
   if (!opts.streaming) {
     meta.append(h('button', {
@@ -253,17 +253,22 @@ const REPLACED = () => h('span', { class: 'replaced', title: 'Taken back by a re
 
 /**
  * Where a user message stands with the agent (`state`, `message.state`), drawn the same on every
- * device: a clock while it waits, then ticks; the words on hover.
+ * device, one mark at a time: a clock while it waits, then the read ticks (✓ delivered, ✓✓ read;
+ * `activity.js`) while it runs and once answered, or the mark of how it ended (stopped, failed,
+ * interrupted) in their place; the words on hover.
  */
 const RECEIPTS = {
   queued: ['🕓', 'Waiting for the agent'],
-  running: ['✓', 'The agent is working on it'],
-  answered: ['✓', 'Answered'],
+  running: ['', 'The agent is working on it'],
+  answered: ['', 'Answered'],
   stopped: ['■', 'Stopped'],
   failed: ['⚠', 'The agent could not answer it'],
   interrupted: ['✂', 'Interrupted by a restart of the gateway'],
   replaced: ['', ''],
 };
+
+/** Whether the receipt of `state` shows a mark of its own (the ticks are hidden then). */
+const hasGlyph = (state) => Boolean((RECEIPTS[state] || [''])[0]);
 
 function receiptEl(state) {
   const [glyph, words] = RECEIPTS[state] || ['', ''];
@@ -278,6 +283,8 @@ export function onMessageState(frame) {
   el.dataset.state = state;
   const old = el.querySelector('.meta .receipt');
   if (old) old.replaceWith(receiptEl(state));
+  const ticks = el.querySelector('.meta .ticks');
+  if (ticks) ticks.hidden = hasGlyph(state);
   const meta = el.querySelector('.meta');
   if (state === 'replaced' && meta && !meta.querySelector('.replaced')) meta.prepend(REPLACED());
 }

@@ -10,6 +10,10 @@ import { DESKTOP, PHONE, Proxy, browserSuite, openSignedIn, pageErrors, send, wa
 
 const suite = browserSuite(before, after);
 
+/** The marks a user message shows beside its time (receipt and ticks, those not hidden). */
+const marks = (page, text) => page.locator('.msg.role-user', { hasText: text }).first().evaluate((el) =>
+  [...el.querySelectorAll('.meta .receipt, .meta .ticks')].filter((m) => !m.hidden).map((m) => m.textContent).join(' '));
+
 describe('Iris Web receipts', { timeout: 120000 }, () => {
   test('a reload mid-answer shows the streaming answer and Stop again, and receipts stay', { timeout: 90000 }, async () => {
     const gw = await suite.gateway();
@@ -19,13 +23,16 @@ describe('Iris Web receipts', { timeout: 120000 }, () => {
     await send(page, 'hello');
     await page.locator('.msg.role-assistant:not(.streaming)', { hasText: 'Echo: hello' }).waitFor();
     const answered = page.locator('.msg.role-user', { hasText: 'hello' }).locator('.receipt-answered');
-    await answered.waitFor();
+    await answered.waitFor({ state: 'attached' });
     assert.equal(await answered.getAttribute('title'), 'Answered');
+    // One mark per state: the read ticks alone, not a receipt tick beside them.
+    await page.locator('.msg.role-user', { hasText: 'hello' }).locator('.ticks', { hasText: '✓✓' }).waitFor();
+    assert.equal(await marks(page, 'hello'), '✓✓');
 
     // 600 chunks 10 ms apart: six seconds of streaming.
     await send(page, 'bench 600 10000');
     await page.locator('.msg.role-assistant.streaming').waitFor();
-    await page.locator('.msg.role-user', { hasText: 'bench 600' }).locator('.receipt-running').waitFor();
+    await page.locator('.msg.role-user', { hasText: 'bench 600' }).locator('.receipt-running').waitFor({ state: 'attached' });
     await page.reload();
     await waitOnline(page);
     const streaming = page.locator('.msg.role-assistant.streaming');
@@ -44,6 +51,7 @@ describe('Iris Web receipts', { timeout: 120000 }, () => {
     assert.equal(await answered.getAttribute('title'), 'Answered', 'history brings the receipt back');
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.locator('.msg.role-user', { hasText: 'bench 600' }).locator('.receipt-stopped').waitFor();
+    assert.equal(await marks(page, 'bench 600'), '■', 'the stop mark in place of the ticks');
     assert.deepEqual(pageErrors(page), []);
   });
 
@@ -54,7 +62,7 @@ describe('Iris Web receipts', { timeout: 120000 }, () => {
 
     // `hang`: the agent says nothing until it is cancelled.
     await send(page, 'hang');
-    await page.locator('.msg.role-user', { hasText: 'hang' }).locator('.receipt-running').waitFor();
+    await page.locator('.msg.role-user', { hasText: 'hang' }).locator('.receipt-running').waitFor({ state: 'attached' });
     await page.getByRole('button', { name: 'Stop' }).click();
     const stopped = page.locator('.msg.role-assistant[data-ended=stopped]:not(.streaming)');
     await stopped.locator('.ended', { hasText: '■ Stopped' }).waitFor();
