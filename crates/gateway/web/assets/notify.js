@@ -1,5 +1,6 @@
 // Notifications: `notification` frames shown as toasts (and as system notifications while the
 // page is hidden, if allowed), and Web Push, which delivers them while no Iris tab is connected.
+// An approval or a question is not toasted while its own dialog shows it.
 // Replayed approval and question notifications wait until the replay ends
 // (`releaseHeldNotifications`) and show only while their picker is still open, so that a device
 // coming back never announces what was answered meanwhile.
@@ -50,7 +51,14 @@ function showNotification(frame) {
   const p = frame.payload;
   // A long offline gap replays many notifications: show only the first few.
   if (frame.replayed && app.toastBudget-- <= 0) return;
-  toast(p.body || '', 'note', p.title);
+  // An approval or a question whose own dialog is open needs no toast over it (pickers.js also
+  // takes such a toast away when the dialog opens after it).
+  const lane = laneOf(frame).key;
+  const picker = PICKER_NOTES.has(p.kind);
+  const shown = app.pickerShown && app.pickers.get(app.pickerShown);
+  if (picker && shown && shown.lane.key === lane && !document.hidden) return;
+  const el = toast(p.body || '', 'note', p.title);
+  if (picker) el.dataset.pickerLane = lane;
   if (document.hidden && 'Notification' in window && Notification.permission === 'granted') {
     try {
       new Notification(p.title || 'Iris', { body: p.body || '', tag: `iris-${frame.cursor}` });

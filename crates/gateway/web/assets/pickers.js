@@ -214,6 +214,10 @@ export function showPicker(id) {
   content.push(h('div', { class: 'dialog-actions' }, h('button', { type: 'button', class: 'secondary', onclick: () => { laterPicker(); dialog.close(); } }, 'Later')));
   dialog.replaceChildren(...content);
   if (!dialog.open) dialog.showModal();
+  // The dialog says what an "Approval needed" toast of its lane said, and the toast would cover it.
+  for (const t of $('toasts').querySelectorAll('.toast[data-picker-lane]')) {
+    if (t.dataset.pickerLane === lane.key) t.remove();
+  }
 }
 
 /** The title, details and answer controls of one picker, by kind. */

@@ -9,6 +9,7 @@ import { h } from './util.js';
 /**
  * A short message at the bottom of the page, just above the composer and whatever sits on it
  * (the busy bar, the attachments), so that it never hides the top bar, its menu or a dialog.
+ * Returns it (it removes itself after a few seconds, or when clicked).
  */
 export function toast(text, kind = 'info', title) {
   const el = h('div', { class: `toast ${kind}` }, title ? h('strong', {}, title) : null, title ? h('br') : null, text);
@@ -18,6 +19,7 @@ export function toast(text, kind = 'info', title) {
   box.style.bottom = `${scroller.height ? Math.max(12, window.innerHeight - scroller.bottom + 12) : 16}px`;
   box.append(el);
   setTimeout(() => el.remove(), kind === 'error' ? 8000 : 6000);
+  return el;
 }
 
 /** A request whose failure is shown as a toast; resolves with the response or null. */

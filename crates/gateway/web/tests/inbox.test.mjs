@@ -189,12 +189,18 @@ describe('the inbox of open pickers', { timeout: 600000 }, () => {
       await openSignedIn(page, gw.url);
       await openSignedIn(other.page, gw.url);
 
-      // The top-bar menu is open when an approval (a dialog and a toast) arrives from the other device.
+      // The top-bar menu is open when an approval arrives from the other device: its dialog opens,
+      // and no "Approval needed" toast lies over it (the dialog says so already).
       await page.getByRole('button', { name: 'Menu' }).click();
       await page.locator('#menu:not([hidden])').waitFor();
       await send(other.page, 'approve this');
       await picker(page).waitFor();
-      const toast = page.locator('#toasts .toast', { hasText: 'Approval needed' });
+      // The notification comes between the picker and `agent.busy {waiting_input}`.
+      await page.locator('#busy-text', { hasText: 'Waiting for you' }).waitFor({ state: 'attached' });
+      assert.equal(await page.locator('#toasts .toast', { hasText: 'Approval needed' }).count(), 0, 'no toast over the approval');
+      // A toast shown while the dialog is open sits beside it, not on it.
+      await page.evaluate(async () => (await import('./assets/ui.js')).toast('Something else', 'note', 'Another note'));
+      const toast = page.locator('#toasts .toast', { hasText: 'Another note' });
       await toast.waitFor();
       const t = await toast.boundingBox();
       for (const [what, locator] of [['the menu button', page.locator('#open-menu')], ['the menu', page.locator('#menu')], ['the dialog', picker(page)]]) {
