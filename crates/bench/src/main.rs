@@ -119,6 +119,10 @@ enum Command {
         /// Measured rounds of the chats at once (after one round that warms up).
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// Turns of one long chat, both through the gateway and to `hermes acp` directly, for
+        /// the agent's memory (0: skipped).
+        #[arg(long, default_value_t = 500)]
+        long: usize,
     },
     /// The raw WebSocket server as a process of its own (used by `idle`).
     #[command(hide = true)]
@@ -218,6 +222,7 @@ fn main() -> ExitCode {
                 venv,
                 chats,
                 rounds,
+                long,
             } => {
                 let opts = hermes::Options {
                     turns,
@@ -226,6 +231,7 @@ fn main() -> ExitCode {
                     venv,
                     chats,
                     rounds,
+                    long,
                 };
                 hermes::run(&mut report, &opts, runs).await
             }

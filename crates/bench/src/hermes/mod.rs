@@ -15,6 +15,7 @@
 
 mod chats;
 mod direct;
+mod long;
 mod procs;
 mod sides;
 mod wire;
@@ -45,6 +46,8 @@ pub struct Options {
     pub chats: usize,
     /// Measured rounds of the [`chats`] part.
     pub rounds: usize,
+    /// Turns of the one long chat of the [`long`] part (none: skipped).
+    pub long: usize,
 }
 
 /// Chunks of the first turn's answer.
@@ -83,6 +86,7 @@ fn script(opts: &Options) -> serde_json::Value {
         {"match": "first turn", "reply": {"chunks": wire::stamped_chunks(FIRST_CHUNKS), "delay": gap}},
         {"match": "paced turn", "reply": {"chunks": wire::stamped_chunks(opts.chunks), "delay": gap}},
         {"match": "burst turn", "reply": {"chunks": wire::stamped_chunks(opts.chunks), "delay": 0}},
+        {"match": "long turn", "reply": {"chunks": wire::stamped_chunks(1), "delay": 0}},
     ]})
 }
 
@@ -415,6 +419,17 @@ pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Re
             let ours = chats::through_gateway(&gateway, opts).await?;
             gateway.stop().await;
             record_chats(report, opts.chats, &own, &ours);
+        }
+        if opts.long > 0 {
+            let root = dir.path().join(format!("gateway-long-{run}"));
+            let mut gateway = GatewayHermes::start(&venv, &root, model.port).await?;
+            let ours = long::through_gateway(&mut gateway, opts).await?;
+            gateway.stop().await;
+            let root = dir.path().join(format!("direct-long-{run}"));
+            let mut alone = AcpDirect::start(&venv, &root, model.port).await?;
+            let theirs = long::direct(&mut alone, opts).await?;
+            alone.stop().await;
+            long::record(report, opts.long, ours, theirs);
         }
         report.add("machine load (1-minute average) after the run", "", load());
     }

@@ -272,7 +272,7 @@ impl GatewayHermes {
         std::fs::write(
             &config,
             format!(
-                "[limits]\nmax_connections_per_address = 1000\n\n[agent]\ncwd = {}\n",
+                "[limits]\nmax_connections_per_address = 1000\nsends_per_minute = 100000\n\n[agent]\ncwd = {}\n",
                 serde_json::to_string(&work)?
             ),
         )?;
@@ -398,7 +398,8 @@ impl Device {
         loop {
             let event = self.client.next_event_timeout(FRAME_TIMEOUT).await?;
             let now = unix_nanos();
-            if event.header.chat_id.as_deref() != Some(chat) {
+            let error = matches!(event.body, ServerFrame::Error(_));
+            if event.header.chat_id.as_deref() != Some(chat) && !error {
                 continue;
             }
             match &event.body {
