@@ -32,6 +32,8 @@ pub(super) async fn run(
         parts.out.system(notice).await;
     }
     let rewound = rewind_job(parts, &mut job).await;
+    // What a replayed take-back carries over belongs to this job's prompt only.
+    let prelude = parts.rewind.prelude.take();
     let instance = match parts.ensure_session().await {
         Ok(i) => i,
         Err(e) => {
@@ -62,7 +64,6 @@ pub(super) async fn run(
         parts.out.busy(BusyReason::Processing).await;
     }
     let mapper = answer_mapper(parts, &job.message_id, rewind);
-    let prelude = parts.rewind.prelude.take();
     let blocks = prompt_blocks(parts, &instance, &mut job, transcribed, prelude).await;
     let driven = TurnRun::live(parts, inbox, queue, instance, session_id, mapper)
         .drive(blocks)
