@@ -4,9 +4,7 @@
 //! resident memory is read after the first turn and after the last; the gateway's agent may end
 //! at most [`LONG_RSS_TARGET`] times the directly driven one's.
 
-use super::direct::AcpDirect;
-use super::sides::GatewayHermes;
-use super::Options;
+use super::{Options, Side};
 use crate::report::{Report, Target};
 
 /// The agent behind the gateway may hold this many times the memory of the same agent driven
@@ -18,21 +16,9 @@ fn text(i: usize) -> String {
     format!("long turn {i}")
 }
 
-/// The agent's memory after the first and after the last turn, through the gateway.
-pub async fn through_gateway(
-    side: &mut GatewayHermes,
-    opts: &Options,
-) -> anyhow::Result<(f64, f64)> {
-    side.turn(&text(0), 1).await?;
-    let first = side.usage().agent_rss_mib;
-    for i in 1..opts.long {
-        side.turn(&text(i), 1).await?;
-    }
-    Ok((first, side.usage().agent_rss_mib))
-}
-
-/// The same, driven directly.
-pub async fn direct(side: &mut AcpDirect, opts: &Options) -> anyhow::Result<(f64, f64)> {
+/// The agent's memory after the first and after the last turn, through the gateway or
+/// directly.
+pub async fn memory(side: &mut Side, opts: &Options) -> anyhow::Result<(f64, f64)> {
     side.turn(&text(0), 1).await?;
     let first = side.usage().agent_rss_mib;
     for i in 1..opts.long {

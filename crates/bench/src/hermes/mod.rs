@@ -422,12 +422,12 @@ pub async fn run(report: &mut Report, opts: &Options, runs: usize) -> anyhow::Re
         }
         if opts.long > 0 {
             let root = dir.path().join(format!("gateway-long-{run}"));
-            let mut gateway = GatewayHermes::start(&venv, &root, model.port).await?;
-            let ours = long::through_gateway(&mut gateway, opts).await?;
+            let mut gateway = Side::Gateway(GatewayHermes::start(&venv, &root, model.port).await?);
+            let ours = long::memory(&mut gateway, opts).await?;
             gateway.stop().await;
             let root = dir.path().join(format!("direct-long-{run}"));
-            let mut alone = AcpDirect::start(&venv, &root, model.port).await?;
-            let theirs = long::direct(&mut alone, opts).await?;
+            let mut alone = Side::Direct(AcpDirect::start(&venv, &root, model.port).await?);
+            let theirs = long::memory(&mut alone, opts).await?;
             alone.stop().await;
             long::record(report, opts.long, ours, theirs);
         }

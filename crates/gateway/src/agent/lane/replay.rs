@@ -16,7 +16,8 @@ const REPLAY_BYTES: usize = 64 * 1024;
 
 /// The text that opens the first prompt of a take-back of the turn of `before`; none when no
 /// message came before it (the turn then starts in an empty session, as a first turn does).
-pub(super) async fn prelude(parts: &LaneParts, before: &str) -> Option<String> {
+/// When the store cannot be read it is logged, and the error is what the lane tells the person.
+pub(super) async fn prelude(parts: &LaneParts, before: &str) -> Result<Option<String>, String> {
     let lane = parts.lane();
     let page = parts
         .env
@@ -30,10 +31,10 @@ pub(super) async fn prelude(parts: &LaneParts, before: &str) -> Option<String> {
         )
         .await;
     match page {
-        Ok(page) => transcript(&page.messages, page.has_more),
+        Ok(page) => Ok(transcript(&page.messages, page.has_more)),
         Err(e) => {
             tracing::warn!(lane = ?lane, error = %e, "the conversation to carry over could not be read; the turn starts without it");
-            None
+            Err("The earlier conversation could not be read, so the agent answers this message in a new session without it.".to_owned())
         }
     }
 }

@@ -126,11 +126,17 @@ pub(super) async fn rewind_to(
     let base = parts.rewind.prev.as_ref().map(|c| c.base.clone());
     let prelude = match base {
         Some(Base::Replay) => replay::prelude(parts, before).await,
-        _ => None,
+        _ => Ok(None),
     };
     let from = base.as_ref().and_then(Base::session);
     parts.session.rewind_to(from, &mut parts.events).await?;
-    parts.rewind.prelude = prelude;
+    parts.rewind.prelude = match prelude {
+        Ok(text) => text,
+        Err(why) => {
+            parts.out.system(why).await;
+            None
+        }
+    };
     let Some(prev) = parts.rewind.prev.as_mut() else {
         return Err(AgentError::NoCheckpoint);
     };

@@ -203,7 +203,7 @@ impl SessionSlot {
             FORK_TIMEOUT,
             instance.client.fork_session(&session.id, &cwd),
         );
-        let forked = match keep_while(rx, forking, &mut late).await {
+        let forked = match wait_taking(rx, forking, |ev| late.keep(ev)).await {
             Ok(Ok(resp)) => Some(resp.session_id),
             Ok(Err(e)) => {
                 tracing::info!(error = %e, "session/fork failed; no checkpoint for this turn");
@@ -447,11 +447,20 @@ impl SessionSlot {
 /// Waits for `fut` while dropping what arrives on `rx` meanwhile (a replayed history), so that a
 /// full event queue never holds up the answer `fut` waits for.
 async fn drain_while<T>(rx: &mut EventRx, fut: impl std::future::Future<Output = T>) -> T {
+    wait_taking(rx, fut, drop).await
+}
+
+/// Waits for `fut`, handing what arrives on `rx` meanwhile to `take`.
+async fn wait_taking<T>(
+    rx: &mut EventRx,
+    fut: impl std::future::Future<Output = T>,
+    mut take: impl FnMut(LaneEvent),
+) -> T {
     tokio::pin!(fut);
     loop {
         tokio::select! {
             out = &mut fut => return out,
-            Some(_) = rx.recv() => {}
+            Some(ev) = rx.recv() => take(ev),
         }
     }
 }
@@ -483,21 +492,6 @@ impl Late {
     /// The kept events, in the order the lane takes them.
     pub(crate) fn into_events(self) -> impl Iterator<Item = LaneEvent> {
         self.title.into_iter().chain(self.exited)
-    }
-}
-
-/// Waits for `fut` while keeping what [`Late`] keeps of what arrives on `rx` meanwhile.
-async fn keep_while<T>(
-    rx: &mut EventRx,
-    fut: impl std::future::Future<Output = T>,
-    late: &mut Late,
-) -> T {
-    tokio::pin!(fut);
-    loop {
-        tokio::select! {
-            out = &mut fut => return out,
-            Some(ev) = rx.recv() => late.keep(ev),
-        }
     }
 }
 
